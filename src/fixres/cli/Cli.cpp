@@ -1,0 +1,87 @@
+// The fixres command line: parsing, dispatch and the mapping of errors to exit codes.
+#include "fixres/cli/Command.h"
+
+#include <c10/util/Exception.h>
+
+#include <iostream>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
+#include "fixres/common/Runtime.h"
+
+namespace fixres::cli {
+namespace {
+
+void addGlobalOptions(CLI::App& app, GlobalOptions& g) {
+  app.add_option("--threads", g.threads, "Intra-op CPU threads (0 = all hardware threads)")
+      ->envname("FIXRES_THREADS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("--log-all-ranks", g.logAllRanks, "Progress lines from every rank, not only rank 0");
+  app.add_flag("-v,--verbose", g.verbose, "Debug log lines");
+  app.add_flag("-q,--quiet", g.quiet, "Warnings and errors only");
+}
+
+int fail(ExitCode code, const std::string& message) {
+  std::cerr << "fixres: error: " << oneLine(message) << std::endl;
+  return static_cast<int>(code);
+}
+
+}  // namespace
+
+int runCli(int argc, char** argv) {
+  CLI::App app{"fixres: FixRes (train low, test high, fine-tune at the test resolution) in C++",
+               "fixres"};
+  app.set_version_flag("--version", fixresVersion());
+  app.require_subcommand(1);
+  app.fallthrough();
+  GlobalOptions global;
+  addGlobalOptions(app, global);
+
+  std::vector<Command> commands = {
+      addTrainCommand(app, global),       addFinetuneCommand(app, global),
+      addEvalCommand(app, global),        addExtractCommand(app, global),
+      addEvalSoftmaxCommand(app, global), addLaunchCommand(app, global),
+      addBenchCommand(app, global),       addVersionCommand(app, global),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion&) {
+    std::cout << "fixres " << fixresVersion() << "\n";
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // Help requested on a subcommand arrives here as CallForHelp too (handled above).
+    return fail(ExitCode::kUsage, std::string(e.what()) + " (see 'fixres --help')");
+  }
+
+  if (global.verbose) log::setLevel(log::Level::kDebug);
+  if (global.quiet) log::setLevel(log::Level::kWarn);
+  log::setAllRanks(global.logAllRanks);
+
+  try {
+    configureThreads(global.threads);
+    for (auto& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
+    return fail(ExitCode::kUsage, "no subcommand given (see 'fixres --help')");
+  } catch (const CLI::ParseError& e) {
+    return fail(ExitCode::kUsage, e.what());
+  } catch (const Error& e) {
+    return fail(e.code(), e.what());
+  } catch (const c10::Error& e) {
+    return fail(ExitCode::kOther, e.what_without_backtrace());
+  } catch (const std::bad_alloc&) {
+    return fail(ExitCode::kOther, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(exitCodeOf(e), e.what());
+  }
+}
+
+}  // namespace fixres::cli

@@ -1,0 +1,39 @@
+// Subcommand registration: each cli/<Name>Command.cpp declares its options once and returns
+// the action to run after parsing. Libraries below cli/ never see argv.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fixres::cli {
+
+// Options every subcommand accepts.
+struct GlobalOptions {
+  int threads = 0;          // intra-op threads; 0 = all hardware threads
+  bool logAllRanks = false;  // progress lines from every rank, not only rank 0
+  bool verbose = false;
+  bool quiet = false;
+};
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;  // returns the process exit code
+};
+
+Command addVersionCommand(CLI::App& parent, GlobalOptions& global);
+Command addTrainCommand(CLI::App& parent, GlobalOptions& global);
+Command addFinetuneCommand(CLI::App& parent, GlobalOptions& global);
+Command addEvalCommand(CLI::App& parent, GlobalOptions& global);
+Command addExtractCommand(CLI::App& parent, GlobalOptions& global);
+Command addEvalSoftmaxCommand(CLI::App& parent, GlobalOptions& global);
+Command addLaunchCommand(CLI::App& parent, GlobalOptions& global);
+Command addBenchCommand(CLI::App& parent, GlobalOptions& global);
+
+// Builds the whole CLI, parses argv, runs the chosen subcommand; maps every error to one
+// "fixres: error: ..." line on stderr and its exit code.
+int runCli(int argc, char** argv);
+
+}  // namespace fixres::cli

@@ -1,0 +1,82 @@
+// Typed errors and the exit codes fixres uses everywhere (see docs/cli.md, "Exit codes").
+#pragma once
+
+#include <exception>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace fixres {
+
+// Process exit codes. Stable: scripts and launchers depend on them.
+enum class ExitCode : int {
+  kOk = 0,
+  kOther = 1,        // anything not covered below
+  kUsage = 2,        // bad usage or an invalid value (flag, option, config)
+  kData = 3,         // dataset or image unreadable
+  kWeights = 4,      // weights or checkpoint unreadable / mismatched
+  kDistributed = 5,  // peer lost, timeout, rendezvous failure
+};
+
+// Base of every error fixres raises on purpose. Carries the exit code main() returns.
+class Error : public std::runtime_error {
+ public:
+  Error(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ExitCode code() const { return code_; }
+
+ private:
+  ExitCode code_;
+};
+
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& m) : Error(ExitCode::kUsage, m) {}
+};
+class DataError : public Error {
+ public:
+  explicit DataError(const std::string& m) : Error(ExitCode::kData, m) {}
+};
+class WeightsError : public Error {
+ public:
+  explicit WeightsError(const std::string& m) : Error(ExitCode::kWeights, m) {}
+};
+class DistributedError : public Error {
+ public:
+  explicit DistributedError(const std::string& m) : Error(ExitCode::kDistributed, m) {}
+};
+class InternalError : public Error {
+ public:
+  explicit InternalError(const std::string& m) : Error(ExitCode::kOther, m) {}
+};
+
+namespace detail {
+template <typename... Args>
+std::string concat(Args&&... args) {
+  std::ostringstream os;
+  (os << ... << std::forward<Args>(args));
+  return os.str();
+}
+}  // namespace detail
+
+// Maps any exception to its exit code: fixres::Error by its code, std::bad_alloc and the rest
+// to kOther. Exceptions from CLI parsing are mapped in the CLI layer before they get here.
+ExitCode exitCodeOf(const std::exception& e);
+
+// One line, no trailing newline: the message with newlines folded into "; " and LibTorch's
+// appended C++ stack traces removed.
+std::string oneLine(const std::string& message);
+
+}  // namespace fixres
+
+// FIXRES_CHECK(cond, ErrorType, parts...): throws fixres::ErrorType(parts...) when cond is false.
+// Example: FIXRES_CHECK(size > 0, UsageError, "--input-size must be positive, got ", size);
+#define FIXRES_CHECK(cond, ErrorType, ...)                                  \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      throw ::fixres::ErrorType(::fixres::detail::concat(__VA_ARGS__));     \
+    }                                                                       \
+  } while (0)
+
+// FIXRES_FAIL(ErrorType, parts...): throws unconditionally.
+#define FIXRES_FAIL(ErrorType, ...) throw ::fixres::ErrorType(::fixres::detail::concat(__VA_ARGS__))

@@ -1,0 +1,37 @@
+// Rank-aware logging implementation.
+#include "fixres/common/Log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+namespace fixres::log {
+namespace {
+std::atomic<int> gRank{0};
+std::atomic<int> gWorld{1};
+std::atomic<bool> gAllRanks{false};
+std::atomic<int> gLevel{static_cast<int>(Level::kInfo)};
+std::mutex gMutex;
+}  // namespace
+
+void setRank(int rank, int worldSize) {
+  gRank = rank;
+  gWorld = worldSize;
+}
+void setAllRanks(bool allRanks) { gAllRanks = allRanks; }
+void setLevel(Level l) { gLevel = static_cast<int>(l); }
+Level level() { return static_cast<Level>(gLevel.load()); }
+int rank() { return gRank; }
+
+void write(Level l, const std::string& line) {
+  if (l <= Level::kInfo && gRank != 0 && !gAllRanks) return;
+  std::string prefix;
+  if (gWorld > 1) prefix = "[rank " + std::to_string(gRank.load()) + "] ";
+  if (l == Level::kWarn) prefix += "warning: ";
+  if (l == Level::kError) prefix += "error: ";
+  std::lock_guard<std::mutex> lock(gMutex);
+  std::fprintf(stderr, "%s%s\n", prefix.c_str(), line.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace fixres::log

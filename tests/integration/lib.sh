@@ -1,0 +1,21 @@
+# Helpers for integration tests. Usage: source lib.sh FIXRES_BIN SOURCE_DIR WORK_DIR
+FIXRES="$1"; SRC="$2"; WORK="$3"
+PY=/usr/bin/python3
+rm -rf "$WORK"; mkdir -p "$WORK"
+OUT="$WORK/.out"; ERR="$WORK/.err"; CODE=0; FAILURES=0; CMD=""
+export FIXRES_THREADS=${FIXRES_THREADS:-1}
+
+run() { CMD="$*"; "$@" >"$OUT" 2>"$ERR"; CODE=$?; }
+bad() {
+  echo "FAIL: $* [command: $CMD]"; echo "--- stdout"; tail -20 "$OUT"; echo "--- stderr"; tail -20 "$ERR"
+  FAILURES=$((FAILURES + 1))
+}
+expect_code() { [ "$CODE" -eq "$1" ] || bad "exit code $CODE, expected $1"; }
+expect_out() { grep -Eq -- "$1" "$OUT" || bad "stdout lacks /$1/"; }
+expect_err() { grep -Eq -- "$1" "$ERR" || bad "stderr lacks /$1/"; }
+expect_err_lines() { local n; n=$(wc -l <"$ERR"); [ "$n" -eq "$1" ] || bad "stderr has $n lines, expected $1"; }
+expect_file() { [ -s "$1" ] || bad "missing or empty file $1"; }
+finish() {
+  if [ "$FAILURES" -ne 0 ]; then echo "$FAILURES check(s) failed"; exit 1; fi
+  echo "all checks passed"; exit 0
+}
