@@ -5,7 +5,8 @@
 namespace fixres::cli {
 
 Command addBenchCommand(CLI::App& parent, GlobalOptions& global) {
-  auto* sub = parent.add_subcommand("bench", "Benchmarks: data pipeline, training step, all-reduce");
+  auto* sub =
+      parent.add_subcommand("bench", "Benchmarks: data pipeline, training step, all-reduce");
   return {sub, []() -> int {
             FIXRES_FAIL(InternalError, "'fixres bench' is not available in this build yet");
           }};

@@ -3,6 +3,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include "fixres/common/Error.h"
@@ -30,6 +32,8 @@ int fail(ExitCode code, const std::string& message) {
 }  // namespace
 
 int runCli(int argc, char** argv) {
+  // A peer that vanished must surface as an error from the socket, not kill us with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"fixres: FixRes (train low, test high, fine-tune at the test resolution) in C++",
                "fixres"};
   app.set_version_flag("--version", fixresVersion());
@@ -39,10 +43,15 @@ int runCli(int argc, char** argv) {
   addGlobalOptions(app, global);
 
   std::vector<Command> commands = {
-      addTrainCommand(app, global),       addFinetuneCommand(app, global),
-      addEvalCommand(app, global),        addExtractCommand(app, global),
-      addEvalSoftmaxCommand(app, global), addLaunchCommand(app, global),
-      addBenchCommand(app, global),       addVersionCommand(app, global),
+      addTrainCommand(app, global),
+      addFinetuneCommand(app, global),
+      addEvalCommand(app, global),
+      addExtractCommand(app, global),
+      addEvalSoftmaxCommand(app, global),
+      addLaunchCommand(app, global),
+      addBenchCommand(app, global),
+      addVersionCommand(app, global),
+      addSuggestResolutionCommand(app, global),
   };
 
   try {
@@ -73,6 +82,11 @@ int runCli(int argc, char** argv) {
     return fail(ExitCode::kUsage, "no subcommand given (see 'fixres --help')");
   } catch (const CLI::ParseError& e) {
     return fail(ExitCode::kUsage, e.what());
+  } catch (const DistributedError& e) {
+    // Leave at once: destructors of a process group whose peer is gone may block on it.
+    fail(e.code(), e.what());
+    std::fflush(nullptr);
+    std::_Exit(static_cast<int>(e.code()));
   } catch (const Error& e) {
     return fail(e.code(), e.what());
   } catch (const c10::Error& e) {

@@ -12,7 +12,7 @@ namespace fixres::cli {
 
 // Options every subcommand accepts.
 struct GlobalOptions {
-  int threads = 0;          // intra-op threads; 0 = all hardware threads
+  int threads = 0;           // intra-op threads; 0 = all hardware threads
   bool logAllRanks = false;  // progress lines from every rank, not only rank 0
   bool verbose = false;
   bool quiet = false;
@@ -31,6 +31,7 @@ Command addExtractCommand(CLI::App& parent, GlobalOptions& global);
 Command addEvalSoftmaxCommand(CLI::App& parent, GlobalOptions& global);
 Command addLaunchCommand(CLI::App& parent, GlobalOptions& global);
 Command addBenchCommand(CLI::App& parent, GlobalOptions& global);
+Command addSuggestResolutionCommand(CLI::App& parent, GlobalOptions& global);
 
 // Builds the whole CLI, parses argv, runs the chosen subcommand; maps every error to one
 // "fixres: error: ..." line on stderr and its exit code.

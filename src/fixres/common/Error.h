@@ -71,11 +71,11 @@ std::string oneLine(const std::string& message);
 
 // FIXRES_CHECK(cond, ErrorType, parts...): throws fixres::ErrorType(parts...) when cond is false.
 // Example: FIXRES_CHECK(size > 0, UsageError, "--input-size must be positive, got ", size);
-#define FIXRES_CHECK(cond, ErrorType, ...)                                  \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      throw ::fixres::ErrorType(::fixres::detail::concat(__VA_ARGS__));     \
-    }                                                                       \
+#define FIXRES_CHECK(cond, ErrorType, ...)                              \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      throw ::fixres::ErrorType(::fixres::detail::concat(__VA_ARGS__)); \
+    }                                                                   \
   } while (0)
 
 // FIXRES_FAIL(ErrorType, parts...): throws unconditionally.

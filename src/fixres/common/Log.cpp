@@ -18,10 +18,18 @@ void setRank(int rank, int worldSize) {
   gRank = rank;
   gWorld = worldSize;
 }
-void setAllRanks(bool allRanks) { gAllRanks = allRanks; }
-void setLevel(Level l) { gLevel = static_cast<int>(l); }
-Level level() { return static_cast<Level>(gLevel.load()); }
-int rank() { return gRank; }
+void setAllRanks(bool allRanks) {
+  gAllRanks = allRanks;
+}
+void setLevel(Level l) {
+  gLevel = static_cast<int>(l);
+}
+Level level() {
+  return static_cast<Level>(gLevel.load());
+}
+int rank() {
+  return gRank;
+}
 
 void write(Level l, const std::string& line) {
   if (l <= Level::kInfo && gRank != 0 && !gAllRanks) return;

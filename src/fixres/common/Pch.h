@@ -1,8 +1,8 @@
 // Precompiled header: LibTorch is the heavy include; compiling it once keeps 2-core builds short.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdint>

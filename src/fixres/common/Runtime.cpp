@@ -15,15 +15,21 @@ int configureThreads(int requested) {
   return torch::get_num_threads();
 }
 
-std::string fixresVersion() { return FIXRES_VERSION; }
+std::string fixresVersion() {
+  return FIXRES_VERSION;
+}
 
 std::string libtorchVersion() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
          std::to_string(TORCH_VERSION_PATCH);
 }
 
-bool cudaAvailable() { return torch::cuda::is_available(); }
+bool cudaAvailable() {
+  return torch::cuda::is_available();
+}
 
-int cudaDeviceCount() { return cudaAvailable() ? static_cast<int>(torch::cuda::device_count()) : 0; }
+int cudaDeviceCount() {
+  return cudaAvailable() ? static_cast<int>(torch::cuda::device_count()) : 0;
+}
 
 }  // namespace fixres

@@ -1,0 +1,47 @@
+// Shared option groups.
+#include "fixres/cli/Options.h"
+
+#include "fixres/common/Log.h"
+
+namespace fixres::cli {
+namespace {
+// CLI11 2.1 cannot bind std::optional<int> directly on every version: go through a callback.
+void addOptionalInt(CLI::App& app, const std::string& name, std::optional<int>& target,
+                    const std::string& help) {
+  app.add_option_function<int>(name, [&target](const int& v) { target = v; }, help)
+      ->group("Cluster");
+}
+}  // namespace
+
+void addClusterOptions(CLI::App& app, ClusterOptions& o) {
+  addOptionalInt(app, "--num-tasks", o.flags.numTasks, "Total number of processes (world size)");
+  addOptionalInt(app, "--global-rank", o.flags.globalRank, "Rank of this process");
+  addOptionalInt(app, "--local-rank", o.flags.localRank, "Rank on this node (GPU index)");
+  app.add_option("--job-id", o.flags.jobId, "Job id: names the run folder and the rendezvous")
+      ->group("Cluster");
+  app.add_option("--shared-folder-path", o.flags.sharedFolderPath,
+                 "Folder seen by every rank: checkpoints, and the rendezvous file when no URL")
+      ->group("Cluster");
+  app.add_option("--dist-url", o.flags.distUrl, "Rendezvous: tcp://host:port or file:///path")
+      ->group("Cluster");
+  app.add_option("--dist-timeout", o.flags.timeoutSeconds,
+                 "Seconds before a lost or silent rank fails the job (exit code 5)")
+      ->envname("FIXRES_DIST_TIMEOUT")
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--backend", o.backend, "Collectives: auto (NCCL on CUDA, else Gloo), gloo, nccl")
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--network-interface", o.networkInterface,
+                 "Gloo: network interface to bind (default: the one routing to the master)")
+      ->envname("GLOO_SOCKET_IFNAME")
+      ->group("Cluster");
+}
+
+distributed::WorldInfo resolveWorld(const ClusterOptions& o) {
+  auto world = distributed::detectWorld(o.flags, distributed::currentEnvironment());
+  log::setRank(world.rank, world.worldSize);
+  return world;
+}
+
+}  // namespace fixres::cli

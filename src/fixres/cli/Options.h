@@ -1,0 +1,24 @@
+// Option groups shared by several subcommands, each option declared once (name, help, default,
+// environment variable). Parsing only: values are validated where they are used.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "fixres/distributed/World.h"
+
+namespace fixres::cli {
+
+struct ClusterOptions {
+  distributed::ClusterFlags flags;
+  std::string backend = "auto";
+  std::string networkInterface;
+};
+
+// --num-tasks, --global-rank, --local-rank, --job-id, --shared-folder-path, --dist-url,
+// --dist-timeout, --backend, --network-interface.
+void addClusterOptions(CLI::App& app, ClusterOptions& options);
+
+// Discovers the world from the flags and the environment, sets the log rank.
+distributed::WorldInfo resolveWorld(const ClusterOptions& options);
+
+}  // namespace fixres::cli

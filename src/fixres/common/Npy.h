@@ -1,0 +1,20 @@
+// NumPy .npy files (format 1.0, little-endian, C order): what `fixres extract` writes and
+// `fixres eval-softmax` reads. float32, float64, int64, int32 and uint8 arrays.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace fixres {
+
+// Atomic write (see Files.h). The tensor is made contiguous on the CPU first.
+void writeNpy(const std::string& path, const torch::Tensor& tensor);
+std::string encodeNpy(const torch::Tensor& tensor);
+
+// DataError naming the file for a missing file, a bad header, an unsupported dtype, Fortran
+// order, or a size that does not match the header.
+torch::Tensor readNpy(const std::string& path);
+torch::Tensor decodeNpy(const char* data, size_t size, const std::string& nameForErrors);
+
+}  // namespace fixres

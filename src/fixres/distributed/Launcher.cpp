@@ -1,0 +1,247 @@
+// Local process launcher with output prefixing, signal forwarding and fail-fast supervision.
+#include "fixres/distributed/Launcher.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
+
+extern char** environ;
+
+namespace fixres::distributed {
+namespace {
+
+std::atomic<int> gForwardSignal{0};
+void onSignal(int sig) { gForwardSignal = sig; }
+
+struct Child {
+  int localRank = 0;
+  int globalRank = 0;
+  pid_t pid = -1;
+  int outFd = -1, errFd = -1;
+  std::string outBuf, errBuf;
+  bool running = true;
+  int exitCode = 0;
+};
+
+void emit(int fd, const std::string& prefix, std::string& buffer, const char* data, ssize_t n,
+          bool flushAll) {
+  buffer.append(data, static_cast<size_t>(n));
+  size_t start = 0, nl;
+  while ((nl = buffer.find('\n', start)) != std::string::npos) {
+    std::string line = prefix + buffer.substr(start, nl - start + 1);
+    (void)!::write(fd, line.data(), line.size());
+    start = nl + 1;
+  }
+  buffer.erase(0, start);
+  if (flushAll && !buffer.empty()) {
+    std::string line = prefix + buffer + "\n";
+    (void)!::write(fd, line.data(), line.size());
+    buffer.clear();
+  }
+}
+
+pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, int outPipe[2], int errPipe[2]) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  env["RANK"] = std::to_string(c.globalRank);
+  env["WORLD_SIZE"] = std::to_string(worldSize);
+  env["LOCAL_RANK"] = std::to_string(c.localRank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(o.nprocPerNode);
+  env["GROUP_RANK"] = std::to_string(o.nodeRank);
+  env["MASTER_ADDR"] = o.masterAddr;
+  env["MASTER_PORT"] = std::to_string(o.masterPort);
+  env["FIXRES_JOB_ID"] = o.jobId;
+  std::vector<std::string> envStrings;
+  for (auto& [k, v] : env) envStrings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : envStrings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args{o.executable};
+  args.insert(args.end(), o.arguments.begin(), o.arguments.end());
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = fork();
+  if (pid == 0) {
+    ::dup2(outPipe[1], STDOUT_FILENO);
+    ::dup2(errPipe[1], STDERR_FILENO);
+    ::close(outPipe[0]);
+    ::close(errPipe[0]);
+    ::close(outPipe[1]);
+    ::close(errPipe[1]);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::execve(argv[0], argv.data(), envp.data());
+    std::string msg = "fixres: error: cannot start " + args[0] + ": " + std::strerror(errno) + "\n";
+    (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+    ::_exit(1);
+  }
+  return pid;
+}
+
+int codeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+int findFreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  FIXRES_CHECK(fd >= 0, DistributedError, "cannot create a socket: ", std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  FIXRES_CHECK(port > 0, DistributedError, "cannot find a free TCP port on 127.0.0.1");
+  return port;
+}
+
+int launchLocalRanks(const LaunchOptions& in) {
+  LaunchOptions o = in;
+  FIXRES_CHECK(o.nprocPerNode >= 1, UsageError, "--nproc-per-node must be >= 1, got ",
+               o.nprocPerNode);
+  FIXRES_CHECK(o.nnodes >= 1, UsageError, "--nnodes must be >= 1, got ", o.nnodes);
+  FIXRES_CHECK(o.nodeRank >= 0 && o.nodeRank < o.nnodes, UsageError, "--node-rank ", o.nodeRank,
+               " must be in [0, ", o.nnodes, ")");
+  FIXRES_CHECK(!o.arguments.empty(), UsageError,
+               "fixres launch needs a command after '--', e.g. fixres launch --nproc-per-node 2 "
+               "-- train ...");
+  FIXRES_CHECK(o.masterPort >= 0 && o.masterPort < 65536, UsageError, "--master-port ",
+               o.masterPort, " is not a TCP port");
+  if (o.masterPort == 0) {
+    FIXRES_CHECK(o.nnodes == 1, UsageError, "--master-port is required with --nnodes > 1");
+    o.masterPort = findFreePort();
+  }
+  if (o.jobId.empty()) o.jobId = "launch-" + std::to_string(::getpid());
+  const int worldSize = o.nprocPerNode * o.nnodes;
+
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  std::vector<Child> children(o.nprocPerNode);
+  for (int i = 0; i < o.nprocPerNode; ++i) {
+    Child& c = children[i];
+    c.localRank = i;
+    c.globalRank = o.nodeRank * o.nprocPerNode + i;
+    int outPipe[2], errPipe[2];
+    FIXRES_CHECK(::pipe2(outPipe, O_CLOEXEC) == 0 && ::pipe2(errPipe, O_CLOEXEC) == 0,
+                 InternalError, "pipe: ", std::strerror(errno));
+    c.pid = spawn(o, c, worldSize, outPipe, errPipe);
+    ::close(outPipe[1]);
+    ::close(errPipe[1]);
+    c.outFd = outPipe[0];
+    c.errFd = errPipe[0];
+  }
+  log::info("launch: ", o.nprocPerNode, " rank(s) on node ", o.nodeRank, "/", o.nnodes,
+            ", world ", worldSize, ", master ", o.masterAddr, ":", o.masterPort, ", job ", o.jobId);
+
+  int failedRank = -1, failedCode = 0;
+  bool stopping = false;
+  auto stopDeadline = std::chrono::steady_clock::time_point::max();
+  auto stopAll = [&](int sig) {
+    for (auto& c : children) {
+      if (c.running) {
+        ::kill(c.pid, SIGCONT);  // a stopped rank must wake to die
+        ::kill(c.pid, sig);
+      }
+    }
+  };
+
+  char buf[65536];
+  auto anyOpen = [&] {
+    for (auto& c : children)
+      if (c.running || c.outFd >= 0 || c.errFd >= 0) return true;
+    return false;
+  };
+  while (anyOpen()) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Child*, bool>> owners;  // (child, isStdout)
+    for (auto& c : children) {
+      if (c.outFd >= 0) fds.push_back({c.outFd, POLLIN, 0}), owners.push_back({&c, true});
+      if (c.errFd >= 0) fds.push_back({c.errFd, POLLIN, 0}), owners.push_back({&c, false});
+    }
+    ::poll(fds.data(), fds.size(), 100);
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Child& c = *owners[k].first;
+      bool isOut = owners[k].second;
+      std::string prefix = "[rank " + std::to_string(c.globalRank) + "] ";
+      ssize_t n = ::read(fds[k].fd, buf, sizeof(buf));
+      if (n > 0) {
+        emit(isOut ? STDOUT_FILENO : STDERR_FILENO, prefix, isOut ? c.outBuf : c.errBuf, buf, n,
+             false);
+      } else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+        emit(isOut ? STDOUT_FILENO : STDERR_FILENO, prefix, isOut ? c.outBuf : c.errBuf, buf, 0,
+             true);
+        ::close(fds[k].fd);
+        (isOut ? c.outFd : c.errFd) = -1;
+      }
+    }
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      for (auto& c : children) {
+        if (c.pid != pid) continue;
+        c.running = false;
+        c.exitCode = codeOf(status);
+        if (c.exitCode != 0 && failedRank < 0 && !stopping) {
+          failedRank = c.globalRank;
+          failedCode = c.exitCode;
+          log::error("launch: rank ", c.globalRank, " exited with code ", c.exitCode,
+                     "; stopping the other ranks");
+          stopping = true;
+          stopAll(SIGTERM);
+          stopDeadline = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int64_t>(o.graceSeconds * 1000));
+        }
+      }
+    }
+    if (int sig = gForwardSignal.exchange(0)) {
+      log::warn("launch: forwarding signal ", sig, " to the ranks");
+      if (!stopping) {
+        stopping = true;
+        failedCode = 128 + sig;
+        stopDeadline = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(o.graceSeconds * 1000));
+      }
+      stopAll(sig);
+    }
+    if (stopping && std::chrono::steady_clock::now() > stopDeadline) {
+      stopAll(SIGKILL);
+      stopDeadline = std::chrono::steady_clock::time_point::max();
+    }
+  }
+  return failedRank >= 0 || stopping ? failedCode : 0;
+}
+
+}  // namespace fixres::distributed

@@ -1,0 +1,40 @@
+// Learning-rate schedules.
+#include "fixres/engine/Schedule.h"
+
+#include <cmath>
+
+#include "fixres/common/Error.h"
+
+namespace fixres::engine {
+
+Schedule::Schedule(ScheduleOptions o) : o_(std::move(o)) {
+  FIXRES_CHECK(o_.kind == "step" || o_.kind == "cosine" || o_.kind == "constant", UsageError,
+               "--lr-schedule must be step, cosine or constant, got '", o_.kind, "'");
+  FIXRES_CHECK(o_.baseLr >= 0, UsageError, "learning rate must be >= 0, got ", o_.baseLr);
+  FIXRES_CHECK(o_.stepEpochs >= 1, UsageError, "--lr-step must be >= 1, got ", o_.stepEpochs);
+  FIXRES_CHECK(o_.gamma > 0, UsageError, "--lr-gamma must be > 0, got ", o_.gamma);
+  FIXRES_CHECK(o_.warmupEpochs >= 0, UsageError, "--warmup-epochs must be >= 0, got ",
+               o_.warmupEpochs);
+  FIXRES_CHECK(o_.totalEpochs >= 1, UsageError, "--epochs must be >= 1, got ", o_.totalEpochs);
+}
+
+double Schedule::rate(int epoch, double progress) const {
+  const double t = epoch + progress;
+  double lr = o_.baseLr;
+  if (o_.kind == "step") {
+    // torch StepLR stepped once at the start of each epoch, as the reference does.
+    lr = o_.baseLr * std::pow(o_.gamma, epoch / o_.stepEpochs);
+  } else if (o_.kind == "cosine") {
+    const double span = std::max(1e-9, o_.totalEpochs - o_.warmupEpochs);
+    const double x = std::min(1.0, std::max(0.0, (t - o_.warmupEpochs) / span));
+    lr = 0.5 * o_.baseLr * (1.0 + std::cos(M_PI * x));
+  }
+  if (o_.warmupEpochs > 0 && t < o_.warmupEpochs) lr *= t / o_.warmupEpochs;
+  return lr;
+}
+
+double fixresScaledLr(double lr, int batchPerProcess, int processes) {
+  return 8.0 * lr * batchPerProcess * processes / 512.0;
+}
+
+}  // namespace fixres::engine

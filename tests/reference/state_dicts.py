@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""Reference checks on weight files with Python's torch.load (the files fixres writes must be
+what PyTorch reads).
+  state_dicts.py keys FILE                      print the model's keys (one per line)
+  state_dicts.py equal A B                      exit 0 if the model tensors are bitwise equal
+  state_dicts.py finetune-changed BEFORE AFTER LASTBN
+        exit 0 if, between the two files, only fc.* and LASTBN.running_* / num_batches_tracked
+        changed (and those did change)
+  state_dicts.py npy-check SAVE ARCH N CLASSES DIM    shapes, dtypes, softmax rows sum to 1
+"""
+import sys
+import numpy as np
+import torch
+
+
+def model_of(path):
+    obj = torch.load(path, map_location="cpu")
+    if isinstance(obj, dict) and "model" in obj:
+        obj = obj["model"]
+    return {k[7:] if k.startswith("module.") else k: v for k, v in obj.items()}
+
+
+def main():
+    cmd = sys.argv[1]
+    if cmd == "keys":
+        for k in model_of(sys.argv[2]):
+            print(k)
+    elif cmd == "equal":
+        a, b = model_of(sys.argv[2]), model_of(sys.argv[3])
+        assert a.keys() == b.keys(), "different keys"
+        bad = [k for k in a if not torch.equal(a[k], b[k])]
+        if bad:
+            print("differ:", bad[:5], "max abs diff", max((a[k].double() - b[k].double()).abs().max().item() for k in bad))
+            sys.exit(1)
+        print("equal:", len(a), "tensors")
+    elif cmd == "finetune-changed":
+        a, b, last = model_of(sys.argv[2]), model_of(sys.argv[3]), sys.argv[4]
+        changed = {k for k in a if not torch.equal(a[k], b[k])}
+        allowed = {k for k in a if k.startswith("fc.")} | {last + ".running_mean", last + ".running_var", last + ".num_batches_tracked"}
+        unexpected = changed - allowed
+        missing = {"fc.weight", last + ".running_mean", last + ".running_var"} - changed
+        print("changed:", sorted(changed))
+        if unexpected or missing:
+            print("unexpected changes:", sorted(unexpected), "expected but unchanged:", sorted(missing))
+            sys.exit(1)
+    elif cmd == "npy-check":
+        save, arch, n, classes, dim = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+        labels = np.load(f"{save}/labels.npy")
+        sm = np.load(f"{save}/{arch}_softmax.npy")
+        lg = np.load(f"{save}/{arch}_logits.npy")
+        em = np.load(f"{save}/{arch}_embedding.npy")
+        assert labels.dtype == np.int64 and labels.shape == (n,), (labels.dtype, labels.shape)
+        assert sm.dtype == np.float32 and sm.shape == (n, classes), sm.shape
+        assert lg.shape == (n, classes) and em.shape == (n, dim) and em.dtype == np.float32, (lg.shape, em.shape)
+        assert np.allclose(sm.sum(1), 1, atol=1e-5), "softmax rows do not sum to 1"
+        ref = torch.softmax(torch.from_numpy(lg).double(), 1).numpy()
+        assert np.allclose(sm, ref, atol=1e-6), "softmax is not softmax(logits)"
+        assert list(labels) == sorted(labels), "labels not in dataset (sorted folder) order"
+        print("npy ok", labels.shape, sm.shape, em.shape)
+    else:
+        sys.exit(f"unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    main()

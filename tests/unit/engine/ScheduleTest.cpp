@@ -1,0 +1,56 @@
+// Learning-rate schedules against their formulas: torch StepLR stepped with the epoch (as the
+// reference), cosine annealing, linear warm-up, and the FixRes linear scaling rule.
+#include "fixres/engine/Schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fixres/common/Error.h"
+
+namespace fixres::engine {
+namespace {
+
+TEST(Schedule, StepLrDecaysEveryStepEpochs) {
+  ScheduleOptions o;
+  o.baseLr = 0.16;
+  o.stepEpochs = 30;
+  o.gamma = 0.1;
+  o.totalEpochs = 120;
+  Schedule s(o);
+  EXPECT_DOUBLE_EQ(s.rate(0), 0.16);
+  EXPECT_DOUBLE_EQ(s.rate(29, 0.99), 0.16);
+  EXPECT_NEAR(s.rate(30), 0.016, 1e-15);
+  EXPECT_NEAR(s.rate(95), 0.16 * 1e-3, 1e-15);
+}
+
+TEST(Schedule, CosineAndWarmup) {
+  ScheduleOptions o;
+  o.kind = "cosine";
+  o.baseLr = 1.0;
+  o.totalEpochs = 10;
+  o.warmupEpochs = 2;
+  Schedule s(o);
+  EXPECT_NEAR(s.rate(1, 0.0), 0.5 * (1 + std::cos(0.0)) * 0.5, 1e-12);  // half way through warm-up
+  EXPECT_NEAR(s.rate(2), 1.0, 1e-12);
+  EXPECT_NEAR(s.rate(6), 0.5, 1e-12);  // middle of the cosine
+  EXPECT_NEAR(s.rate(9, 0.999999), 0.0, 1e-6);
+}
+
+TEST(Schedule, FixresLinearScaling) {
+  EXPECT_DOUBLE_EQ(fixresScaledLr(0.02, 64, 8), 0.16);     // FIXRES.md section 6
+  EXPECT_DOUBLE_EQ(fixresScaledLr(1e-3, 64, 8), 0.008);    // ResNet-50 fine-tuning
+  EXPECT_DOUBLE_EQ(fixresScaledLr(1e-3, 8, 32), 0.004);    // ResNeXt-101 32x48d
+}
+
+TEST(Schedule, BadOptionsAreUsageErrors) {
+  ScheduleOptions o;
+  o.kind = "linear";
+  EXPECT_THROW(Schedule{o}, UsageError);
+  o.kind = "step";
+  o.stepEpochs = 0;
+  EXPECT_THROW(Schedule{o}, UsageError);
+}
+
+}  // namespace
+}  // namespace fixres::engine
