@@ -57,7 +57,8 @@ TEST(ModelRegistry, ParameterCountsEqualTorchvision) {
       {"resnext50_32x4d", 25028904},
       {"resnext101_32x8d", 88791336},
       {"wide_resnet50_2", 68883240},
-      {"IGAM_Resnext101_32x48d", 828411176}};
+      {"IGAM_Resnext101_32x48d", 828411176},
+      {"resnet_tiny", 436536}};  // TinyResNet() in models_reference.py
   for (const auto& [name, count] : expected) EXPECT_EQ(parameterCount(name), count) << name;
 }
 
