@@ -9,10 +9,12 @@ check DIR     loads weights and outputs written by fixres (round trip): for each
               and compares with DIR/<arch>_cpp_outputs.pth; also checks DIR/generic.pth.
               Prints one line per check; exit status 0 when all pass.
 """
+import argparse
 import collections
 import sys
 import zipfile
 
+import numpy
 import torch
 import torchvision
 from torch import nn
@@ -98,8 +100,12 @@ def make(out):
                        f"{out}/{arch}.pth")
         else:
             opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            # Also what training scripts put in checkpoints: numpy scalars, an argparse
+            # namespace (a class fixres does not know).
             torch.save({"epoch": 3, "accuracy": 0.25, "model": sd, "optimizer": opt.state_dict(),
-                        "lr_scheduler": {"step_size": 30, "gamma": 0.1, "last_epoch": 3}},
+                        "lr_scheduler": {"step_size": 30, "gamma": 0.1, "last_epoch": 3},
+                        "best_acc": numpy.float64(0.625), "step": numpy.int64(-12345678901),
+                        "args": argparse.Namespace(lr=0.1, arch=arch)},
                        f"{out}/{arch}.pth")
         expected = {}
         model.eval()

@@ -341,12 +341,30 @@ class Unpickler {
     } else if (fn == "numpy.core.multiarray.scalar" || fn == "numpy._core.multiarray.scalar") {
       out = numpyScalar(arg(args, 0, fn), args->items.size() > 1 ? args->items[1] : nullptr);
     } else if (fn == "_codecs.encode") {
-      out = makeStr(Kind::kBytes, arg(args, 0, fn)->s);
+      // Protocol 2 writes bytes as _codecs.encode(text, "latin1"), text stored as UTF-8.
+      out = makeStr(Kind::kBytes, latin1FromUtf8(arg(args, 0, fn)->s));
+    } else if (fn == "builtins.bytes" || fn == "__builtin__.bytes") {
+      out = make(Kind::kBytes);
     } else if (fn == "copyreg._reconstructor") {
       const Obj& cls = arg(args, 0, fn);
       opaque(cls->kind == Kind::kGlobal ? cls->s : "<object>", out);
     } else {
       opaque(fn, out);
+    }
+    return out;
+  }
+
+  static std::string latin1FromUtf8(const std::string& utf8) {
+    std::string out;
+    for (size_t k = 0; k < utf8.size(); ++k) {
+      auto c = static_cast<uint8_t>(utf8[k]);
+      if (c < 0x80) {
+        out += static_cast<char>(c);
+      } else {
+        FIXRES_CHECK((c & 0xfe) == 0xc2 && k + 1 < utf8.size(), WeightsError,
+                     "malformed latin-1 bytes in data.pkl");
+        out += static_cast<char>(((c & 0x03) << 6) | (static_cast<uint8_t>(utf8[++k]) & 0x3f));
+      }
     }
     return out;
   }
