@@ -327,7 +327,9 @@ class Unpickler {
                fn == "torch.jit._pickle.build_tensorlist" || fn == "torch.Size") {
       out = arg(args, 0, fn);
     } else if (fn == "torch._tensor._rebuild_from_type_v2") {
+      FIXRES_CHECK(++callDepth_ < 100, WeightsError, "data.pkl nests calls too deeply");
       out = call(arg(args, 0, fn), arg(args, 2, fn));
+      --callDepth_;
     } else if (fn == "builtins.set" || fn == "builtins.frozenset") {
       out = make(Kind::kList);
       if (args->kind == Kind::kTuple && !args->items.empty()) out->items = args->items[0]->items;
@@ -596,9 +598,11 @@ class Unpickler {
       case '1':
         popMark();
         break;
-      case '2':
-        stack_.push_back(top());
+      case '2': {
+        Obj copy = top();
+        stack_.push_back(std::move(copy));
         break;
+      }
       case 'c': {
         std::string module = line();
         std::string name = line();
@@ -682,6 +686,7 @@ class Unpickler {
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, Obj> memo_;
   std::vector<std::string> opaque_;
+  int callDepth_ = 0;
 };
 
 // Converts the unpickled objects to IValues (shared objects converted once).
