@@ -1,0 +1,106 @@
+// Architecture table: torchvision's ResNet family plus FixRes's names and a tiny demo model.
+#include "fixres/models/Registry.h"
+
+#include <utility>
+
+#include "fixres/common/Error.h"
+
+namespace fixres::models {
+namespace {
+
+struct Entry {
+  const char* name;
+  const char* aliasOf;  // nullptr for canonical names
+  bool bottleneck;
+  std::array<int64_t, 4> layers;
+  int64_t groups;
+  int64_t widthPerGroup;
+};
+
+// torchvision's definitions (resnet.py): block type, blocks per stage, groups, width per group.
+const std::vector<Entry>& table() {
+  static const std::vector<Entry> kTable = {
+      {"resnet18", nullptr, false, {2, 2, 2, 2}, 1, 64},
+      {"resnet34", nullptr, false, {3, 4, 6, 3}, 1, 64},
+      {"resnet50", nullptr, true, {3, 4, 6, 3}, 1, 64},
+      {"resnet101", nullptr, true, {3, 4, 23, 3}, 1, 64},
+      {"resnet152", nullptr, true, {3, 8, 36, 3}, 1, 64},
+      {"resnext50_32x4d", nullptr, true, {3, 4, 6, 3}, 32, 4},
+      {"resnext101_32x8d", nullptr, true, {3, 4, 23, 3}, 32, 8},
+      {"resnext101_32x48d", nullptr, true, {3, 4, 23, 3}, 32, 48},
+      {"wide_resnet50_2", nullptr, true, {3, 4, 6, 3}, 1, 128},
+      {"resnet_tiny", nullptr, false, {1, 1, 1, 1}, 1, 64},
+      // FixRes names.
+      {"ResNet50", "resnet50", true, {3, 4, 6, 3}, 1, 64},
+      {"IGAM_Resnext101_32x48d", "resnext101_32x48d", true, {3, 4, 23, 3}, 32, 48},
+  };
+  return kTable;
+}
+
+std::string knownList() {
+  std::string s;
+  for (const auto& n : knownArchitectures()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> knownArchitectures() {
+  std::vector<std::string> names;
+  for (const auto& e : table()) names.emplace_back(e.name);
+  return names;
+}
+
+ResNetConfig modelConfig(const std::string& name, int64_t numClasses) {
+  FIXRES_CHECK(numClasses >= 1, UsageError, "number of classes must be at least 1, got ",
+               numClasses);
+  for (const auto& e : table()) {
+    if (name != e.name) continue;
+    ResNetConfig c;
+    c.name = e.aliasOf ? e.aliasOf : e.name;
+    c.bottleneck = e.bottleneck;
+    c.layers = e.layers;
+    c.groups = e.groups;
+    c.widthPerGroup = e.widthPerGroup;
+    c.numClasses = numClasses;
+    if (c.name == "resnet_tiny") {
+      // Basic blocks [1,1,1,1], widths 16/32/64/128, small-image stem: ~0.7M parameters.
+      c.widths = {16, 32, 64, 128};
+      c.smallStem = true;
+    }
+    return c;
+  }
+  FIXRES_FAIL(UsageError, "unknown architecture '", name, "'; known: ", knownList());
+}
+
+ResNet createModel(const std::string& name, int64_t numClasses) {
+  return ResNet(modelConfig(name, numClasses));
+}
+
+int64_t parameterCount(const std::string& name, int64_t numClasses) {
+  ResNetConfig c = modelConfig(name, numClasses);
+  int64_t exp = c.bottleneck ? 4 : 1;
+  int64_t stem = c.smallStem ? 3 : 7;
+  int64_t n = 3 * c.widths[0] * stem * stem + 2 * c.widths[0];
+  int64_t inplanes = c.widths[0];
+  for (int s = 0; s < 4; ++s) {
+    int64_t planes = c.widths[s];
+    int64_t out = planes * exp;
+    for (int64_t b = 0; b < c.layers[s]; ++b) {
+      int64_t stride = (b == 0 && s > 0) ? 2 : 1;
+      if (c.bottleneck) {
+        int64_t width = static_cast<int64_t>(planes * (c.widthPerGroup / 64.0)) * c.groups;
+        n += inplanes * width + 2 * width;                // conv1, bn1
+        n += width * (width / c.groups) * 9 + 2 * width;  // conv2 (grouped), bn2
+        n += width * out + 2 * out;                       // conv3, bn3
+      } else {
+        n += inplanes * planes * 9 + 2 * planes + planes * planes * 9 + 2 * planes;
+      }
+      if (stride != 1 || inplanes != out) n += inplanes * out + 2 * out;  // downsample
+      inplanes = out;
+    }
+  }
+  return n + inplanes * c.numClasses + c.numClasses;
+}
+
+}  // namespace fixres::models

@@ -1,0 +1,121 @@
+// ResNet family in torchvision's layout (see ResNet.h).
+#include "fixres/models/ResNet.h"
+
+#include <torch/torch.h>
+
+#include "fixres/common/Error.h"
+
+namespace fixres::models {
+namespace {
+
+torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t groups) {
+  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
+                               .stride(stride)
+                               .padding(kernel / 2)
+                               .groups(groups)
+                               .bias(false));
+}
+
+}  // namespace
+
+BlockImpl::BlockImpl(bool bottleneck, int64_t inplanes, int64_t planes, int64_t stride,
+                     int64_t groups, int64_t widthPerGroup)
+    : bottleneck_(bottleneck) {
+  int64_t outplanes = planes * expansion(bottleneck);
+  if (bottleneck) {
+    // torchvision: width = int(planes * (base_width / 64.)) * groups
+    int64_t width = static_cast<int64_t>(planes * (widthPerGroup / 64.0)) * groups;
+    conv1 = register_module("conv1", conv(inplanes, width, 1, 1, 1));
+    bn1 = register_module("bn1", torch::nn::BatchNorm2d(width));
+    conv2 = register_module("conv2", conv(width, width, 3, stride, groups));
+    bn2 = register_module("bn2", torch::nn::BatchNorm2d(width));
+    conv3 = register_module("conv3", conv(width, outplanes, 1, 1, 1));
+    bn3 = register_module("bn3", torch::nn::BatchNorm2d(outplanes));
+  } else {
+    FIXRES_CHECK(groups == 1 && widthPerGroup == 64, UsageError,
+                 "basic residual blocks support only groups=1 and width per group 64");
+    conv1 = register_module("conv1", conv(inplanes, planes, 3, stride, 1));
+    bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
+    conv2 = register_module("conv2", conv(planes, planes, 3, 1, 1));
+    bn2 = register_module("bn2", torch::nn::BatchNorm2d(planes));
+  }
+  if (stride != 1 || inplanes != outplanes) {
+    downsample =
+        register_module("downsample", torch::nn::Sequential(conv(inplanes, outplanes, 1, stride, 1),
+                                                            torch::nn::BatchNorm2d(outplanes)));
+  }
+}
+
+torch::Tensor BlockImpl::forward(torch::Tensor x) {
+  torch::Tensor identity = downsample ? downsample->forward(x) : x;
+  torch::Tensor out = torch::relu(bn1(conv1(x)));
+  if (bottleneck_) {
+    out = torch::relu(bn2(conv2(out)));
+    out = bn3(conv3(out));
+  } else {
+    out = bn2(conv2(out));
+  }
+  return torch::relu(out + identity);
+}
+
+ResNetImpl::ResNetImpl(const ResNetConfig& config) : config_(config) {
+  FIXRES_CHECK(config.numClasses > 0, UsageError, "number of classes must be positive, got ",
+               config.numClasses);
+  const auto& w = config.widths;
+  inplanes_ = w[0];
+  conv1 = config.smallStem ? register_module("conv1", conv(3, w[0], 3, 1, 1))
+                           : register_module("conv1", conv(3, w[0], 7, 2, 1));
+  bn1 = register_module("bn1", torch::nn::BatchNorm2d(w[0]));
+  layer1 = register_module("layer1", makeLayer(w[0], config.layers[0], 1));
+  layer2 = register_module("layer2", makeLayer(w[1], config.layers[1], 2));
+  layer3 = register_module("layer3", makeLayer(w[2], config.layers[2], 2));
+  layer4 = register_module("layer4", makeLayer(w[3], config.layers[3], 2));
+  embeddingDim_ = w[3] * BlockImpl::expansion(config.bottleneck);
+  fc = register_module("fc", torch::nn::Linear(embeddingDim_, config.numClasses));
+
+  // torchvision's initialisation: Kaiming (fan-out) convs, BN weight 1 / bias 0, default Linear.
+  torch::NoGradGuard noGrad;
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* c = m->as<torch::nn::Conv2d>()) {
+      torch::nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
+    } else if (auto* b = m->as<torch::nn::BatchNorm2d>()) {
+      torch::nn::init::ones_(b->weight);
+      torch::nn::init::zeros_(b->bias);
+    }
+  }
+}
+
+torch::nn::Sequential ResNetImpl::makeLayer(int64_t planes, int64_t blocks, int64_t stride) {
+  FIXRES_CHECK(blocks >= 1, UsageError, "a ResNet stage needs at least one block");
+  torch::nn::Sequential seq;
+  for (int64_t b = 0; b < blocks; ++b) {
+    seq->push_back(Block(config_.bottleneck, inplanes_, planes, b == 0 ? stride : 1, config_.groups,
+                         config_.widthPerGroup));
+    inplanes_ = planes * BlockImpl::expansion(config_.bottleneck);
+  }
+  return seq;
+}
+
+std::pair<torch::Tensor, torch::Tensor> ResNetImpl::forwardWithEmbedding(torch::Tensor x) {
+  FIXRES_CHECK(x.dim() == 4 && x.size(1) == 3, UsageError,
+               "ResNet input must be N x 3 x H x W, got ", x.sizes());
+  x = torch::relu(bn1(conv1(x)));
+  if (!config_.smallStem) x = torch::max_pool2d(x, 3, 2, 1);
+  x = layer1->forward(x);
+  x = layer2->forward(x);
+  x = layer3->forward(x);
+  x = layer4->forward(x);
+  torch::Tensor embedding = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+  return {fc(embedding), embedding};
+}
+
+torch::Tensor ResNetImpl::forward(torch::Tensor x) {
+  return forwardWithEmbedding(x).first;
+}
+
+torch::nn::BatchNorm2d& ResNetImpl::lastBatchNorm() {
+  auto* block = layer4->ptr(layer4->size() - 1)->as<BlockImpl>();
+  return block->lastBatchNorm();
+}
+
+}  // namespace fixres::models

@@ -1,0 +1,66 @@
+// torch.save files (zip archives: data.pkl + one record per storage), read and written without
+// Python. Our own pickle reader: LibTorch's unpickler turns collections.OrderedDict into None,
+// so it cannot read the state dicts Python writes.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fixres::models {
+
+// A torch.save archive opened for reading. Throws WeightsError (path in the message) when the
+// file is missing, empty, truncated, not a zip, a pre-1.6 (non-zip) torch.save file, or has no
+// data.pkl.
+class TorchArchive {
+ public:
+  explicit TorchArchive(const std::string& path);
+  ~TorchArchive();
+  TorchArchive(const TorchArchive&) = delete;
+  TorchArchive& operator=(const TorchArchive&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // Unpickles data.pkl into IValues: dict (OrderedDict too) -> GenericDict with insertion order
+  // (key type str when all keys are str, value type Tensor when all values are tensors), list
+  // and set -> GenericList, tuple -> Tuple, numpy scalars -> int/double, torch globals (dtypes)
+  // -> their dotted name as a string; other Python objects -> None (named in ignoredObjects()).
+  // Eager (lazy = false): tensors are CPU tensors holding the file's data (peak memory about the
+  // file size). Lazy: tensors are meta tensors (shape, strides, dtype only); their data is
+  // copied on demand by copyInto(), so a state dict loads one record at a time.
+  c10::IValue read(bool lazy);
+
+  // True when `t` is a lazy tensor produced by read(true) of this archive.
+  bool isLazy(const at::Tensor& t) const;
+  // Copies the data of lazy tensor `src` into `dst` (same shape; any device; dtype converted
+  // by copy_). Reads only the record holding `src`'s storage.
+  void copyInto(const at::Tensor& src, at::Tensor& dst);
+
+  // Python type names of objects read() could not represent (mapped to None).
+  const std::vector<std::string>& ignoredObjects() const { return ignored_; }
+
+  struct Impl;
+
+ private:
+  std::string path_;
+  std::unique_ptr<Impl> impl_;
+  std::vector<std::string> ignored_;
+};
+
+// Reads a whole torch.save file eagerly. WeightsError on anything wrong.
+c10::IValue readTorchFile(const std::string& path);
+
+// Writes `value` (None, bool, int, double, str, tensors on any device, and lists, tuples and
+// str/int-keyed dicts of them) as a torch.save zip archive that Python's torch.load reads, also
+// with weights_only=True: dicts become plain dicts, tensors plain (requires_grad = False)
+// tensors; tensors sharing a storage stay shared. Streams one storage at a time (peak extra
+// memory: one tensor, for GPU tensors). Atomic: written to a temporary file in the same
+// directory (O_EXCL|O_NOFOLLOW, mode 0666 & ~umask), fsynced, renamed over `path`, directory
+// fsynced. On failure (e.g. disk full) `path` is untouched, the temporary removed and a
+// WeightsError names the cause.
+void writeTorchFile(const std::string& path, const c10::IValue& value);
+
+}  // namespace fixres::models

@@ -1,0 +1,168 @@
+// ResNet family: registry, torchvision layout and numerical parity with torchvision (reference
+// values from tests/reference/models_reference.py, run with /usr/bin/python3).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <iostream>
+
+#include "ReferenceFiles.h"
+#include "fixres/common/Error.h"
+#include "fixres/models/Registry.h"
+#include "fixres/models/ResNet.h"
+#include "fixres/models/WeightIO.h"
+
+namespace fixres::models {
+namespace {
+
+using testing::referenceDir;
+using testing::referenceTensor;
+using testing::relErr;
+
+constexpr double kTolerance = 1e-5;  // relative L2 error, fp32
+
+TEST(ModelRegistry, AcceptsTorchvisionAndFixResNames) {
+  auto names = knownArchitectures();
+  for (const char* n : {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
+                        "resnext50_32x4d", "resnext101_32x8d", "resnext101_32x48d",
+                        "wide_resnet50_2", "resnet_tiny", "ResNet50", "IGAM_Resnext101_32x48d"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  }
+  EXPECT_EQ(modelConfig("ResNet50").name, "resnet50");
+  EXPECT_EQ(modelConfig("IGAM_Resnext101_32x48d").widthPerGroup, 48);
+  EXPECT_EQ(modelConfig("IGAM_Resnext101_32x48d").groups, 32);
+}
+
+TEST(ModelRegistry, UnknownNameIsUsageErrorListingKnownNames) {
+  try {
+    createModel("resnet51");
+    FAIL() << "no exception";
+  } catch (const UsageError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("resnet51"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("resnet50"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("IGAM_Resnext101_32x48d"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(createModel("resnet18", 0), UsageError);
+}
+
+TEST(ModelRegistry, ParameterCountsEqualTorchvision) {
+  // sum(p.numel() for p in model.parameters()) with torchvision 0.14, 1000 classes;
+  // resnext101_32x48d = ResNet(Bottleneck, [3, 4, 23, 3], groups=32, width_per_group=48).
+  const std::vector<std::pair<std::string, int64_t>> expected = {
+      {"resnet18", 11689512},
+      {"resnet34", 21797672},
+      {"resnet50", 25557032},
+      {"resnet101", 44549160},
+      {"resnet152", 60192808},
+      {"resnext50_32x4d", 25028904},
+      {"resnext101_32x8d", 88791336},
+      {"wide_resnet50_2", 68883240},
+      {"IGAM_Resnext101_32x48d", 828411176},
+      {"resnet_tiny", 436536}};  // TinyResNet() in models_reference.py
+  for (const auto& [name, count] : expected) EXPECT_EQ(parameterCount(name), count) << name;
+}
+
+TEST(Model, BuiltModelsHaveTheCountedParametersAndTorchvisionNames) {
+  for (const char* name : {"resnet18", "resnet50", "resnet_tiny"}) {
+    auto model = createModel(name, 10);
+    int64_t n = 0;
+    for (const auto& p : model->parameters()) n += p.numel();
+    EXPECT_EQ(n, parameterCount(name, 10)) << name;
+  }
+  auto sd = stateDict(*createModel("resnet50"));
+  EXPECT_EQ(sd.size(), 320u);  // len(torchvision.models.resnet50().state_dict())
+  auto it = sd.begin();
+  EXPECT_EQ(it->key(), "conv1.weight");
+  for (const char* key :
+       {"bn1.num_batches_tracked", "layer1.0.downsample.0.weight",
+        "layer1.0.downsample.1.running_var", "layer4.2.bn3.num_batches_tracked", "fc.bias"})
+    EXPECT_TRUE(sd.contains(key)) << key;
+  EXPECT_FALSE(sd.contains("conv1.bias"));
+}
+
+TEST(Model, LastBatchNormAndEmbeddingDim) {
+  auto r50 = createModel("resnet50", 7);
+  EXPECT_EQ(r50->lastBatchNorm().get(), r50->layer4[2]->as<BlockImpl>()->bn3.get());
+  EXPECT_EQ(r50->embeddingDim(), 2048);
+  EXPECT_EQ(r50->classifier()->weight.sizes(), (std::vector<int64_t>{7, 2048}));
+  auto tiny = createModel("resnet_tiny", 10);
+  EXPECT_EQ(tiny->lastBatchNorm().get(), tiny->layer4[0]->as<BlockImpl>()->bn2.get());
+  EXPECT_EQ(tiny->embeddingDim(), 128);
+  torch::NoGradGuard noGrad;
+  tiny->eval();
+  auto [logits, emb] = tiny->forwardWithEmbedding(torch::randn({3, 3, 17, 23}));
+  EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{3, 10}));
+  EXPECT_EQ(emb.sizes(), (std::vector<int64_t>{3, 128}));
+  EXPECT_THROW(tiny->forward(torch::randn({1, 1, 8, 8})), UsageError);
+}
+
+class ModelParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelParity, MatchesTorchvisionInEvalAndTrainMode) {
+  const std::string arch = GetParam();
+  const std::string dir = referenceDir();
+  c10::IValue inputs = readTorchFile(dir + "/inputs.pth");
+  c10::IValue expected = readTorchFile(dir + "/" + arch + "_expected.pth");
+  auto model = createModel(arch, 10);
+  LoadReport report = loadWeightsFile(*model, dir + "/" + arch + ".pth", {});
+  EXPECT_EQ(report.loaded, stateDict(*model).size());
+
+  // The eager path (readTorchFile + loadStateDict) gives bit-identical weights.
+  auto other = createModel(arch, 10);
+  loadStateDict(*other, readTorchFile(dir + "/" + arch + ".pth"), {}, arch);
+  auto a = stateDict(*model), b = stateDict(*other);
+  for (const auto& e : a) EXPECT_TRUE(torch::equal(e.value(), b.at(e.key()))) << e.key();
+
+  torch::NoGradGuard noGrad;
+  model->eval();
+  double worst = 0;
+  for (const std::string x : {"x0", "x1"}) {
+    at::Tensor input = referenceTensor(inputs, x);
+    for (bool channelsLast : {false, true}) {
+      at::Tensor in = channelsLast ? input.contiguous(at::MemoryFormat::ChannelsLast) : input;
+      auto [logits, emb] = model->forwardWithEmbedding(in);
+      double e1 = relErr(logits, referenceTensor(expected, "eval_logits_" + x));
+      double e2 = relErr(emb, referenceTensor(expected, "eval_embedding_" + x));
+      EXPECT_LT(e1, kTolerance) << arch << " " << x << " channels-last " << channelsLast;
+      EXPECT_LT(e2, kTolerance) << arch << " " << x << " channels-last " << channelsLast;
+      worst = std::max({worst, e1, e2});
+    }
+  }
+  std::cout << "[ parity ] " << arch << " eval: worst relative L2 error " << worst << "\n";
+
+  model->train();
+  auto [logits, emb] = model->forwardWithEmbedding(referenceTensor(inputs, "x0"));
+  double e1 = relErr(logits, referenceTensor(expected, "train_logits_x0"));
+  double e2 = relErr(emb, referenceTensor(expected, "train_embedding_x0"));
+  EXPECT_LT(e1, kTolerance) << arch << " train logits";
+  EXPECT_LT(e2, kTolerance) << arch << " train embedding";
+  double worstStat = 0;
+  size_t stats = 0;
+  auto sd = stateDict(*model);
+  for (const auto& e : expected.toGenericDict()) {
+    const std::string& key = e.key().toStringRef();
+    if (key.rfind("train_state.", 0) != 0) continue;
+    std::string name = key.substr(std::strlen("train_state."));
+    ASSERT_TRUE(sd.contains(name)) << name;
+    const at::Tensor& want = e.value().toTensor();
+    if (name.find("num_batches_tracked") != std::string::npos) {
+      EXPECT_EQ(sd.at(name).item<int64_t>(), want.item<int64_t>()) << name;
+    } else {
+      double err = relErr(sd.at(name), want);
+      EXPECT_LT(err, kTolerance) << name;
+      worstStat = std::max(worstStat, err);
+    }
+    ++stats;
+  }
+  EXPECT_GT(stats, 0u);
+  std::cout << "[ parity ] " << arch << " train: logits " << e1 << ", embedding " << e2
+            << ", worst of " << stats << " running stats " << worstStat << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Model, ModelParity,
+                         ::testing::Values("resnet18", "resnet50", "resnext50_32x4d",
+                                           "resnet_tiny"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace fixres::models
