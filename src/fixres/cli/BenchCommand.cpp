@@ -4,10 +4,18 @@
 
 namespace fixres::cli {
 
+// Defined in BenchDataCommand.cpp: `fixres bench data`.
+void addBenchDataSubcommand(CLI::App& bench, GlobalOptions& global, std::function<int()>& action);
+
 Command addBenchCommand(CLI::App& parent, GlobalOptions& global) {
-  auto* sub = parent.add_subcommand("bench", "Benchmarks: data pipeline, training step, all-reduce");
-  return {sub, []() -> int {
-            FIXRES_FAIL(InternalError, "'fixres bench' is not available in this build yet");
+  auto* sub =
+      parent.add_subcommand("bench", "Benchmarks: data pipeline, training step, all-reduce");
+  auto action = std::make_shared<std::function<int()>>();
+  addBenchDataSubcommand(*sub, global, *action);
+  return {sub, [action]() -> int {
+            if (*action) return (*action)();
+            FIXRES_FAIL(UsageError,
+                        "'fixres bench' needs a benchmark: data (see 'fixres bench --help')");
           }};
 }
 
