@@ -1,14 +1,156 @@
-// `fixres bench`: Benchmarks: data pipeline, training step, all-reduce.
+// `fixres bench`: benchmarks that end with one `<number> <unit>` line, for make bench and the
+// peer comparisons (bench/): train (the real training step), allreduce (bucketed reducer vs
+// plain per-tensor all-reduce), data (decode + transform + collate).
+#include <chrono>
+#include <cstdio>
+
 #include "fixres/cli/Command.h"
-#include "fixres/common/Error.h"
+#include "fixres/cli/Options.h"
+#include "fixres/cli/RunOptions.h"
+#include "fixres/common/Log.h"
+#include "fixres/distributed/GradReducer.h"
+#include "fixres/engine/TrainStep.h"
+#include "fixres/models/Registry.h"
 
 namespace fixres::cli {
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
+  auto* sub = bench.add_subcommand("train", "The training step (forward, loss, backward, reduce, SGD) on random data");
+  struct State {
+    std::string architecture = "resnet50";
+    int inputSize = 224, batch = 32, steps = 10, warmup = 2;
+    int64_t numClasses = 1000;
+    bool channelsLast = false, cpu = false, finetune = false;
+    ClusterOptions cluster;
+  };
+  auto s = std::make_shared<State>();
+  sub->add_option("--architecture", s->architecture, "Model")->capture_default_str();
+  sub->add_option("--input-size", s->inputSize, "Resolution")->capture_default_str();
+  sub->add_option("--batch", s->batch, "Batch per process")->capture_default_str();
+  sub->add_option("--steps", s->steps, "Timed steps")->capture_default_str();
+  sub->add_option("--warmup", s->warmup, "Untimed steps first")->capture_default_str();
+  sub->add_option("--num-classes", s->numClasses, "Classifier size")->capture_default_str();
+  sub->add_flag("--channels-last", s->channelsLast, "NHWC memory format");
+  sub->add_flag("--finetune", s->finetune, "The FixRes fine-tuning step (classifier only)");
+  sub->add_flag("--cpu", s->cpu, "CPU even when CUDA is available");
+  addClusterOptions(*sub, s->cluster);
+  return {sub, [s, &global]() -> int {
+            FIXRES_CHECK(s->steps >= 1 && s->batch >= 1 && s->inputSize >= 8, UsageError,
+                         "--steps, --batch and --input-size must be positive");
+            distributed::WorldInfo world;
+            auto comm = connectWorld(s->cluster, world, !s->cpu && torch::cuda::is_available());
+            auto device = deviceFor(world, s->cpu);
+            torch::manual_seed(0);
+            auto model = models::createModel(s->architecture, s->numClasses);
+            model->to(device);
+            auto fmt = s->channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+            if (s->channelsLast) {
+              torch::NoGradGuard noGrad;
+              for (auto& p : model->parameters())
+                if (p.dim() == 4) p.set_data(p.contiguous(fmt));
+            }
+            engine::StepOptions so;
+            so.finetune = s->finetune;
+            engine::TrainStep step(model, so, *comm);
+            step.setTrainingMode();
+            auto x = torch::randn({s->batch, 3, s->inputSize, s->inputSize}, torch::TensorOptions().device(device))
+                         .contiguous(fmt);
+            auto y = torch::randint(0, s->numClasses, {s->batch}, torch::TensorOptions().dtype(torch::kLong).device(device));
+            for (int i = 0; i < s->warmup; ++i) step.step(x, y, 0.01);
+            if (device.is_cuda()) torch::cuda::synchronize();
+            comm->barrier();
+            auto t0 = Clock::now();
+            for (int i = 0; i < s->steps; ++i) step.step(x, y, 0.01);
+            if (device.is_cuda()) torch::cuda::synchronize();
+            comm->barrier();
+            double dt = since(t0);
+            double ips = static_cast<double>(s->steps) * s->batch * comm->worldSize() / dt;
+            if (comm->rank() == 0) {
+              std::printf("bench train %s size %d batch %d x %d processes, %d threads, %s: %.3f s/step\n",
+                          s->architecture.c_str(), s->inputSize, s->batch, comm->worldSize(),
+                          torch::get_num_threads(), device.str().c_str(), dt / s->steps);
+              std::printf("%.2f img/s\n", ips);
+            }
+            return 0;
+          }};
+}
+
+Command addBenchAllreduce(CLI::App& bench, GlobalOptions&) {
+  auto* sub = bench.add_subcommand(
+      "allreduce", "Gradient all-reduce of a model's parameters: bucketed reducer vs per-tensor");
+  struct State {
+    std::string architecture = "resnet50";
+    int iters = 5;
+    double bucketMb = 25;
+    ClusterOptions cluster;
+  };
+  auto s = std::make_shared<State>();
+  sub->add_option("--architecture", s->architecture, "Model whose gradients are reduced")->capture_default_str();
+  sub->add_option("--iters", s->iters, "Timed iterations")->capture_default_str();
+  sub->add_option("--bucket-mb", s->bucketMb, "Bucket size in MB")->capture_default_str();
+  addClusterOptions(*sub, s->cluster);
+  return {sub, [s]() -> int {
+            distributed::WorldInfo world;
+            auto comm = connectWorld(s->cluster, world, torch::cuda::is_available());
+            auto model = models::createModel(s->architecture, 1000);
+            model->to(comm->device());
+            std::vector<torch::Tensor> params;
+            int64_t bytes = 0;
+            for (auto& p : model->parameters()) {
+              p.mutable_grad() = torch::randn_like(p);
+              params.push_back(p);
+              bytes += p.numel() * p.element_size();
+            }
+            distributed::GradReducer reducer(*comm, params, static_cast<size_t>(s->bucketMb * (1 << 20)));
+            auto timeIt = [&](auto&& fn) {
+              fn();
+              comm->barrier();
+              auto t0 = Clock::now();
+              for (int i = 0; i < s->iters; ++i) fn();
+              comm->barrier();
+              return since(t0) / s->iters;
+            };
+            double bucketed = timeIt([&] { reducer.reduce(); });
+            double plain = timeIt([&] {
+              for (auto& p : params) {
+                auto g = p.grad();
+                comm->allReduceSum(g);
+                g.div_(comm->worldSize());
+              }
+            });
+            const int n = comm->worldSize();
+            auto busbw = [&](double t) { return bytes / t * 2.0 * (n - 1) / std::max(1, n) / 1e9; };
+            if (comm->rank() == 0) {
+              std::printf("allreduce %s: %zu tensors, %.1f MB, %d ranks, %s\n", s->architecture.c_str(),
+                          params.size(), bytes / 1e6, n, comm->backendName().c_str());
+              std::printf("plain per-tensor: %.4f s  bus bandwidth %.3f GB/s\n", plain, busbw(plain));
+              std::printf("bucketed (%zu buckets): %.4f s  bus bandwidth %.3f GB/s  speedup %.2fx\n",
+                          reducer.bucketCount(), bucketed, busbw(bucketed), plain / bucketed);
+              std::printf("%.3f GB/s\n", busbw(bucketed));
+            }
+            return 0;
+          }};
+}
+
+}  // namespace
+
+// Defined in BenchDataCommand.cpp: `fixres bench data`.
+void addBenchDataSubcommand(CLI::App& bench, GlobalOptions& global, std::function<int()>& action);
 
 Command addBenchCommand(CLI::App& parent, GlobalOptions& global) {
-  auto* sub =
-      parent.add_subcommand("bench", "Benchmarks: data pipeline, training step, all-reduce");
-  return {sub, []() -> int {
-            FIXRES_FAIL(InternalError, "'fixres bench' is not available in this build yet");
+  auto* sub = parent.add_subcommand("bench", "Benchmarks: train step, all-reduce, data pipeline");
+  sub->require_subcommand(1);
+  std::vector<Command> subs = {addBenchTrain(*sub, global), addBenchAllreduce(*sub, global)};
+  auto dataAction = std::make_shared<std::function<int()>>();
+  addBenchDataSubcommand(*sub, global, *dataAction);
+  return {sub, [subs, dataAction]() -> int {
+            for (const auto& c : subs)
+              if (c.app->parsed()) return c.run();
+            if (*dataAction) return (*dataAction)();
+            FIXRES_FAIL(UsageError, "bench needs a benchmark: train, allreduce or data");
           }};
 }
 

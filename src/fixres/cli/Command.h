@@ -25,13 +25,15 @@ struct Command {
 
 Command addVersionCommand(CLI::App& parent, GlobalOptions& global);
 Command addTrainCommand(CLI::App& parent, GlobalOptions& global);
-Command addFinetuneCommand(CLI::App& parent, GlobalOptions& global);
+Command addFinetuneCommand(CLI::App& parent, GlobalOptions& global);  // in TrainCommand.cpp
 Command addEvalCommand(CLI::App& parent, GlobalOptions& global);
 Command addExtractCommand(CLI::App& parent, GlobalOptions& global);
-Command addEvalSoftmaxCommand(CLI::App& parent, GlobalOptions& global);
+Command addEvalSoftmaxCommand(CLI::App& parent, GlobalOptions& global);  // in ExtractCommand.cpp
 Command addLaunchCommand(CLI::App& parent, GlobalOptions& global);
 Command addBenchCommand(CLI::App& parent, GlobalOptions& global);
 Command addSuggestResolutionCommand(CLI::App& parent, GlobalOptions& global);
+Command addImportCommand(CLI::App& parent, GlobalOptions& global);
+Command addSweepCommand(CLI::App& parent, GlobalOptions& global);
 
 // Builds the whole CLI, parses argv, runs the chosen subcommand; maps every error to one
 // "fixres: error: ..." line on stderr and its exit code.

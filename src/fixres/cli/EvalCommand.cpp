@@ -1,14 +1,99 @@
-// `fixres eval`: Top-1/top-5 and loss at one or several test resolutions.
+// `fixres eval`: top-1/top-5 and loss at one or several test resolutions, sharded exactly
+// over the ranks; results as a table and optionally JSON (main_evaluate_imnet).
+#include <cstdio>
+#include <iostream>
+
 #include "fixres/cli/Command.h"
-#include "fixres/common/Error.h"
+#include "fixres/cli/RunOptions.h"
+#include "fixres/common/Files.h"
+#include "fixres/common/Log.h"
+#include "fixres/data/Dataset.h"
+#include "fixres/engine/Evaluator.h"
+#include "fixres/models/Registry.h"
+#include "fixres/models/WeightIO.h"
 
 namespace fixres::cli {
 
-Command addEvalCommand(CLI::App& parent, GlobalOptions& global) {
-  auto* sub =
-      parent.add_subcommand("eval", "Top-1/top-5 and loss at one or several test resolutions");
-  return {sub, []() -> int {
-            FIXRES_FAIL(InternalError, "'fixres eval' is not available in this build yet");
+Command addEvalCommand(CLI::App& parent, GlobalOptions&) {
+  auto* sub = parent.add_subcommand("eval", "Top-1/top-5 and loss at one or several test resolutions");
+  struct State {
+    ModelFlags model;
+    ClusterOptions cluster;
+    std::string imnetPath, datasetPath, sizes = "224", resizeMode = "fixres", json;
+    int64_t batch = 64, limit = -1;
+    int workers = 4;
+    bool testFlip = false, skipBad = false, cpu = false;
+  };
+  auto s = std::make_shared<State>();
+  sub->set_config("--config", "", "TOML/INI file with any of these options");
+  addModelOptions(*sub, s->model);
+  sub->add_option("--imnet-path", s->imnetPath, "Image folder root: evaluates its val/")->group("Data");
+  sub->add_option("--dataset-path", s->datasetPath, "Image folder to evaluate (instead of --imnet-path)")
+      ->group("Data");
+  sub->add_option("--input-size", s->sizes, "Test resolution(s), comma-separated: 224,288,320,384")
+      ->capture_default_str()
+      ->group("Data");
+  sub->add_option("--resize-mode", s->resizeMode, "fixres (height set, the reference) or shorter")
+      ->capture_default_str()
+      ->group("Data");
+  sub->add_option("--batch", s->batch, "Images per process and step")->capture_default_str()->group("Data");
+  sub->add_option("--workers", s->workers, "Loader threads per process")->capture_default_str()->group("Data");
+  sub->add_option("--limit", s->limit, "Only the first N images (-1: all)")->group("Data");
+  sub->add_flag("--test-flip", s->testFlip, "Average logits with the horizontally flipped image")->group("Data");
+  sub->add_flag("--skip-bad-images", s->skipBad, "Skip unreadable images (counted) instead of failing")
+      ->group("Data");
+  sub->add_option("--json", s->json, "Also write the results to this JSON file")->group("Output");
+  sub->add_flag("--cpu", s->cpu, "Run on the CPU even when CUDA is available");
+  addClusterOptions(*sub, s->cluster);
+  return {sub, [s]() -> int {
+            FIXRES_CHECK(!s->imnetPath.empty() || !s->datasetPath.empty(), UsageError,
+                         "eval needs --imnet-path or --dataset-path");
+            FIXRES_CHECK(s->resizeMode == "fixres" || s->resizeMode == "shorter", UsageError,
+                         "--resize-mode must be fixres or shorter, got '", s->resizeMode, "'");
+            auto sizes = parseSizes(s->sizes, "--input-size");
+            distributed::WorldInfo world;
+            auto comm = connectWorld(s->cluster, world, !s->cpu && torch::cuda::is_available());
+            auto dataset = data::openImageFolder(s->datasetPath.empty() ? s->imnetPath + "/val" : s->datasetPath);
+            int64_t classes = s->model.numClasses > 0 ? s->model.numClasses
+                                                      : static_cast<int64_t>(dataset->classes().size());
+            auto model = models::createModel(s->model.architecture, classes);
+            FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "eval needs --weight-path");
+            models::LoadOptions lo;
+            lo.skipClassifier = s->model.skipClassifier;
+            models::loadWeightsFile(*model, s->model.weightPath, lo);
+            auto device = deviceFor(world, s->cpu);
+            model->to(device);
+            nlohmann::json results = nlohmann::json::array();
+            if (comm->rank() == 0) std::printf("%6s %8s %8s %8s %8s\n", "size", "top1", "top5", "loss", "images");
+            for (int size : sizes) {
+              engine::EvalOptions o;
+              o.transform.kind = image::TransformKind::kVal;
+              o.transform.inputSize = size;
+              o.transform.resizeMode = s->resizeMode == "shorter" ? image::ResizeMode::kShorter
+                                                                  : image::ResizeMode::kFixres;
+              o.batch = s->batch;
+              o.workers = s->workers;
+              o.testFlip = s->testFlip;
+              o.skipBadImages = s->skipBad;
+              o.device = device;
+              o.limit = s->limit;
+              auto r = engine::evaluate(model, dataset, o, *comm);
+              results.push_back(r.toJson());
+              if (comm->rank() == 0) {
+                std::printf("%6d %8.3f %8.3f %8.4f %8lld\n", size, r.top1, r.top5, r.loss,
+                            static_cast<long long>(r.count));
+                std::fflush(stdout);
+              }
+            }
+            if (comm->rank() == 0 && !s->json.empty()) {
+              nlohmann::json doc = {{"architecture", s->model.architecture},
+                                    {"weights", s->model.weightPath},
+                                    {"resize_mode", s->resizeMode},
+                                    {"test_flip", s->testFlip},
+                                    {"results", results}};
+              writeFileAtomic(s->json, doc.dump(2) + "\n");
+            }
+            return 0;
           }};
 }
 

@@ -1,0 +1,32 @@
+// `fixres import`: IDX files (Fashion-MNIST by default) -> image folder with train/, holdout/
+// and val/, cached and idempotent.
+#include <iostream>
+
+#include "fixres/cli/Command.h"
+#include "fixres/data/Import.h"
+
+namespace fixres::cli {
+
+Command addImportCommand(CLI::App& parent, GlobalOptions&) {
+  auto* sub = parent.add_subcommand(
+      "import", "Turn IDX files (Fashion-MNIST from the Debian package) into an image folder");
+  auto o = std::make_shared<data::ImportOptions>();
+  auto generic = std::make_shared<bool>(false);
+  sub->add_option("--source", o->sourceDir, "Folder with the IDX files (train-*, t10k-*)")->capture_default_str();
+  sub->add_option("--out", o->outDir, "Output image folder")->required();
+  sub->add_option("--holdout", o->holdout, "Last N training images go to holdout/")->capture_default_str();
+  sub->add_option("--limit-train", o->limitTrain, "Use only the first N training images");
+  sub->add_option("--limit-val", o->limitVal, "Use only the first N test images");
+  sub->add_flag("--numeric-classes", *generic, "Name class folders by label number (MNIST) instead of "
+                "Fashion-MNIST's names");
+  return {sub, [o, generic]() -> int {
+            if (!*generic) o->classNames = data::fashionMnistClassNames();
+            auto r = data::importIdx(*o);
+            std::cout << (r.alreadyThere ? "already imported: " : "imported: ") << o->outDir
+                      << " (train " << r.train << ", holdout " << r.holdout << ", val " << r.val
+                      << ")" << std::endl;
+            return 0;
+          }};
+}
+
+}  // namespace fixres::cli

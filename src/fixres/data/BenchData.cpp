@@ -1,0 +1,46 @@
+// The loader timed end to end, as a trainer would drive it (sequential sampler, full batches).
+#include "fixres/data/BenchData.h"
+
+#include <chrono>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
+#include "fixres/data/Dataset.h"
+#include "fixres/data/Loader.h"
+
+namespace fixres::data {
+
+double benchData(const BenchDataOptions& o) {
+  FIXRES_CHECK(o.threads >= 1, UsageError, "bench threads must be >= 1, got ", o.threads);
+  std::shared_ptr<const Dataset> dataset = openImageFolder(o.datasetPath);
+  if (!o.fromDisk) dataset = cacheInMemory(dataset);
+  auto sampler = makeDistributedSampler(dataset->size(), 0, 1, false, 0, false);
+  image::TransformOptions t;
+  t.kind = o.kind;
+  t.inputSize = o.inputSize;
+  t.croppedDecode = o.croppedDecode;
+  LoaderOptions lo;
+  lo.batchSize = o.batchSize;
+  lo.threads = o.threads;
+  lo.prefetchBatches = std::max(2, 2 * o.threads);
+  lo.uint8Output = o.uint8Output;
+  Loader loader(dataset, sampler, t, lo);
+
+  loader.startEpoch(0);
+  (void)loader.next();  // warm-up: first allocations, page faults
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  int64_t images = 0;
+  double seconds = 0.0;
+  for (int64_t epoch = 1; seconds < o.minSeconds; ++epoch) {
+    loader.startEpoch(epoch);
+    while (auto batch = loader.next()) images += batch->images.size(0);
+    seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  log::info("bench data: ", images, " images in ", seconds, " s (", dataset->size(),
+            " files, kind ", image::transformKindName(o.kind), ", size ", o.inputSize, ", ",
+            o.threads, " thread(s))");
+  return static_cast<double>(images) / seconds;
+}
+
+}  // namespace fixres::data

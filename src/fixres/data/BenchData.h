@@ -1,0 +1,27 @@
+// Data pipeline benchmark: decode + transform + collate throughput of the Loader on an image
+// folder (files cached in memory unless fromDisk), in images per second.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fixres/image/Transform.h"
+
+namespace fixres::data {
+
+struct BenchDataOptions {
+  std::string datasetPath;  // an image folder (class sub-folders)
+  image::TransformKind kind = image::TransformKind::kFull;
+  int inputSize = 224;
+  int threads = 1;        // loader worker threads
+  bool fromDisk = false;  // read files at each access instead of caching them in memory
+  int64_t batchSize = 64;
+  double minSeconds = 3.0;  // run whole passes over the folder until at least this long
+  bool uint8Output = false;
+  bool croppedDecode = true;  // JPEG region decoding for RandomResizedCrop
+};
+
+// Images per second over whole passes (after one warm-up batch). DataError for a bad folder.
+double benchData(const BenchDataOptions& options);
+
+}  // namespace fixres::data

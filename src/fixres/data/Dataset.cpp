@@ -1,0 +1,255 @@
+// Image folder, IDX and in-memory datasets.
+#include "fixres/data/Dataset.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <system_error>
+
+#include "fixres/common/Error.h"
+#include "fixres/image/Decode.h"
+
+namespace fixres::data {
+
+namespace fs = std::filesystem;
+
+Dataset::~Dataset() = default;
+
+namespace {
+
+bool hasImageExtension(const std::string& filename) {
+  static const char* kExtensions[] = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
+                                      ".pgm", ".tif",  ".tiff", ".webp"};
+  std::string lower = filename;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* ext : kExtensions) {
+    const size_t n = std::char_traits<char>::length(ext);
+    if (lower.size() >= n && lower.compare(lower.size() - n, n, ext) == 0) return true;
+  }
+  return false;
+}
+
+class ImageFolderDataset : public Dataset {
+ public:
+  ImageFolderDataset(std::string root, std::vector<std::string> classes,
+                     std::vector<std::string> paths, std::vector<int64_t> labels)
+      : root_(std::move(root)),
+        classes_(std::move(classes)),
+        paths_(std::move(paths)),
+        labels_(std::move(labels)) {}
+  size_t size() const override { return paths_.size(); }
+  int64_t label(size_t i) const override { return labels_.at(i); }
+  const std::vector<std::string>& classes() const override { return classes_; }
+  std::string name(size_t i) const override { return paths_.at(i); }
+  RawSample fetch(size_t i) const override {
+    RawSample s;
+    s.name = paths_.at(i);
+    s.bytes = image::readFile(s.name);
+    return s;
+  }
+  std::string source() const override { return root_; }
+
+ private:
+  std::string root_;
+  std::vector<std::string> classes_;
+  std::vector<std::string> paths_;
+  std::vector<int64_t> labels_;
+};
+
+// Python's sorted(os.walk(dir, followlinks=True)): directories ordered by their full path,
+// files sorted by name within each.
+void walkSorted(const fs::path& dir,
+                std::vector<std::pair<std::string, std::vector<std::string>>>& out, int depth) {
+  FIXRES_CHECK(depth < 64, DataError, dir.string(), ": folders nested too deep (symlink loop?)");
+  std::vector<std::string> files;
+  std::vector<fs::path> subdirs;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_directory(ec2)) {
+      subdirs.push_back(it->path());
+    } else {
+      files.push_back(it->path().filename().string());
+    }
+  }
+  FIXRES_CHECK(!ec, DataError, dir.string(), ": cannot list folder: ", ec.message());
+  std::sort(files.begin(), files.end());
+  out.emplace_back(dir.string(), std::move(files));
+  for (const auto& d : subdirs) walkSorted(d, out, depth + 1);
+}
+
+}  // namespace
+
+std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
+  std::error_code ec;
+  FIXRES_CHECK(fs::is_directory(root, ec), DataError, "dataset folder ", root,
+               " does not exist or is not a folder");
+  std::vector<std::string> classes;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_directory(ec2)) classes.push_back(it->path().filename().string());
+  }
+  FIXRES_CHECK(!ec, DataError, root, ": cannot list folder: ", ec.message());
+  FIXRES_CHECK(!classes.empty(), DataError, "couldn't find any class folder in ", root);
+  std::sort(classes.begin(), classes.end());
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  std::vector<std::string> empty;
+  for (size_t c = 0; c < classes.size(); ++c) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> walk;
+    walkSorted(fs::path(root) / classes[c], walk, 0);
+    std::sort(walk.begin(), walk.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    const size_t before = paths.size();
+    for (const auto& [dir, files] : walk) {
+      for (const auto& f : files) {
+        if (!hasImageExtension(f)) continue;
+        paths.push_back((fs::path(dir) / f).string());
+        labels.push_back(static_cast<int64_t>(c));
+      }
+    }
+    if (paths.size() == before) empty.push_back(classes[c]);
+  }
+  if (!empty.empty()) {
+    std::string list;
+    for (const auto& e : empty) list += (list.empty() ? "" : ", ") + e;
+    FIXRES_FAIL(DataError, root, ": found no valid file for the classes ", list,
+                " (supported extensions: .jpg, .jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp)");
+  }
+  return std::make_shared<ImageFolderDataset>(root, std::move(classes), std::move(paths),
+                                              std::move(labels));
+}
+
+// ---- IDX -------------------------------------------------------------------------------------
+namespace {
+
+// Whole file through zlib, which reads gzip and plain files alike.
+std::vector<uint8_t> readMaybeGzipped(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  FIXRES_CHECK(f != nullptr, DataError, path, ": cannot open file");
+  std::vector<uint8_t> out;
+  uint8_t buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.insert(out.end(), buf, buf + n);
+  int err = 0;
+  const char* msg = n < 0 ? gzerror(f, &err) : nullptr;
+  const std::string message = msg ? msg : "";
+  gzclose(f);
+  FIXRES_CHECK(n == 0, DataError, path, ": read error (", message, ")");
+  return out;
+}
+
+uint32_t bigEndian32(const uint8_t* p) {
+  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
+}
+
+class IdxDataset : public Dataset {
+ public:
+  IdxDataset(std::string imagesPath, std::vector<uint8_t> pixels, int rows, int cols,
+             std::vector<int64_t> labels, std::vector<std::string> classes)
+      : imagesPath_(std::move(imagesPath)),
+        pixels_(std::move(pixels)),
+        rows_(rows),
+        cols_(cols),
+        labels_(std::move(labels)),
+        classes_(std::move(classes)) {}
+  size_t size() const override { return labels_.size(); }
+  int64_t label(size_t i) const override { return labels_.at(i); }
+  const std::vector<std::string>& classes() const override { return classes_; }
+  std::string name(size_t i) const override { return imagesPath_ + "[" + std::to_string(i) + "]"; }
+  RawSample fetch(size_t i) const override {
+    FIXRES_CHECK(i < labels_.size(), InternalError, "IDX index ", i, " out of range");
+    RawSample s;
+    s.name = name(i);
+    s.isDecoded = true;
+    s.decoded = image::Image(cols_, rows_);
+    const uint8_t* src = pixels_.data() + i * size_t(rows_) * cols_;
+    uint8_t* dst = s.decoded.pixels.data();
+    for (size_t k = 0; k < size_t(rows_) * cols_; ++k, dst += 3) dst[0] = dst[1] = dst[2] = src[k];
+    return s;
+  }
+  std::string source() const override { return imagesPath_; }
+
+ private:
+  std::string imagesPath_;
+  std::vector<uint8_t> pixels_;  // N x rows x cols, grayscale
+  int rows_, cols_;
+  std::vector<int64_t> labels_;
+  std::vector<std::string> classes_;
+};
+
+}  // namespace
+
+std::shared_ptr<Dataset> openIdx(const std::string& imagesPath, const std::string& labelsPath) {
+  std::vector<uint8_t> images = readMaybeGzipped(imagesPath);
+  const std::vector<uint8_t> labels = readMaybeGzipped(labelsPath);
+  FIXRES_CHECK(images.size() >= 16 && bigEndian32(images.data()) == 0x00000803, DataError,
+               imagesPath, ": not an IDX image file (expected magic 0x00000803, 3 dimensions)");
+  FIXRES_CHECK(labels.size() >= 8 && bigEndian32(labels.data()) == 0x00000801, DataError,
+               labelsPath, ": not an IDX label file (expected magic 0x00000801)");
+  const uint32_t n = bigEndian32(images.data() + 4);
+  const uint32_t rows = bigEndian32(images.data() + 8), cols = bigEndian32(images.data() + 12);
+  FIXRES_CHECK(rows > 0 && cols > 0 && rows <= 4096 && cols <= 4096, DataError, imagesPath,
+               ": bad image size ", rows, "x", cols);
+  FIXRES_CHECK(images.size() - 16 == uint64_t(n) * rows * cols, DataError, imagesPath,
+               ": truncated or oversized (", images.size() - 16, " pixel bytes for ", n,
+               " images of ", rows, "x", cols, ")");
+  const uint32_t nLabels = bigEndian32(labels.data() + 4);
+  FIXRES_CHECK(labels.size() - 8 == nLabels, DataError, labelsPath, ": truncated (",
+               labels.size() - 8, " labels, header says ", nLabels, ")");
+  FIXRES_CHECK(nLabels == n, DataError, imagesPath, " has ", n, " images but ", labelsPath, " has ",
+               nLabels, " labels");
+  FIXRES_CHECK(n > 0, DataError, imagesPath, ": no images");
+  std::vector<int64_t> lab(labels.begin() + 8, labels.end());
+  const int64_t maxLabel = *std::max_element(lab.begin(), lab.end());
+  std::vector<std::string> classes;
+  for (int64_t c = 0; c <= maxLabel; ++c) classes.push_back(std::to_string(c));
+  images.erase(images.begin(), images.begin() + 16);
+  return std::make_shared<IdxDataset>(imagesPath, std::move(images), int(rows), int(cols),
+                                      std::move(lab), std::move(classes));
+}
+
+// ---- in memory -------------------------------------------------------------------------------
+namespace {
+
+class InMemoryDataset : public Dataset {
+ public:
+  explicit InMemoryDataset(std::shared_ptr<const Dataset> base) : base_(std::move(base)) {
+    samples_.reserve(base_->size());
+    for (size_t i = 0; i < base_->size(); ++i) samples_.push_back(base_->fetch(i));
+  }
+  size_t size() const override { return samples_.size(); }
+  int64_t label(size_t i) const override { return base_->label(i); }
+  const std::vector<std::string>& classes() const override { return base_->classes(); }
+  std::string name(size_t i) const override { return samples_.at(i).name; }
+  RawSample fetch(size_t i) const override { return samples_.at(i); }
+  std::string source() const override { return base_->source(); }
+
+ private:
+  std::shared_ptr<const Dataset> base_;
+  std::vector<RawSample> samples_;
+};
+
+}  // namespace
+
+std::shared_ptr<Dataset> cacheInMemory(std::shared_ptr<const Dataset> dataset) {
+  return std::make_shared<InMemoryDataset>(std::move(dataset));
+}
+
+void checkSameClasses(const Dataset& train, const Dataset& val) {
+  const auto& a = train.classes();
+  const auto& b = val.classes();
+  if (a == b) return;
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  FIXRES_FAIL(DataError, "class lists differ: ", train.source(), " has ", a.size(), " classes, ",
+              val.source(), " has ", b.size(), "; first difference at class ", i, " ('",
+              i < a.size() ? a[i] : std::string("<none>"), "' vs '",
+              i < b.size() ? b[i] : std::string("<none>"), "')");
+}
+
+}  // namespace fixres::data

@@ -1,0 +1,55 @@
+// Datasets: indexable (sample -> label, and the bytes or pixels to transform). Image folders
+// follow torchvision's ImageFolder rules; IDX files are MNIST / Fashion-MNIST (gzipped or not).
+// Every implementation is safe to read from several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fixres/image/Image.h"
+
+namespace fixres::data {
+
+// One stored sample before decoding: encoded file bytes, or pixels for datasets that hold them.
+struct RawSample {
+  std::vector<uint8_t> bytes;  // encoded JPEG/PNG (when !isDecoded)
+  image::Image decoded;        // RGB pixels (when isDecoded)
+  bool isDecoded = false;
+  std::string name;  // file path (or "file[index]"), used in error messages
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset();
+  virtual size_t size() const = 0;
+  virtual int64_t label(size_t i) const = 0;  // in [0, classes().size())
+  virtual const std::vector<std::string>& classes() const = 0;
+  // The file path of sample i (or "file[i]" for samples inside one file).
+  virtual std::string name(size_t i) const = 0;
+  // Reads sample i: DataError naming the file when it cannot be read.
+  virtual RawSample fetch(size_t i) const = 0;
+  // Where the dataset comes from (root folder or file), for messages.
+  virtual std::string source() const = 0;
+};
+
+// torchvision ImageFolder: classes = sorted names of the sub-folders of root; samples = files
+// with an IMG_EXTENSIONS suffix (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp, any case) in
+// each class folder, walked recursively (symlinks followed) in sorted path order. Only JPEG and
+// PNG decode (others fail at fetch time with a DataError naming the file). DataError if root is
+// missing, has no class folder, or a class has no image.
+std::shared_ptr<Dataset> openImageFolder(const std::string& root);
+
+// IDX (MNIST format) image and label files, gzipped or not: 28 x 28 grayscale images returned as
+// RGB (the channel replicated, as PIL's convert("RGB")); classes "0", "1", ... up to the largest
+// label. DataError on a bad magic number, truncated file, or count mismatch.
+std::shared_ptr<Dataset> openIdx(const std::string& imagesPath, const std::string& labelsPath);
+
+// A dataset whose file bytes are read once into memory (for benchmarks and small datasets).
+std::shared_ptr<Dataset> cacheInMemory(std::shared_ptr<const Dataset> dataset);
+
+// DataError naming both sources and the first difference when the class lists differ.
+void checkSameClasses(const Dataset& train, const Dataset& val);
+
+}  // namespace fixres::data

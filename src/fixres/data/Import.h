@@ -1,0 +1,38 @@
+// `fixres import`: turns an IDX data set (MNIST / Fashion-MNIST) into an image folder of PNGs
+// that every subcommand reads: <out>/train/<class>/, <out>/holdout/<class>/ (the last images
+// of the training file, for choosing settings without touching the test set) and
+// <out>/val/<class>/ (the test file).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fixres::data {
+
+struct ImportOptions {
+  std::string sourceDir = "/usr/share/datasets/fashion-mnist";
+  std::string outDir;
+  std::vector<std::string> classNames;  // folder names in label order (sorted = label order)
+  int64_t holdout = 5000;               // last N training images -> holdout/
+  int64_t limitTrain = -1;              // first N training images only (-1: all)
+  int64_t limitVal = -1;                // first N test images only (-1: all)
+};
+
+struct ImportReport {
+  int64_t train = 0, holdout = 0, val = 0;
+  bool alreadyThere = false;
+};
+
+// Idempotent: a complete earlier import with the same counts is left as it is. The folder
+// appears atomically (written beside it, then renamed). DataError naming the missing file and
+// the package to install when the source is absent.
+ImportReport importIdx(const ImportOptions& options);
+
+// Fashion-MNIST's ten class names, prefixed so that sorted order is label order.
+std::vector<std::string> fashionMnistClassNames();
+
+// An 8-bit grayscale or RGB PNG (channels 1 or 3); a plain write (no fsync).
+void writePng(const std::string& path, int width, int height, int channels, const uint8_t* pixels);
+
+}  // namespace fixres::data

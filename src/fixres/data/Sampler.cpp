@@ -1,0 +1,147 @@
+// Samplers. Permutations come from LibTorch's own randperm with a CPU generator seeded like
+// PyTorch's (seed + epoch), so the layouts equal the Python reference's, index for index.
+#include "fixres/data/Sampler.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "fixres/common/Error.h"
+
+namespace fixres::data {
+
+Sampler::~Sampler() = default;
+
+namespace {
+
+std::vector<int64_t> randperm(int64_t n, at::Generator& gen) {
+  const torch::Tensor p = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kLong));
+  const int64_t* d = p.data_ptr<int64_t>();
+  return std::vector<int64_t>(d, d + n);
+}
+
+void checkRank(size_t datasetSize, int rank, int worldSize) {
+  FIXRES_CHECK(worldSize >= 1, UsageError, "world size must be >= 1, got ", worldSize);
+  FIXRES_CHECK(rank >= 0 && rank < worldSize, UsageError, "rank ", rank, " outside [0, world size ",
+               worldSize, ")");
+  FIXRES_CHECK(datasetSize > 0, DataError, "cannot sample from an empty dataset");
+}
+
+// Pads `stream` by repeating its head to `total` entries, then takes rank, rank + W, ... .
+void strideWithPadding(const std::vector<int64_t>& stream, size_t total, int rank, int worldSize,
+                       std::vector<int64_t>* indices, std::vector<int64_t>* positions) {
+  indices->clear();
+  positions->clear();
+  for (size_t p = static_cast<size_t>(rank); p < total; p += static_cast<size_t>(worldSize)) {
+    indices->push_back(stream[p % stream.size()]);
+    positions->push_back(static_cast<int64_t>(p));
+  }
+}
+
+class DistributedSampler : public Sampler {
+ public:
+  DistributedSampler(size_t n, int rank, int worldSize, bool shuffle, uint64_t seed, bool pad)
+      : n_(n), rank_(rank), worldSize_(worldSize), shuffle_(shuffle), seed_(seed), pad_(pad) {
+    checkRank(n, rank, worldSize);
+  }
+  void setEpoch(int64_t epoch) override { epoch_ = epoch; }
+  int64_t epoch() const override { return epoch_; }
+  size_t size() const override {
+    const size_t w = static_cast<size_t>(worldSize_), r = static_cast<size_t>(rank_);
+    if (pad_) return (n_ + w - 1) / w;
+    return n_ / w + (r < n_ % w ? 1 : 0);
+  }
+  std::vector<int64_t> indices() const override { return compute().first; }
+  std::vector<int64_t> streamPositions() const override { return compute().second; }
+
+ private:
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> compute() const {
+    std::vector<int64_t> stream;
+    if (shuffle_) {
+      at::Generator gen = at::detail::createCPUGenerator(seed_ + static_cast<uint64_t>(epoch_));
+      stream = randperm(static_cast<int64_t>(n_), gen);
+    } else {
+      stream.resize(n_);
+      for (size_t i = 0; i < n_; ++i) stream[i] = static_cast<int64_t>(i);
+    }
+    const size_t w = static_cast<size_t>(worldSize_);
+    const size_t total = pad_ ? (n_ + w - 1) / w * w : n_;
+    std::pair<std::vector<int64_t>, std::vector<int64_t>> out;
+    strideWithPadding(stream, total, rank_, worldSize_, &out.first, &out.second);
+    return out;
+  }
+  size_t n_;
+  int rank_, worldSize_;
+  bool shuffle_;
+  uint64_t seed_;
+  bool pad_;
+  int64_t epoch_ = 0;
+};
+
+class RepeatedAugSampler : public Sampler {
+ public:
+  RepeatedAugSampler(size_t n, int rank, int worldSize, uint64_t seed, int repetitions,
+                     double lenFactor, bool referenceLength)
+      : n_(n), rank_(rank), worldSize_(worldSize), seed_(seed), repetitions_(repetitions) {
+    checkRank(n, rank, worldSize);
+    FIXRES_CHECK(repetitions >= 1, UsageError, "repetitions must be >= 1, got ", repetitions);
+    FIXRES_CHECK(lenFactor > 0.0, UsageError, "length factor must be > 0, got ", lenFactor);
+    length_ = static_cast<size_t>(static_cast<double>(n) * lenFactor);
+    FIXRES_CHECK(length_ > 0, UsageError, "length factor ", lenFactor, " leaves no sample of ", n);
+    const size_t w = static_cast<size_t>(worldSize_);
+    total_ = (length_ + w - 1) / w * w;
+    if (referenceLength) {
+      // samplers.py: num_samples = ceil(N * repetitions / W), whatever len_factor is.
+      total_ = (n * static_cast<size_t>(repetitions) + w - 1) / w * w;
+    }
+  }
+  void setEpoch(int64_t epoch) override { epoch_ = epoch; }
+  int64_t epoch() const override { return epoch_; }
+  size_t size() const override { return total_ / static_cast<size_t>(worldSize_); }
+  std::vector<int64_t> indices() const override { return compute().first; }
+  std::vector<int64_t> streamPositions() const override { return compute().second; }
+
+ private:
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> compute() const {
+    at::Generator gen = at::detail::createCPUGenerator(seed_ + static_cast<uint64_t>(epoch_));
+    std::vector<int64_t> stream;
+    stream.reserve(length_);
+    std::vector<int64_t> perm;
+    size_t next = 0;
+    while (stream.size() < length_) {
+      if (next == perm.size()) {
+        perm = randperm(static_cast<int64_t>(n_), gen);
+        next = 0;
+      }
+      const int64_t index = perm[next++];
+      for (int r = 0; r < repetitions_ && stream.size() < length_; ++r) stream.push_back(index);
+    }
+    std::pair<std::vector<int64_t>, std::vector<int64_t>> out;
+    strideWithPadding(stream, total_, rank_, worldSize_, &out.first, &out.second);
+    return out;
+  }
+  size_t n_;
+  int rank_, worldSize_;
+  uint64_t seed_;
+  int repetitions_;
+  size_t length_ = 0, total_ = 0;
+  int64_t epoch_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<Sampler> makeDistributedSampler(size_t datasetSize, int rank, int worldSize,
+                                                bool shuffle, uint64_t seed, bool padToEqual) {
+  return std::make_shared<DistributedSampler>(datasetSize, rank, worldSize, shuffle, seed,
+                                              padToEqual);
+}
+
+std::shared_ptr<Sampler> makeRepeatedAugSampler(size_t datasetSize, int rank, int worldSize,
+                                                uint64_t seed, int repetitions, double lenFactor,
+                                                bool referenceLength) {
+  return std::make_shared<RepeatedAugSampler>(datasetSize, rank, worldSize, seed, repetitions,
+                                              lenFactor, referenceLength);
+}
+
+}  // namespace fixres::data

@@ -1,0 +1,48 @@
+// Samplers: which dataset indices this rank reads in an epoch, and in which order.
+// Both are pure functions of (seed, epoch, rank, world size), so the state to resume is the
+// epoch (plus the loader's batch position).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace fixres::data {
+
+class Sampler {
+ public:
+  virtual ~Sampler();
+  virtual void setEpoch(int64_t epoch) = 0;
+  virtual int64_t epoch() const = 0;
+  // This rank's dataset indices for the current epoch, in order.
+  virtual std::vector<int64_t> indices() const = 0;
+  // For each entry of indices(): its position in the epoch's global stream (all ranks, before
+  // striding). Distinguishes the copies of an index (repeated augmentation) for seeding; world
+  // size independent.
+  virtual std::vector<int64_t> streamPositions() const = 0;
+  // Number of indices per epoch on this rank.
+  virtual size_t size() const = 0;
+};
+
+// torch.utils.data.DistributedSampler: shuffle = torch.randperm(N) with a generator seeded by
+// seed + epoch (the same permutation as PyTorch's), padToEqual: pad by repeating the head to a
+// multiple of worldSize (drop_last=False); rank r takes positions r, r + W, ... . With
+// padToEqual=false, no padding: exact shards whose sizes differ by at most one (evaluation).
+std::shared_ptr<Sampler> makeDistributedSampler(size_t datasetSize, int rank, int worldSize,
+                                                bool shuffle, uint64_t seed, bool padToEqual);
+
+// FixRes RASampler (FIXRES.md section 6): a stream of permutations (torch.randperm with a
+// generator seeded by seed + epoch, a new permutation each time one is exhausted) in which each
+// index appears `repetitions` times in a row; floor(lenFactor * N) entries, padded by repeating
+// the head to a multiple of worldSize; rank r takes r, r + W, ... . Copies of an index land on
+// different ranks when worldSize >= repetitions.
+// referenceLength: the epoch length of FixRes's samplers.py instead: the stream of
+// floor(lenFactor * N) entries is padded (head repeated) to ceil(N * repetitions / W) * W, i.e.
+// 3N rather than 2N entries by default. Under the trainer's 5005 x 512 sample cap on ImageNet both
+// give the same batches; on small datasets the reference's epochs are 1.5x longer.
+std::shared_ptr<Sampler> makeRepeatedAugSampler(size_t datasetSize, int rank, int worldSize,
+                                                uint64_t seed, int repetitions = 3,
+                                                double lenFactor = 2.0,
+                                                bool referenceLength = false);
+
+}  // namespace fixres::data

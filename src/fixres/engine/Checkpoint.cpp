@@ -1,0 +1,124 @@
+// Checkpoint write/read with atomic replacement and fallback to per-epoch files.
+#include "fixres/engine/Checkpoint.h"
+
+#include <filesystem>
+#include <regex>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
+#include "fixres/models/WeightIO.h"
+
+namespace fixres::engine {
+namespace {
+
+std::string stateKey(const torch::Tensor& p) {
+  return c10::guts::to_string(p.unsafeGetTensorImpl());
+}
+
+c10::impl::GenericDict momentumBuffers(const torch::nn::Module& model, torch::optim::SGD& opt) {
+  c10::Dict<std::string, at::Tensor> out;
+  auto& states = opt.state();
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    auto it = states.find(stateKey(item.value()));
+    if (it == states.end()) continue;
+    auto& s = static_cast<torch::optim::SGDParamState&>(*it->second);
+    if (s.momentum_buffer().defined()) out.insert(item.key(), s.momentum_buffer().detach().cpu());
+  }
+  return c10::impl::toGenericDict(out);
+}
+
+void restoreMomentum(const c10::IValue& value, torch::nn::Module& model, torch::optim::SGD& opt,
+                     const std::string& path) {
+  FIXRES_CHECK(value.isGenericDict(), WeightsError, path, ": 'optimizer' is not a dict");
+  auto dict = value.toGenericDict();
+  auto& states = opt.state();
+  for (const auto& item : model.named_parameters(true)) {
+    if (!dict.contains(item.key())) continue;
+    auto buf = dict.at(item.key()).toTensor();
+    FIXRES_CHECK(buf.sizes() == item.value().sizes(), WeightsError, path,
+                 ": momentum buffer of ", item.key(), " has shape ", buf.sizes(), ", expected ",
+                 item.value().sizes());
+    auto state = std::make_unique<torch::optim::SGDParamState>();
+    state->momentum_buffer(buf.to(item.value().device()).clone());
+    states[stateKey(item.value())] = std::move(state);
+  }
+}
+
+template <typename T>
+T field(const c10::impl::GenericDict& d, const char* key, const std::string& path) {
+  FIXRES_CHECK(d.contains(key), WeightsError, path, ": checkpoint has no '", key, "'");
+  return d.at(key).to<T>();
+}
+
+}  // namespace
+
+void saveCheckpoint(const std::string& path, const CheckpointState& s,
+                    const torch::nn::Module& model, torch::optim::SGD& optimizer) {
+  c10::impl::GenericDict sched(c10::StringType::get(), c10::AnyType::get());
+  sched.insert("kind", s.scheduleKind);
+  sched.insert("last_epoch", s.epoch);
+  sched.insert("lr", s.learningRate);
+  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+  d.insert("format", std::string("fixres-checkpoint-1"));
+  d.insert("epoch", s.epoch);
+  d.insert("accuracy", s.accuracy);
+  d.insert("model", c10::impl::toGenericDict(models::stateDict(model)));
+  d.insert("optimizer", momentumBuffers(model, optimizer));
+  d.insert("lr_scheduler", sched);
+  d.insert("iteration", s.iteration);
+  d.insert("global_step", s.globalStep);
+  d.insert("seed", static_cast<int64_t>(s.seed));
+  d.insert("config", s.configJson);
+  models::writeTorchFile(path, d);
+}
+
+CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
+                               torch::optim::SGD& optimizer) {
+  auto content = models::readTorchFile(path);
+  FIXRES_CHECK(content.isGenericDict(), WeightsError, path, ": not a fixres checkpoint");
+  auto d = content.toGenericDict();
+  FIXRES_CHECK(d.contains("format") && d.at("format").isString() &&
+                   d.at("format").toStringRef() == "fixres-checkpoint-1",
+               WeightsError, path, ": not a fixres checkpoint (no 'format' entry)");
+  CheckpointState s;
+  s.epoch = field<int64_t>(d, "epoch", path);
+  s.iteration = field<int64_t>(d, "iteration", path);
+  s.globalStep = field<int64_t>(d, "global_step", path);
+  s.accuracy = field<double>(d, "accuracy", path);
+  s.seed = static_cast<uint64_t>(field<int64_t>(d, "seed", path));
+  s.configJson = field<std::string>(d, "config", path);
+  models::loadStateDict(model, d.at("model"), models::LoadOptions{}, path);
+  restoreMomentum(d.at("optimizer"), model, optimizer, path);
+  return s;
+}
+
+std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir,
+                                                torch::nn::Module& model,
+                                                torch::optim::SGD& optimizer) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<int64_t, std::string>> candidates;
+  if (fs::exists(runDir + "/checkpoint.pth")) candidates.push_back({INT64_MAX, runDir + "/checkpoint.pth"});
+  std::regex perEpoch("checkpoint_([0-9]+)\\.pth");
+  if (fs::is_directory(runDir)) {
+    for (const auto& e : fs::directory_iterator(runDir)) {
+      std::smatch m;
+      std::string name = e.path().filename().string();
+      if (std::regex_match(name, m, perEpoch)) candidates.push_back({std::stoll(m[1]), e.path().string()});
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+  std::sort(candidates.rbegin(), candidates.rend());
+  std::string failures;
+  for (const auto& [epoch, path] : candidates) {
+    try {
+      auto s = loadCheckpoint(path, model, optimizer);
+      if (!failures.empty()) log::warn("unusable checkpoint(s): ", failures, "; resumed from ", path);
+      return s;
+    } catch (const WeightsError& e) {
+      failures += (failures.empty() ? "" : "; ") + std::string(e.what());
+    }
+  }
+  FIXRES_FAIL(WeightsError, "no usable checkpoint in ", runDir, ": ", failures);
+}
+
+}  // namespace fixres::engine

@@ -1,0 +1,129 @@
+// Exact-shard evaluation and ordered extraction.
+#include "fixres/engine/Evaluator.h"
+
+#include "fixres/common/Log.h"
+#include "fixres/data/Loader.h"
+#include "fixres/data/Sampler.h"
+#include "fixres/distributed/GradReducer.h"
+
+namespace fixres::engine {
+namespace {
+
+data::Loader makeEvalLoader(std::shared_ptr<const data::Dataset> dataset, const EvalOptions& o,
+                            distributed::Communicator& comm) {
+  size_t n = dataset->size();
+  if (o.limit >= 0) n = std::min<size_t>(n, static_cast<size_t>(o.limit));
+  auto sampler = data::makeDistributedSampler(n, comm.rank(), comm.worldSize(), /*shuffle=*/false,
+                                              o.seed, /*padToEqual=*/false);
+  data::LoaderOptions lo;
+  lo.batchSize = o.batch;
+  lo.threads = o.workers;
+  lo.seed = o.seed;
+  lo.badImages = o.skipBadImages ? data::BadImagePolicy::kSkip : data::BadImagePolicy::kFail;
+  lo.pinMemory = o.device.is_cuda();
+  return data::Loader(std::move(dataset), sampler, o.transform, lo);
+}
+
+int64_t correctInTopK(const torch::Tensor& scores, const torch::Tensor& labels, int64_t k) {
+  k = std::min<int64_t>(k, scores.size(1));
+  auto top = std::get<1>(scores.topk(k, 1));
+  return top.eq(labels.view({-1, 1})).any(1).sum().item<int64_t>();
+}
+
+}  // namespace
+
+nlohmann::json EvalResult::toJson() const {
+  return {{"input_size", inputSize}, {"top1", top1}, {"top5", top5}, {"loss", loss},
+          {"count", count}};
+}
+
+torch::Tensor predictLogits(models::ResNet& model, const torch::Tensor& images, bool testFlip) {
+  auto logits = model->forward(images);
+  if (testFlip) logits = 0.5 * (logits + model->forward(images.flip({3})));
+  return logits;
+}
+
+std::pair<double, double> topkAccuracy(const torch::Tensor& scores, const torch::Tensor& labels) {
+  const double n = std::max<int64_t>(1, labels.size(0));
+  return {100.0 * correctInTopK(scores, labels, 1) / n, 100.0 * correctInTopK(scores, labels, 5) / n};
+}
+
+EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> dataset,
+                    const EvalOptions& o, distributed::Communicator& comm) {
+  torch::NoGradGuard noGrad;
+  const bool wasTraining = model->is_training();
+  model->eval();
+  auto loader = makeEvalLoader(std::move(dataset), o, comm);
+  loader.startEpoch(0);
+  distributed::MetricSums sums;
+  while (auto batch = loader.next()) {
+    auto x = batch->images.to(o.device, /*non_blocking=*/true);
+    if (o.channelsLast) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    auto y = batch->labels.to(o.device);
+    auto logits = predictLogits(model, x, o.testFlip).to(torch::kFloat32);
+    sums.lossSum += torch::nn::functional::cross_entropy(
+                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                        .item<double>();
+    sums.top1 += correctInTopK(logits, y, 1);
+    sums.top5 += correctInTopK(logits, y, 5);
+    sums.count += y.size(0);
+  }
+  if (loader.skippedImages() > 0) log::warn("evaluation skipped ", loader.skippedImages(), " unreadable image(s)");
+  sums.reduce(comm);
+  if (wasTraining) model->train();
+  EvalResult r;
+  r.count = static_cast<int64_t>(sums.count);
+  r.inputSize = o.transform.inputSize;
+  if (r.count > 0) {
+    r.top1 = 100.0 * sums.top1 / sums.count;
+    r.top5 = 100.0 * sums.top5 / sums.count;
+    r.loss = sums.lossSum / sums.count;
+  }
+  return r;
+}
+
+Extraction extract(models::ResNet& model, std::shared_ptr<const data::Dataset> dataset,
+                   const EvalOptions& o, distributed::Communicator& comm) {
+  torch::NoGradGuard noGrad;
+  model->eval();
+  auto loader = makeEvalLoader(dataset, o, comm);
+  loader.startEpoch(0);
+  std::vector<torch::Tensor> idx, logits, emb;
+  while (auto batch = loader.next()) {
+    auto x = batch->images.to(o.device);
+    if (o.channelsLast) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    auto [l, e] = model->forwardWithEmbedding(x);
+    if (o.testFlip) {
+      auto [lf, ef] = model->forwardWithEmbedding(x.flip({3}));
+      l = 0.5 * (l + lf);
+      e = 0.5 * (e + ef);
+    }
+    idx.push_back(batch->indices);
+    logits.push_back(l.to(torch::kCPU, torch::kFloat32));
+    emb.push_back(e.to(torch::kCPU, torch::kFloat32));
+  }
+  const int64_t classes = model->classifier()->options.out_features();
+  const int64_t dim = model->embeddingDim();
+  auto cat = [](std::vector<torch::Tensor>& v, torch::Tensor empty) {
+    return v.empty() ? empty : torch::cat(v, 0);
+  };
+  // Gather (index, logits, embedding) rows from every rank, then put them in dataset order.
+  auto rows = torch::cat({cat(idx, torch::empty({0}, torch::kLong)).to(torch::kFloat64).view({-1, 1}),
+                          cat(logits, torch::empty({0, classes})).to(torch::kFloat64),
+                          cat(emb, torch::empty({0, dim})).to(torch::kFloat64)},
+                         1);
+  auto all = distributed::allGatherVariable(comm, rows.to(comm.device())).cpu();
+  Extraction out;
+  if (comm.rank() != 0) return out;
+  auto order = all.select(1, 0).argsort();
+  all = all.index_select(0, order);
+  auto indices = all.select(1, 0).to(torch::kLong);
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < indices.size(0); ++i) labels.push_back(dataset->label(indices[i].item<int64_t>()));
+  out.labels = torch::tensor(labels, torch::kLong);
+  out.logits = all.narrow(1, 1, classes).to(torch::kFloat32).contiguous();
+  out.embeddings = all.narrow(1, 1 + classes, dim).to(torch::kFloat32).contiguous();
+  return out;
+}
+
+}  // namespace fixres::engine

@@ -1,0 +1,63 @@
+// The data-parallel SGD step.
+#include "fixres/engine/TrainStep.h"
+
+namespace fixres::engine {
+
+TrainStep::TrainStep(models::ResNet model, StepOptions o, distributed::Communicator& comm)
+    : model_(std::move(model)), o_(o), comm_(comm) {
+  if (o_.finetune) {
+    // FixRes: only the classifier learns; the last BN re-estimates its statistics.
+    for (auto& p : model_->parameters()) p.set_requires_grad(false);
+    for (auto& p : model_->classifier()->parameters()) p.set_requires_grad(true);
+    if (o_.finetuneBnAffine)
+      for (auto& p : model_->lastBatchNorm()->parameters()) p.set_requires_grad(true);
+  }
+  std::vector<torch::Tensor> all;
+  for (auto& p : model_->parameters()) all.push_back(p);
+  for (auto& b : model_->buffers()) {
+    all.push_back(b);
+    buffers_.push_back(b);
+  }
+  distributed::GradReducer::broadcastFromRoot(comm_, all);
+  auto params = trainableParameters();
+  optimizer_ = std::make_unique<torch::optim::SGD>(
+      params, torch::optim::SGDOptions(o_.learningRate)
+                  .momentum(o_.momentum)
+                  .weight_decay(o_.weightDecay)
+                  .nesterov(o_.nesterov));
+  reducer_ = std::make_unique<distributed::GradReducer>(comm_, params);
+}
+
+std::vector<torch::Tensor> TrainStep::trainableParameters() const {
+  std::vector<torch::Tensor> out;
+  for (auto& p : model_->parameters())
+    if (p.requires_grad()) out.push_back(p);
+  return out;
+}
+
+void TrainStep::setTrainingMode() {
+  if (!o_.finetune) {
+    model_->train();
+  } else {
+    model_->eval();
+    model_->lastBatchNorm()->train();
+  }
+}
+
+double TrainStep::step(const torch::Tensor& images, const torch::Tensor& labels, double lr) {
+  for (auto& group : optimizer_->param_groups())
+    static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+  if (comm_.worldSize() > 1 && o_.broadcastBuffers)
+    distributed::GradReducer::broadcastFromRoot(comm_, buffers_);
+  optimizer_->zero_grad();
+  auto logits = model_->forward(images);
+  auto loss = torch::nn::functional::cross_entropy(
+      logits, labels,
+      torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(o_.labelSmoothing));
+  loss.backward();
+  reducer_->reduce();
+  optimizer_->step();
+  return loss.item<double>();
+}
+
+}  // namespace fixres::engine

@@ -1,0 +1,48 @@
+// One optimizer step of data-parallel training: forward, loss, backward, gradient all-reduce,
+// SGD. Shared by the Trainer and `fixres bench train` so the benchmark measures the real step.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "fixres/distributed/Communicator.h"
+#include "fixres/distributed/GradReducer.h"
+#include "fixres/models/ResNet.h"
+
+namespace fixres::engine {
+
+struct StepOptions {
+  double learningRate = 0.1;
+  double momentum = 0.9;
+  double weightDecay = 1e-4;
+  bool nesterov = false;
+  double labelSmoothing = 0;
+  bool finetune = false;          // only the classifier (and optionally the last BN) learns
+  bool finetuneBnAffine = false;
+  bool broadcastBuffers = true;   // BN statistics follow rank 0 each step (as DDP)
+};
+
+class TrainStep {
+ public:
+  // Freezes parameters for finetune, broadcasts rank 0's weights, builds optimizer and reducer.
+  TrainStep(models::ResNet model, StepOptions options, distributed::Communicator& comm);
+
+  // Train mode (or, for finetune, eval mode with the last BN in train mode).
+  void setTrainingMode();
+  // images N x 3 x H x W on the model's device, labels int64 N. Returns the loss.
+  double step(const torch::Tensor& images, const torch::Tensor& labels, double lr);
+
+  torch::optim::SGD& optimizer() { return *optimizer_; }
+  std::vector<torch::Tensor> trainableParameters() const;
+
+ private:
+  models::ResNet model_;
+  StepOptions o_;
+  distributed::Communicator& comm_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  std::unique_ptr<distributed::GradReducer> reducer_;
+  std::vector<torch::Tensor> buffers_;
+};
+
+}  // namespace fixres::engine

@@ -1,0 +1,378 @@
+// JPEG and PNG decoding to RGB with PIL's conversions. libjpeg and libpng report errors by
+// longjmp: every function that calls into them sets its own jump point, keeps only trivially
+// destructible state between that point and the library calls, and returns an error string
+// that the C++ side turns into a DataError naming the file.
+#include "fixres/image/Decode.h"
+
+#include <jpeglib.h>
+// jpeglib.h must come first: jerror.h uses its types.
+#include <jerror.h>
+#include <png.h>
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "fixres/common/Error.h"
+
+namespace fixres::image {
+namespace {
+
+// PIL reads 4-component JPEGs as "CMYK;I" (Adobe inverted) and converts CMYK to RGB with
+// nk = 255 - k; c' = clip(nk - c * nk / 255) (Pillow's cmyk2rgb, MULDIV255 rounding).
+inline uint8_t muldiv255(int a, int b) {
+  int tmp = a * b + 128;
+  return static_cast<uint8_t>(((tmp >> 8) + tmp) >> 8);
+}
+void cmykInvertedToRgb(const uint8_t* in, uint8_t* out, int width) {
+  for (int x = 0; x < width; ++x, in += 4, out += 3) {
+    // libjpeg hands out the stored (Adobe-inverted) values; PIL's "CMYK;I" unpacker inverts them.
+    int c = 255 - in[0], m = 255 - in[1], y = 255 - in[2], k = 255 - in[3];
+    int nk = 255 - k;
+    out[0] = static_cast<uint8_t>(std::clamp(nk - muldiv255(c, nk), 0, 255));
+    out[1] = static_cast<uint8_t>(std::clamp(nk - muldiv255(m, nk), 0, 255));
+    out[2] = static_cast<uint8_t>(std::clamp(nk - muldiv255(y, nk), 0, 255));
+  }
+}
+
+void grayToRgb(const uint8_t* in, uint8_t* out, int width) {
+  for (int x = 0; x < width; ++x, out += 3) out[0] = out[1] = out[2] = in[x];
+}
+
+bool isJpeg(const uint8_t* d, size_t n) {
+  return n >= 3 && d[0] == 0xFF && d[1] == 0xD8 && d[2] == 0xFF;
+}
+bool isPng(const uint8_t* d, size_t n) {
+  static const uint8_t kSig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return n >= 8 && std::memcmp(d, kSig, 8) == 0;
+}
+// A JPEG whose last bytes are not the EOI marker is probably truncated: decode it whole so the
+// truncation is reported exactly as PIL reports it, whatever region was asked for.
+bool endsWithEoi(const uint8_t* d, size_t n) {
+  while (n > 2 && d[n - 1] == 0) --n;  // some writers pad with zeros
+  return n >= 4 && d[n - 2] == 0xFF && d[n - 1] == 0xD9;
+}
+
+// ---- JPEG ------------------------------------------------------------------------------------
+struct JpegError {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  bool truncated = false;
+  char message[JMSG_LENGTH_MAX] = {0};
+};
+
+void jpegErrorExit(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<JpegError*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+void jpegEmitMessage(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;  // trace messages
+  auto* err = reinterpret_cast<JpegError*>(cinfo->err);
+  // PIL ignores libjpeg's corrupt-data warnings but fails on a premature end of data.
+  if (cinfo->err->msg_code == JWRN_JPEG_EOF) err->truncated = true;
+  cinfo->err->num_warnings++;
+}
+
+}  // namespace
+
+struct Decoder::Impl {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  bool isJpeg = false;
+  bool used = false;
+  // JPEG state.
+  jpeg_decompress_struct cinfo{};
+  JpegError jerr;
+  bool jpegCreated = false;
+  // PNG state.
+  png_structp png = nullptr;
+  png_infop pngInfo = nullptr;
+  size_t pngOffset = 0;
+  char pngMessage[256] = {0};
+  int pngBitDepth = 0;
+  int pngColorType = 0;
+
+  ~Impl() {
+    if (jpegCreated) jpeg_destroy_decompress(&cinfo);
+    if (png) png_destroy_read_struct(&png, pngInfo ? &pngInfo : nullptr, nullptr);
+  }
+
+  // Each returns nullptr on success, else a message (owned by this Impl).
+  const char* jpegOpen(int* width, int* height);
+  const char* jpegDecode(uint8_t* out, const Rect& region, bool cropped);
+  const char* pngOpen(int* width, int* height);
+  const char* pngDecode(uint8_t* out, int width, int height);
+};
+
+const char* Decoder::Impl::jpegOpen(int* width, int* height) {
+  cinfo.err = jpeg_std_error(&jerr.pub);
+  jerr.pub.error_exit = jpegErrorExit;
+  jerr.pub.emit_message = jpegEmitMessage;
+  if (setjmp(jerr.jump)) return jerr.message;
+  jpeg_create_decompress(&cinfo);
+  jpegCreated = true;
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  if (jerr.truncated) {
+    std::snprintf(jerr.message, sizeof(jerr.message), "image file is truncated (in the header)");
+    return jerr.message;
+  }
+  *width = static_cast<int>(cinfo.image_width);
+  *height = static_cast<int>(cinfo.image_height);
+  switch (cinfo.num_components) {
+    case 1:
+      cinfo.out_color_space = JCS_GRAYSCALE;
+      break;
+    case 3:
+      cinfo.out_color_space = JCS_RGB;
+      break;
+    case 4:
+      cinfo.out_color_space = JCS_CMYK;
+      break;
+    default:
+      std::snprintf(jerr.message, sizeof(jerr.message), "cannot handle %d-layer JPEG images",
+                    cinfo.num_components);
+      return jerr.message;
+  }
+  return nullptr;
+}
+
+// Writes region.width x region.height RGB pixels to `out`. `cropped` uses libjpeg-turbo's
+// jpeg_crop_scanline / jpeg_skip_scanlines with a margin around the region, so that chroma
+// upsampling at the region's border sees the same neighbours as in a full decode.
+const char* Decoder::Impl::jpegDecode(uint8_t* out, const Rect& region, bool cropped) {
+  if (setjmp(jerr.jump)) return jerr.message;
+  jpeg_start_decompress(&cinfo);
+  const int fullWidth = static_cast<int>(cinfo.output_width);
+  const int fullHeight = static_cast<int>(cinfo.output_height);
+  const int comps = cinfo.output_components;
+  JDIMENSION xoff = 0, xwidth = static_cast<JDIMENSION>(fullWidth);
+  int firstRow = 0;
+  if (cropped) {
+    const int margin = 2 * DCTSIZE * std::max(cinfo.max_h_samp_factor, cinfo.max_v_samp_factor);
+    int x0 = std::max(0, region.left - margin);
+    int x1 = std::min(fullWidth, region.left + region.width + margin);
+    xoff = static_cast<JDIMENSION>(x0);
+    xwidth = static_cast<JDIMENSION>(x1 - x0);
+    if (xwidth < static_cast<JDIMENSION>(fullWidth)) jpeg_crop_scanline(&cinfo, &xoff, &xwidth);
+    firstRow = std::max(0, region.top - margin);
+    if (firstRow > 0) {
+      firstRow = static_cast<int>(jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(firstRow)));
+    }
+  }
+  const int rowWidth = static_cast<int>(cinfo.output_width);  // after a crop: xwidth
+  const int colOffset = region.left - static_cast<int>(xoff);
+  // One scanline buffer from libjpeg's pool: freed with the decompressor, longjmp-safe.
+  JSAMPARRAY line = (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
+                                               static_cast<JDIMENSION>(rowWidth * comps), 1);
+  const int lastRow = region.top + region.height;  // exclusive
+  const bool direct = comps == 3 && colOffset == 0 && rowWidth == region.width;
+  for (int y = firstRow; y < lastRow; ++y) {
+    uint8_t* dst = out + static_cast<size_t>(y - region.top) * region.width * 3;
+    if (direct && y >= region.top) {
+      JSAMPROW row = dst;
+      jpeg_read_scanlines(&cinfo, &row, 1);
+      continue;
+    }
+    jpeg_read_scanlines(&cinfo, line, 1);
+    if (y < region.top) continue;
+    const uint8_t* src = line[0] + static_cast<size_t>(colOffset) * comps;
+    if (comps == 3) {
+      std::memcpy(dst, src, static_cast<size_t>(region.width) * 3);
+    } else if (comps == 1) {
+      grayToRgb(src, dst, region.width);
+    } else {
+      cmykInvertedToRgb(src, dst, region.width);
+    }
+  }
+  if (jerr.truncated) {
+    std::snprintf(jerr.message, sizeof(jerr.message), "image file is truncated");
+    return jerr.message;
+  }
+  if (lastRow == fullHeight && !cropped) {
+    jpeg_finish_decompress(&cinfo);
+  } else {
+    jpeg_abort_decompress(&cinfo);
+  }
+  if (jerr.truncated) {
+    std::snprintf(jerr.message, sizeof(jerr.message), "image file is truncated");
+    return jerr.message;
+  }
+  return nullptr;
+}
+
+// ---- PNG -------------------------------------------------------------------------------------
+namespace {
+
+void pngReadData(png_structp png, png_bytep out, png_size_t length) {
+  auto* impl = static_cast<Decoder::Impl*>(png_get_io_ptr(png));
+  if (impl->pngOffset + length > impl->size) png_error(png, "image file is truncated");
+  std::memcpy(out, impl->data + impl->pngOffset, length);
+  impl->pngOffset += length;
+}
+
+void pngError(png_structp png, png_const_charp message) {
+  auto* impl = static_cast<Decoder::Impl*>(png_get_error_ptr(png));
+  std::snprintf(impl->pngMessage, sizeof(impl->pngMessage), "%s", message);
+  png_longjmp(png, 1);
+}
+
+void pngWarning(png_structp, png_const_charp) {}
+
+}  // namespace
+
+const char* Decoder::Impl::pngOpen(int* width, int* height) {
+  png = png_create_read_struct(PNG_LIBPNG_VER_STRING, this, pngError, pngWarning);
+  if (!png) return "cannot create a PNG decoder";
+  pngInfo = png_create_info_struct(png);
+  if (!pngInfo) return "cannot create a PNG decoder";
+  if (setjmp(png_jmpbuf(png))) return pngMessage;
+  // The pixel limit is ours; libpng's own default (1,000,000 per side) would reject less.
+  png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
+  png_set_read_fn(png, this, pngReadData);
+  png_read_info(png, pngInfo);
+  png_uint_32 w = 0, h = 0;
+  int interlace = 0;
+  png_get_IHDR(png, pngInfo, &w, &h, &pngBitDepth, &pngColorType, &interlace, nullptr, nullptr);
+  *width = static_cast<int>(w);
+  *height = static_cast<int>(h);
+  return nullptr;
+}
+
+const char* Decoder::Impl::pngDecode(uint8_t* out, int width, int height) {
+  if (setjmp(png_jmpbuf(png))) return pngMessage;
+  // 16-bit grayscale is PIL mode "I": converting to RGB clips at 255, so keep all 16 bits here.
+  const bool gray16 = pngColorType == PNG_COLOR_TYPE_GRAY && pngBitDepth == 16;
+  if (pngColorType == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+  if ((pngColorType & PNG_COLOR_MASK_COLOR) == 0 && pngBitDepth < 8) {
+    png_set_expand_gray_1_2_4_to_8(png);  // bit replication = PIL's L;1/L;2/L;4 unpackers
+  }
+  if (pngBitDepth == 16 && !gray16) png_set_strip_16(png);  // high byte, as PIL's *;16B
+  if (!gray16 && (pngColorType & PNG_COLOR_MASK_COLOR) == 0) png_set_gray_to_rgb(png);
+  png_set_strip_alpha(png);  // PIL drops alpha (and tRNS) in convert("RGB"), no compositing
+  const int passes = png_set_interlace_handling(png);
+  png_read_update_info(png, pngInfo);
+  const size_t rowBytes = png_get_rowbytes(png, pngInfo);
+  const size_t expected = gray16 ? size_t(width) * 2 : size_t(width) * 3;
+  if (rowBytes != expected) {
+    std::snprintf(pngMessage, sizeof(pngMessage), "unexpected PNG row size %zu", rowBytes);
+    return pngMessage;
+  }
+  if (!gray16) {
+    for (int pass = 0; pass < passes; ++pass) {
+      for (int y = 0; y < height; ++y) png_read_row(png, out + size_t(y) * width * 3, nullptr);
+    }
+  } else {
+    // Rows of 16-bit samples, big endian; interlaced images need the whole image at once.
+    png_bytep buffer = static_cast<png_bytep>(png_malloc(png, rowBytes * size_t(height)));
+    if (setjmp(png_jmpbuf(png))) {
+      png_free(png, buffer);
+      return pngMessage;
+    }
+    for (int pass = 0; pass < passes; ++pass) {
+      for (int y = 0; y < height; ++y) png_read_row(png, buffer + rowBytes * y, nullptr);
+    }
+    for (int y = 0; y < height; ++y) {
+      const uint8_t* src = buffer + rowBytes * y;
+      uint8_t* dst = out + size_t(y) * width * 3;
+      for (int x = 0; x < width; ++x, dst += 3) {
+        int v = (src[2 * x] << 8) | src[2 * x + 1];
+        dst[0] = dst[1] = dst[2] = static_cast<uint8_t>(std::min(v, 255));
+      }
+    }
+    png_free(png, buffer);
+  }
+  // The end of the image data must be there (truncation shows up as a read error).
+  png_read_end(png, nullptr);
+  return nullptr;
+}
+
+// ---- Decoder ---------------------------------------------------------------------------------
+Decoder::Decoder(const uint8_t* data, size_t size, std::string name, DecodeOptions options)
+    : impl_(std::make_unique<Impl>()), name_(std::move(name)) {
+  FIXRES_CHECK(data != nullptr && size > 0, DataError, name_,
+               ": cannot identify image file (empty)");
+  impl_->data = data;
+  impl_->size = size;
+  const char* error = nullptr;
+  if (isJpeg(data, size)) {
+    impl_->isJpeg = true;
+    format_ = ImageFormat::kJpeg;
+    error = impl_->jpegOpen(&width_, &height_);
+  } else if (isPng(data, size)) {
+    format_ = ImageFormat::kPng;
+    error = impl_->pngOpen(&width_, &height_);
+  } else {
+    FIXRES_FAIL(DataError, name_, ": cannot identify image file (not a JPEG or PNG)");
+  }
+  FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
+  FIXRES_CHECK(width_ > 0 && height_ > 0, DataError, name_, ": invalid image size ", width_, "x",
+               height_);
+  const int64_t pixels = int64_t(width_) * height_;
+  FIXRES_CHECK(options.maxPixels <= 0 || pixels <= options.maxPixels, DataError, name_,
+               ": image size (", width_, "x", height_, " = ", pixels,
+               " pixels) exceeds the limit of ", options.maxPixels,
+               " pixels (possible decompression bomb)");
+}
+
+Decoder::~Decoder() = default;
+
+Image Decoder::decode() {
+  return decodeRegion(Rect{0, 0, width_, height_});
+}
+
+Image Decoder::decodeRegion(const Rect& r) {
+  FIXRES_CHECK(!impl_->used, InternalError, name_, ": Decoder used twice");
+  impl_->used = true;
+  FIXRES_CHECK(r.left >= 0 && r.top >= 0 && r.width > 0 && r.height > 0 &&
+                   r.left + r.width <= width_ && r.top + r.height <= height_,
+               InternalError, name_, ": region ", r.left, ",", r.top, " ", r.width, "x", r.height,
+               " outside the image ", width_, "x", height_);
+  const bool whole = r.left == 0 && r.top == 0 && r.width == width_ && r.height == height_;
+  if (impl_->isJpeg && (whole || endsWithEoi(impl_->data, impl_->size))) {
+    Image out(r.width, r.height);
+    const char* error = impl_->jpegDecode(out.pixels.data(), r, !whole);
+    FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
+    return out;
+  }
+  Image full(width_, height_);
+  const char* error =
+      impl_->isJpeg ? impl_->jpegDecode(full.pixels.data(), Rect{0, 0, width_, height_}, false)
+                    : impl_->pngDecode(full.pixels.data(), width_, height_);
+  FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
+  if (whole) return full;
+  Image out(r.width, r.height);
+  for (int y = 0; y < r.height; ++y) {
+    std::memcpy(out.row(y), full.row(r.top + y) + size_t(r.left) * 3, size_t(r.width) * 3);
+  }
+  return out;
+}
+
+std::vector<uint8_t> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  FIXRES_CHECK(in.good(), DataError, path, ": cannot open file");
+  const std::streamsize size = in.tellg();
+  FIXRES_CHECK(size >= 0, DataError, path, ": cannot read file");
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  in.seekg(0);
+  if (size > 0) in.read(reinterpret_cast<char*>(bytes.data()), size);
+  FIXRES_CHECK(in.good() || size == 0, DataError, path, ": read error");
+  return bytes;
+}
+
+Image decodeImage(const uint8_t* data, size_t size, const std::string& name,
+                  const DecodeOptions& options) {
+  Decoder decoder(data, size, name, options);
+  return decoder.decode();
+}
+
+Image decodeFile(const std::string& path, const DecodeOptions& options) {
+  const std::vector<uint8_t> bytes = readFile(path);
+  return decodeImage(bytes.data(), bytes.size(), path, options);
+}
+
+}  // namespace fixres::image

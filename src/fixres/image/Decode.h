@@ -1,0 +1,72 @@
+// Decoding JPEG (libjpeg-turbo) and PNG (libpng) files to 8-bit RGB, as PIL's
+// Image.open(f).convert("RGB") does: same libjpeg settings (islow IDCT, fancy upsampling),
+// CMYK/YCCK via PIL's Adobe-inverted CMYK -> RGB formula, grayscale replicated, palette
+// expanded, alpha dropped (not composited), 16-bit channels reduced to their high byte except
+// 16-bit grayscale, which PIL reads as mode "I" and clips to 255. EXIF orientation is ignored.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fixres/image/Image.h"
+
+namespace fixres::image {
+
+// PIL's decompression-bomb limit (2 x Image.MAX_IMAGE_PIXELS): larger headers are rejected
+// before any pixel buffer is allocated.
+constexpr int64_t kDefaultMaxPixels = 178956970;
+
+struct DecodeOptions {
+  int64_t maxPixels = kDefaultMaxPixels;  // <= 0: no limit
+};
+
+enum class ImageFormat { kJpeg, kPng };
+
+// An axis-aligned rectangle in pixel coordinates.
+struct Rect {
+  int left = 0;
+  int top = 0;
+  int width = 0;
+  int height = 0;
+};
+
+// Reads the header on construction (DataError naming `name` for an unreadable or oversize file)
+// and then decodes the whole image or a region of it. `data` must outlive the decoder.
+// Not thread-safe; use one decoder per image and thread.
+class Decoder {
+ public:
+  Decoder(const uint8_t* data, size_t size, std::string name, DecodeOptions options = {});
+  ~Decoder();
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+
+  int width() const { return width_; }
+  int height() const { return height_; }
+  ImageFormat format() const { return format_; }
+
+  // The whole image. Call at most one of decode() / decodeRegion() per decoder.
+  Image decode();
+  // Only `region` (clamped by the caller inside the image): identical pixels to decode() then
+  // cropping, but JPEG skips the IDCT and colour conversion of rows and columns outside it.
+  Image decodeRegion(const Rect& region);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  std::string name_;
+  int width_ = 0;
+  int height_ = 0;
+  ImageFormat format_ = ImageFormat::kJpeg;
+};
+
+// Whole-file helpers. DataError naming the path on any failure.
+std::vector<uint8_t> readFile(const std::string& path);
+Image decodeImage(const uint8_t* data, size_t size, const std::string& name,
+                  const DecodeOptions& options = {});
+Image decodeFile(const std::string& path, const DecodeOptions& options = {});
+
+}  // namespace fixres::image

@@ -1,0 +1,264 @@
+// Transform pipelines. Each set follows the torchvision composition of the reference; work is
+// skipped only where the skipped pixels cannot reach the output: RandomResizedCrop decodes just
+// the crop (JPEG region decoding), val resizes just the center-crop window, flips are folded
+// into the final write. Each of these is checked against PIL by the reference tests.
+#include "fixres/image/Transform.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "fixres/common/Error.h"
+#include "fixres/image/Ops.h"
+#include "fixres/image/Rng.h"
+
+namespace fixres::image {
+
+TransformKind parseTransformKind(const std::string& name) {
+  if (name == "torch") return TransformKind::kTorch;
+  if (name == "full") return TransformKind::kFull;
+  if (name == "val" || name == "val-crop") return TransformKind::kVal;
+  if (name == "val-nocrop") return TransformKind::kValNoCrop;
+  if (name == "v2-train" || name == "val_train") return TransformKind::kV2Train;
+  if (name == "v2-test" || name == "val_test") return TransformKind::kV2Test;
+  FIXRES_FAIL(UsageError, "unknown transform '", name,
+              "' (valid: torch, full, val, val-nocrop, v2-train, v2-test)");
+}
+
+std::string transformKindName(TransformKind kind) {
+  switch (kind) {
+    case TransformKind::kTorch:
+      return "torch";
+    case TransformKind::kFull:
+      return "full";
+    case TransformKind::kVal:
+      return "val";
+    case TransformKind::kValNoCrop:
+      return "val-nocrop";
+    case TransformKind::kV2Train:
+      return "v2-train";
+    case TransformKind::kV2Test:
+      return "v2-test";
+  }
+  return "?";
+}
+
+ResizeMode parseResizeMode(const std::string& name) {
+  if (name == "fixres") return ResizeMode::kFixres;
+  if (name == "shorter") return ResizeMode::kShorter;
+  FIXRES_FAIL(UsageError, "unknown resize mode '", name, "' (valid: fixres, shorter)");
+}
+
+int valResizeSize(int inputSize) {
+  return static_cast<int>((256.0 / 224.0) * inputSize);
+}
+
+std::array<int, 2> fixresResizeSize(int width, int height, int size, bool largest) {
+  // Python: int(size * w / h), integer product then true division.
+  if (height < width && largest) {
+    return {size, static_cast<int>(static_cast<double>(int64_t(size) * height) / width)};
+  }
+  return {static_cast<int>(static_cast<double>(int64_t(size) * width) / height), size};
+}
+
+std::array<int, 2> shorterSideResizeSize(int width, int height, int size) {
+  if (width <= height) {
+    return {size, static_cast<int>(static_cast<double>(int64_t(size) * height) / width)};
+  }
+  return {static_cast<int>(static_cast<double>(int64_t(size) * width) / height), size};
+}
+
+Rect sampleResizedCrop(int width, int height, Rng& rng, double scaleMin, double scaleMax,
+                       double ratioMin, double ratioMax) {
+  const double area = static_cast<double>(width) * height;
+  const double logLo = std::log(ratioMin), logHi = std::log(ratioMax);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double targetArea = area * rng.uniform(scaleMin, scaleMax);
+    const double aspect = std::exp(rng.uniform(logLo, logHi));
+    const int w = roundHalfEven(std::sqrt(targetArea * aspect));
+    const int h = roundHalfEven(std::sqrt(targetArea / aspect));
+    if (0 < w && w <= width && 0 < h && h <= height) {
+      const int top = static_cast<int>(rng.randint(0, height - h));
+      const int left = static_cast<int>(rng.randint(0, width - w));
+      return Rect{left, top, w, h};
+    }
+  }
+  const double inRatio = static_cast<double>(width) / height;
+  int w = width, h = height;
+  if (inRatio < std::min(ratioMin, ratioMax)) {
+    h = roundHalfEven(w / std::min(ratioMin, ratioMax));
+  } else if (inRatio > std::max(ratioMin, ratioMax)) {
+    w = roundHalfEven(h * std::max(ratioMin, ratioMax));
+  }
+  return Rect{(width - w) / 2, (height - h) / 2, w, h};
+}
+
+JitterParams sampleColorJitter(Rng& rng, float brightness, float contrast, float saturation,
+                               float hue) {
+  JitterParams p;
+  // A uniformly random order (Fisher-Yates), as torch.randperm(4).
+  for (int i = 3; i > 0; --i) std::swap(p.order[i], p.order[rng.randint(0, i)]);
+  auto factor = [&](float x) {
+    return static_cast<float>(rng.uniform(std::max(0.0, 1.0 - x), 1.0 + x));
+  };
+  if (brightness > 0) p.useBrightness = true, p.brightness = factor(brightness);
+  if (contrast > 0) p.useContrast = true, p.contrast = factor(contrast);
+  if (saturation > 0) p.useSaturation = true, p.saturation = factor(saturation);
+  if (hue > 0) p.useHue = true, p.hue = static_cast<float>(rng.uniform(-hue, hue));
+  return p;
+}
+
+void applyColorJitter(Image& im, const JitterParams& p) {
+  for (int op : p.order) {
+    if (op == 0 && p.useBrightness) adjustBrightness(im, p.brightness);
+    if (op == 1 && p.useContrast) adjustContrast(im, p.contrast);
+    if (op == 2 && p.useSaturation) adjustSaturation(im, p.saturation);
+    if (op == 3 && p.useHue) adjustHue(im, p.hue);
+  }
+}
+
+namespace {
+
+// Pixels from encoded bytes (decoded lazily, possibly only a region) or from a decoded image.
+struct EncodedSource {
+  Decoder decoder;
+  int width() const { return decoder.width(); }
+  int height() const { return decoder.height(); }
+  Image full() { return decoder.decode(); }
+  Image region(const Rect& r, bool cropped) {
+    if (cropped) return decoder.decodeRegion(r);
+    Image all = decoder.decode();
+    return cropZeroFill(ImageView(all), r);
+  }
+};
+
+struct DecodedSource {
+  const Image& image;
+  int width() const { return image.width; }
+  int height() const { return image.height; }
+  Image full() { return image; }
+  Image region(const Rect& r, bool) { return cropZeroFill(ImageView(image), r); }
+};
+
+}  // namespace
+
+Transform::Transform(TransformOptions options) : options_(options) {
+  FIXRES_CHECK(options_.inputSize > 0 && options_.inputSize <= 8192, UsageError,
+               "input size must be in [1, 8192], got ", options_.inputSize);
+  for (int c = 0; c < 3; ++c) {
+    FIXRES_CHECK(options_.std[c] != 0.0f, UsageError, "normalisation std must be non-zero, got ",
+                 options_.std[c], " for channel ", c);
+  }
+  FIXRES_CHECK(options_.hue >= 0.0f && options_.hue <= 0.5f, UsageError,
+               "hue jitter must be in [0, 0.5], got ", options_.hue);
+  FIXRES_CHECK(options_.lightingStd >= 0.0f, UsageError, "lighting std must be >= 0, got ",
+               options_.lightingStd);
+}
+
+int Transform::outputSize() const {
+  return options_.kind == TransformKind::kValNoCrop ? 0 : options_.inputSize;
+}
+
+bool Transform::isRandom() const {
+  return options_.kind == TransformKind::kTorch || options_.kind == TransformKind::kFull ||
+         options_.kind == TransformKind::kV2Train || options_.lightingStd > 0.0f;
+}
+
+template <typename Source>
+TransformedImage Transform::run(Source& src, uint64_t seed) const {
+  Rng rng(seed);
+  const int s = options_.inputSize;
+  const TransformKind kind = options_.kind;
+  TransformedImage out;
+  auto testResize = [&](int w, int h) {
+    return options_.resizeMode == ResizeMode::kFixres
+               ? fixresResizeSize(w, h, valResizeSize(s), false)
+               : shorterSideResizeSize(w, h, valResizeSize(s));
+  };
+  switch (kind) {
+    case TransformKind::kTorch:
+    case TransformKind::kFull: {
+      const Rect crop = sampleResizedCrop(src.width(), src.height(), rng);
+      const Image region = src.region(crop, options_.croppedDecode);
+      out.image = resize(ImageView(region), s, s, options_.filter);
+      out.flip = rng.uniform() < 0.5;
+      if (kind == TransformKind::kFull) {
+        applyColorJitter(out.image, sampleColorJitter(rng, 0.3f, 0.3f, 0.3f, options_.hue));
+      }
+      break;
+    }
+    case TransformKind::kVal:
+    case TransformKind::kV2Test: {
+      const Image full = src.full();
+      const auto size = testResize(full.width, full.height);
+      const Rect crop = centerCropRect(size[0], size[1], s, s);
+      // Resize only the part of the resized image that the crop keeps; the rest is padding.
+      const int x0 = std::max(0, crop.left), x1 = std::min(size[0], crop.left + s);
+      const int y0 = std::max(0, crop.top), y1 = std::min(size[1], crop.top + s);
+      const Image inner = resizeWindow(ImageView(full), size[0], size[1],
+                                       Rect{x0, y0, x1 - x0, y1 - y0}, options_.filter);
+      if (x1 - x0 == s && y1 - y0 == s) {
+        out.image = inner;
+      } else {
+        out.image = cropZeroFill(ImageView(inner), Rect{crop.left - x0, crop.top - y0, s, s});
+      }
+      break;
+    }
+    case TransformKind::kValNoCrop: {
+      const Image full = src.full();
+      const auto size = fixresResizeSize(full.width, full.height, s, true);
+      out.image = resize(ImageView(full), size[0], size[1], options_.filter);
+      break;
+    }
+    case TransformKind::kV2Train: {
+      const Image full = src.full();
+      const auto size = testResize(full.width, full.height);
+      Image resized = resize(ImageView(full), size[0], size[1], options_.filter);
+      if (rng.uniform() < 0.5) flipHorizontal(resized);
+      applyColorJitter(resized, sampleColorJitter(rng, 0.05f, 0.05f, 0.05f, options_.hue));
+      // FixRes transforms_v2 CenterCrop: vertical center, horizontal center moved by a uniform
+      // integer in [0, j] to the left or right; PIL crop pads outside with black.
+      const int top = roundHalfEven((resized.height - s) / 2.0);
+      const int j = roundHalfEven((resized.width - s) / 2.0);
+      const int jitter = j > 0 ? static_cast<int>(rng.randint(0, j)) : 0;
+      const int left = rng.coin() ? j - jitter : j + jitter;
+      out.image = cropZeroFill(ImageView(resized), Rect{left, top, s, s});
+      break;
+    }
+  }
+  if (options_.lightingStd > 0.0f)
+    out.lightingAlpha = sampleLightingAlpha(options_.lightingStd, rng);
+  return out;
+}
+
+TransformedImage Transform::apply(const uint8_t* data, size_t size, const std::string& name,
+                                  uint64_t seed) const {
+  EncodedSource src{Decoder(data, size, name, DecodeOptions{options_.maxPixels})};
+  return run(src, seed);
+}
+
+TransformedImage Transform::apply(const Image& decoded, uint64_t seed) const {
+  DecodedSource src{decoded};
+  return run(src, seed);
+}
+
+void Transform::writeFloat(const TransformedImage& t, float* out) const {
+  if (options_.lightingStd <= 0.0f) {
+    toNormalizedChw(ImageView(t.image), options_.mean, options_.std, t.flip, out);
+    return;
+  }
+  // Lighting works on [0, 1] values: to float, add the noise, then normalise.
+  toNormalizedChw(ImageView(t.image), {0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}, t.flip, out);
+  applyLighting(out, t.image.height, t.image.width, options_.lightingStd, t.lightingAlpha);
+  const size_t plane = size_t(t.image.width) * t.image.height;
+  for (int c = 0; c < 3; ++c) {
+    float* p = out + c * plane;
+    for (size_t i = 0; i < plane; ++i) p[i] = (p[i] - options_.mean[c]) / options_.std[c];
+  }
+}
+
+void Transform::writeUint8(const TransformedImage& t, uint8_t* out) const {
+  toChwUint8(ImageView(t.image), t.flip, out);
+}
+
+}  // namespace fixres::image

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The FixRes subcommands end to end on a small synthetic image folder, CPU, 1 and 2 processes:
+# train, finetune (only fc + last BN statistics change), eval, extract (+ eval-softmax agrees),
+# exact resume, weights readable by Python's torch.load, and clear errors on bad input.
+set -u
+source "$(dirname "$0")/lib.sh" "$@"
+D="$WORK/data"
+"$PY" "$SRC/tests/reference/make_image_folder.py" "$D" --classes 3 --train 8 --val 4 >/dev/null || bad "data generation"
+ARCH=resnet_tiny
+COMMON=(--architecture $ARCH --workers 2 --log-every 1)
+
+# train: 2 epochs, checkpoints, config and metrics.
+run "$FIXRES" train --imnet-path "$D" "${COMMON[@]}" --input-size 32 --epochs 2 --batch 4 \
+  --learning-rate 0.05 --absolute-lr --shared-folder-path "$WORK/runs" --job-id t1
+expect_code 0; expect_out "after: size 32 top1"
+R="$WORK/runs/train/t1"
+for f in checkpoint.pth checkpoint_0.pth checkpoint_1.pth config.json metrics.jsonl; do expect_file "$R/$f"; done
+grep -q '"loss"' "$R/metrics.jsonl" || bad "metrics.jsonl has no loss lines"
+run "$PY" "$SRC/tests/reference/state_dicts.py" keys "$R/checkpoint.pth"
+expect_code 0; expect_out "^fc.weight$"; expect_out "num_batches_tracked"
+
+# finetune at a higher resolution: only the classifier and the last BN statistics change.
+run "$FIXRES" finetune --imnet-path "$D" "${COMMON[@]}" --weight-path "$R/checkpoint.pth" \
+  --input-size 48 --epochs 1 --batch 4 --shared-folder-path "$WORK/runs" --job-id f1
+expect_code 0; expect_out "before: size 48 top1"; expect_out "after: size 48 top1"
+LASTBN=$("$PY" "$SRC/tests/reference/state_dicts.py" keys "$R/checkpoint.pth" | grep -E 'bn[0-9]\.running_mean$' | tail -1 | sed 's/\.running_mean$//')
+run "$PY" "$SRC/tests/reference/state_dicts.py" finetune-changed "$R/checkpoint.pth" "$WORK/runs/finetune/f1/checkpoint.pth" "$LASTBN"
+expect_code 0
+
+# eval at two sizes, JSON results.
+run "$FIXRES" eval --imnet-path "$D" --architecture $ARCH --weight-path "$R/checkpoint.pth" \
+  --input-size 32,48 --batch 5 --json "$WORK/eval.json"
+expect_code 0; expect_out "^ +32 "; expect_out "^ +48 "; expect_file "$WORK/eval.json"
+TOP1=$("$PY" -c "import json;print('%.3f'%json.load(open('$WORK/eval.json'))['results'][0]['top1'])")
+
+# extract + eval-softmax agrees with eval at the same size.
+run "$FIXRES" extract --dataset-path "$D/val" --architecture $ARCH --weight-path "$R/checkpoint.pth" \
+  --input-size 32 --batch 5 --save-path "$WORK/ext1"
+expect_code 0
+run "$PY" "$SRC/tests/reference/state_dicts.py" npy-check "$WORK/ext1" $ARCH 12 3 "$("$PY" -c "
+import torch; sd=torch.load('$R/checkpoint.pth')['model']; print(sd['fc.weight'].shape[1])")"
+expect_code 0
+run "$FIXRES" eval-softmax --save-path "$WORK/ext1" --architecture $ARCH
+expect_code 0; expect_out "^top1 $TOP1 "
+
+# two processes: extraction gathers every sample once, in dataset order, same values.
+run "$FIXRES" launch --nproc-per-node 2 -- extract --dataset-path "$D/val" --architecture $ARCH \
+  --weight-path "$R/checkpoint.pth" --input-size 32 --batch 2 --save-path "$WORK/ext2"
+expect_code 0
+run "$PY" -c "
+import numpy as np
+for n in ['labels', '${ARCH}_logits', '${ARCH}_embedding']:
+    a, b = np.load('$WORK/ext1/%s.npy' % n), np.load('$WORK/ext2/%s.npy' % n)
+    assert a.shape == b.shape and np.allclose(a, b, atol=1e-5), n
+print('same')"
+expect_code 0
+run "$FIXRES" launch --nproc-per-node 2 -- eval --imnet-path "$D" --architecture $ARCH \
+  --weight-path "$R/checkpoint.pth" --input-size 32 --batch 5
+expect_code 0; expect_out "\[rank 0\] +32 +$TOP1 .* 12$"
+run "$FIXRES" launch --nproc-per-node 2 -- train --imnet-path "$D" "${COMMON[@]}" --input-size 32 \
+  --epochs 1 --batch 2 --shared-folder-path "$WORK/runs" --job-id t2
+expect_code 0; expect_file "$WORK/runs/train/t2/checkpoint.pth"
+
+# resume: interrupted after 3 steps then resumed == uninterrupted (bitwise on CPU).
+for job in full part; do
+  extra=(); [ $job = part ] && extra=(--stop-after-steps 3)
+  run "$FIXRES" train --imnet-path "$D" "${COMMON[@]}" --input-size 32 --epochs 2 --batch 4 \
+    --shared-folder-path "$WORK/runs" --job-id $job --seed 3 "${extra[@]}"
+  expect_code 0
+done
+expect_out "stopped early"
+run "$FIXRES" train --imnet-path "$D" "${COMMON[@]}" --input-size 32 --epochs 2 --batch 4 \
+  --shared-folder-path "$WORK/runs" --job-id part --seed 3
+expect_code 0; expect_err "resumed from"
+run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$WORK/runs/train/full/checkpoint.pth" "$WORK/runs/train/part/checkpoint.pth"
+expect_code 0
+
+# bad input: one line, distinct exit codes.
+run "$FIXRES" eval --imnet-path "$D" --architecture $ARCH --weight-path "$WORK/nope.pth"
+expect_code 4; expect_err_lines 1; expect_err "nope.pth"
+run "$FIXRES" train --imnet-path "$WORK/no-such-folder" "${COMMON[@]}" --shared-folder-path "$WORK/runs" --job-id bad
+expect_code 3; expect_err_lines 1; expect_err "no-such-folder"
+run "$FIXRES" train --imnet-path "$D" "${COMMON[@]}" --batch 0 --shared-folder-path "$WORK/runs" --job-id bad
+expect_code 2; expect_err "batch"
+run "$FIXRES" eval --imnet-path "$D" --architecture NoSuchNet --weight-path "$R/checkpoint.pth"
+expect_code 2; expect_err "resnet50"
+run "$FIXRES" eval --imnet-path "$D" --architecture $ARCH --weight-path "$R/checkpoint.pth" --input-size 32,abc
+expect_code 2; expect_err "input-size"
+finish

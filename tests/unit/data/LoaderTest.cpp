@@ -1,0 +1,223 @@
+// The threaded loader: same batches for any thread count, sampler order, resume mid-epoch,
+// bad-image policies, early shutdown, uint8 output, variable-size batches.
+#include "fixres/data/Loader.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../Reference.h"
+#include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
+
+namespace fixres::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DataLoader : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    log::setLevel(log::Level::kError);
+    root_ = fixres::testing::makeTempDir("fixres_loader_");
+    fixres::testing::runReference("image_folder.py", root_ + "/good");
+    fixres::testing::runReference("image_folder.py", root_ + "/bad --corrupt");
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(root_);
+    log::setLevel(log::Level::kInfo);
+  }
+
+  static std::vector<Batch> epoch(Loader& loader, int64_t e, int64_t skip = 0) {
+    loader.startEpoch(e, skip);
+    std::vector<Batch> out;
+    while (auto b = loader.next()) out.push_back(*b);
+    return out;
+  }
+
+  static image::TransformOptions transform(image::TransformKind kind, int size = 32) {
+    image::TransformOptions t;
+    t.kind = kind;
+    t.inputSize = size;
+    return t;
+  }
+
+  static std::string root_;
+};
+std::string DataLoader::root_;
+
+TEST_F(DataLoader, SameBatchesForAnyThreadCountInSamplerOrder) {
+  auto ds = openImageFolder(root_ + "/good");
+  std::vector<std::vector<Batch>> runs;
+  for (int threads : {0, 1, 3}) {
+    auto sampler = makeDistributedSampler(ds->size(), 0, 1, true, 7, true);
+    LoaderOptions o;
+    o.batchSize = 4;
+    o.threads = threads;
+    o.prefetchBatches = 2;
+    o.seed = 99;
+    Loader loader(ds, sampler, transform(image::TransformKind::kFull), o);
+    EXPECT_EQ(loader.batchesPerEpoch(), 3);
+    runs.push_back(epoch(loader, 1));
+    sampler->setEpoch(1);
+    std::vector<int64_t> order;
+    for (const Batch& b : runs.back()) {
+      for (int64_t i = 0; i < b.indices.size(0); ++i) order.push_back(b.indices[i].item<int64_t>());
+    }
+    EXPECT_EQ(order, sampler->indices()) << threads << " threads";
+  }
+  ASSERT_EQ(runs[0].size(), 3u);
+  for (size_t r = 1; r < runs.size(); ++r) {
+    ASSERT_EQ(runs[r].size(), runs[0].size());
+    for (size_t b = 0; b < runs[0].size(); ++b) {
+      EXPECT_TRUE(torch::equal(runs[r][b].images, runs[0][b].images))
+          << "run " << r << " batch " << b;
+      EXPECT_TRUE(torch::equal(runs[r][b].labels, runs[0][b].labels));
+    }
+  }
+  EXPECT_EQ(runs[0][0].images.sizes(), (std::vector<int64_t>{4, 3, 32, 32}));
+  EXPECT_EQ(runs[0][2].images.size(0), 1);  // 9 images: 4 + 4 + 1
+  for (const Batch& b : runs[0]) {
+    for (int64_t i = 0; i < b.indices.size(0); ++i) {
+      EXPECT_EQ(b.labels[i].item<int64_t>(), ds->label(b.indices[i].item<int64_t>()));
+    }
+  }
+}
+
+TEST_F(DataLoader, AugmentationDependsOnEpochAndSeed) {
+  auto ds = openImageFolder(root_ + "/good");
+  auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, true);
+  LoaderOptions o;
+  o.batchSize = 9;
+  o.threads = 2;
+  Loader a(ds, sampler, transform(image::TransformKind::kTorch), o);
+  const torch::Tensor e1 = epoch(a, 1)[0].images.clone();
+  const torch::Tensor e2 = epoch(a, 2)[0].images.clone();
+  EXPECT_FALSE(torch::equal(e1, e2));
+  EXPECT_TRUE(torch::equal(e1, epoch(a, 1)[0].images));
+}
+
+TEST_F(DataLoader, ResumingMidEpochGivesTheRemainingBatches) {
+  auto ds = openImageFolder(root_ + "/good");
+  auto sampler = makeDistributedSampler(ds->size(), 0, 1, true, 3, true);
+  LoaderOptions o;
+  o.batchSize = 2;
+  o.threads = 2;
+  Loader loader(ds, sampler, transform(image::TransformKind::kFull), o);
+  const auto all = epoch(loader, 4);
+  const auto rest = epoch(loader, 4, 2);
+  ASSERT_EQ(all.size(), 5u);
+  ASSERT_EQ(rest.size(), 3u);
+  for (size_t b = 0; b < rest.size(); ++b) {
+    EXPECT_TRUE(torch::equal(rest[b].images, all[b + 2].images));
+    EXPECT_TRUE(torch::equal(rest[b].indices, all[b + 2].indices));
+  }
+}
+
+TEST_F(DataLoader, ValBatchesEqualTheTransformOfEachImage) {
+  auto ds = openImageFolder(root_ + "/good");
+  auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, false);
+  LoaderOptions o;
+  o.batchSize = 16;
+  o.threads = 2;
+  o.dropLast = false;
+  Loader loader(ds, sampler, transform(image::TransformKind::kVal, 40), o);
+  const auto batches = epoch(loader, 0);
+  ASSERT_EQ(batches.size(), 1u);
+  image::Transform t(transform(image::TransformKind::kVal, 40));
+  for (size_t i = 0; i < ds->size(); ++i) {
+    const RawSample raw = ds->fetch(i);
+    const auto r = t.apply(raw.bytes.data(), raw.bytes.size(), raw.name, 0);
+    torch::Tensor expected = torch::empty({3, 40, 40});
+    t.writeFloat(r, expected.data_ptr<float>());
+    EXPECT_TRUE(torch::equal(batches[0].images[static_cast<int64_t>(i)], expected)) << i;
+  }
+  // uint8 output holds the same pixels before normalisation.
+  o.uint8Output = true;
+  Loader raw(ds, sampler, transform(image::TransformKind::kVal, 40), o);
+  const auto u8 = epoch(raw, 0);
+  ASSERT_EQ(u8[0].images.dtype(), torch::kUInt8);
+  const torch::Tensor mean = torch::tensor({0.485f, 0.456f, 0.406f}).view({1, 3, 1, 1});
+  const torch::Tensor std = torch::tensor({0.229f, 0.224f, 0.225f}).view({1, 3, 1, 1});
+  const torch::Tensor normalised = (u8[0].images.to(torch::kFloat32).div(255) - mean) / std;
+  EXPECT_TRUE(torch::allclose(normalised, batches[0].images, 0, 1e-6));
+}
+
+TEST_F(DataLoader, DropLastAndVariableSizes) {
+  auto ds = openImageFolder(root_ + "/good");
+  auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, false);
+  LoaderOptions o;
+  o.batchSize = 4;
+  o.threads = 1;
+  o.dropLast = true;
+  Loader loader(ds, sampler, transform(image::TransformKind::kValNoCrop, 50), o);
+  const auto batches = epoch(loader, 0);
+  ASSERT_EQ(batches.size(), 2u);
+  // Landscape 64x48 -> 50x37, portrait 40x70 -> 28x50: padded to the batch's largest sides.
+  for (const Batch& b : batches) {
+    EXPECT_LE(b.images.size(2), 50);
+    EXPECT_LE(b.images.size(3), 50);
+  }
+}
+
+TEST_F(DataLoader, BadImagesFailWithThePathOrAreSkipped) {
+  auto ds = openImageFolder(root_ + "/bad");
+  const std::string badPath = root_ + "/bad/a/x3_truncated.jpg";
+  auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, false);
+  LoaderOptions o;
+  o.batchSize = 3;
+  o.threads = 2;
+  {
+    Loader loader(ds, sampler, transform(image::TransformKind::kVal), o);
+    loader.startEpoch(0);
+    try {
+      while (loader.next()) {
+      }
+      ADD_FAILURE() << "no error for " << badPath;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(badPath), std::string::npos) << e.what();
+      EXPECT_EQ(static_cast<int>(e.code()), 3);
+    }
+  }
+  o.badImages = BadImagePolicy::kSkip;
+  Loader loader(ds, sampler, transform(image::TransformKind::kVal), o);
+  int64_t total = 0;
+  for (const Batch& b : epoch(loader, 0)) {
+    total += b.images.size(0);
+    EXPECT_EQ(b.labels.size(0), b.images.size(0));
+  }
+  EXPECT_EQ(total, static_cast<int64_t>(ds->size()) - 1);
+  EXPECT_EQ(loader.skippedImages(), 1);
+}
+
+TEST_F(DataLoader, StopsCleanlyWhenTheConsumerLeavesEarly) {
+  auto ds = openImageFolder(root_ + "/good");
+  auto sampler = makeRepeatedAugSampler(ds->size(), 0, 1, 0);
+  LoaderOptions o;
+  o.batchSize = 1;
+  o.threads = 4;
+  o.prefetchBatches = 2;
+  for (int k = 0; k < 3; ++k) {
+    Loader loader(ds, sampler, transform(image::TransformKind::kFull), o);
+    loader.startEpoch(0);
+    ASSERT_TRUE(loader.next().has_value());
+    loader.startEpoch(1);  // restart mid-epoch
+    ASSERT_TRUE(loader.next().has_value());
+  }  // destructor joins the workers: the test would hang otherwise
+  SUCCEED();
+}
+
+TEST_F(DataLoader, InvalidOptionsAreUsageErrors) {
+  auto ds = openImageFolder(root_ + "/good");
+  auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, false);
+  LoaderOptions o;
+  o.batchSize = 0;
+  EXPECT_THROW(Loader(ds, sampler, transform(image::TransformKind::kVal), o), UsageError);
+  o.batchSize = 2;
+  o.prefetchBatches = 0;
+  EXPECT_THROW(Loader(ds, sampler, transform(image::TransformKind::kVal), o), UsageError);
+  EXPECT_THROW(image::parseTransformKind("fancy"), UsageError);
+}
+
+}  // namespace
+}  // namespace fixres::data
