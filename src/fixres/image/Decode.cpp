@@ -334,7 +334,7 @@ Image Decoder::decodeRegion(const Rect& r) {
                " outside the image ", width_, "x", height_);
   const bool whole = r.left == 0 && r.top == 0 && r.width == width_ && r.height == height_;
   if (impl_->isJpeg && (whole || endsWithEoi(impl_->data, impl_->size))) {
-    Image out(r.width, r.height);
+    Image out(r.width, r.height, Uninitialized{});
     const char* error = impl_->jpegDecode(out.pixels.data(), r, !whole);
     FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
     return out;
@@ -345,7 +345,7 @@ Image Decoder::decodeRegion(const Rect& r) {
                     : impl_->pngDecode(full.pixels.data(), width_, height_);
   FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
   if (whole) return full;
-  Image out(r.width, r.height);
+  Image out(r.width, r.height, Uninitialized{});
   for (int y = 0; y < r.height; ++y) {
     std::memcpy(out.row(y), full.row(r.top + y) + size_t(r.left) * 3, size_t(r.width) * 3);
   }

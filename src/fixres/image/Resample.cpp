@@ -77,9 +77,29 @@ Coeffs precomputeCoeffs(int inSize, int outSize, Filter filter, int first, int c
   return c;
 }
 
-inline uint8_t clip8(int32_t v) {
-  v >>= kPrecisionBits;
-  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+// x86-64 builds carry an AVX2 clone of the hot loop, picked at load time (the baseline is SSE2,
+// which has no 32-bit multiply); integer arithmetic keeps both versions bit-identical.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FIXRES_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#else
+#define FIXRES_MULTIVERSION
+#endif
+
+// out[x] = clip8(sum_t k[t] * rows[t][x] + 1/2), rows[t] = first + t * stride, for x < n.
+// The shape of Pillow's vertical pass; the horizontal pass uses it on transposed rows.
+FIXRES_MULTIVERSION
+void filterRows(uint8_t* out, const uint8_t* first, size_t stride, const int32_t* k, int taps,
+                int n, int32_t* acc) {
+  for (int x = 0; x < n; ++x) acc[x] = 1 << (kPrecisionBits - 1);
+  for (int t = 0; t < taps; ++t) {
+    const uint8_t* in = first + static_cast<size_t>(t) * stride;
+    const int32_t w = k[t];
+    for (int x = 0; x < n; ++x) acc[x] += in[x] * w;
+  }
+  for (int x = 0; x < n; ++x) {
+    const int32_t v = acc[x] >> kPrecisionBits;
+    out[x] = static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+  }
 }
 
 }  // namespace
@@ -109,30 +129,48 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
     }
   }
 
-  // Horizontal pass into `tmp` (window.width columns, rows rowFirst..rowLast-1).
+  // Horizontal pass into `tmp` (window.width columns, rows rowFirst..rowLast-1). Done on the
+  // transposed source, so that each output column is a weighted sum of whole rows (vectorised),
+  // then transposed back: same integers as Pillow's per-pixel loop.
   const int tmpRows = rowLast - rowFirst;
   Image tmp;
   ImageView mid;
+  std::vector<int32_t> acc;
   if (needH) {
     Coeffs horiz = precomputeCoeffs(src.width, outWidth, filter, window.left, window.width);
-    tmp = Image(window.width, tmpRows);
-    const int ksize = horiz.ksize;
+    int colFirst = horiz.start[0], colLast = 0;
+    for (int i = 0; i < window.width; ++i) {
+      colFirst = std::min(colFirst, horiz.start[i]);
+      colLast = std::max(colLast, horiz.start[i] + horiz.length[i]);
+    }
+    const int tRow = tmpRows * 3;  // bytes per transposed row
+    PixelBuffer t(static_cast<size_t>(colLast - colFirst) * tRow);
     for (int y = 0; y < tmpRows; ++y) {
-      const uint8_t* in = src.row(rowFirst + y);
-      uint8_t* out = tmp.row(y);
-      for (int xx = 0; xx < window.width; ++xx) {
-        const int32_t* k = &horiz.k[static_cast<size_t>(xx) * ksize];
-        const uint8_t* p = in + static_cast<size_t>(horiz.start[xx]) * 3;
-        int32_t s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
-        const int n = horiz.length[xx];
-        for (int x = 0; x < n; ++x, p += 3) {
-          s0 += p[0] * k[x];
-          s1 += p[1] * k[x];
-          s2 += p[2] * k[x];
-        }
-        out[xx * 3 + 0] = clip8(s0);
-        out[xx * 3 + 1] = clip8(s1);
-        out[xx * 3 + 2] = clip8(s2);
+      const uint8_t* in = src.row(rowFirst + y) + static_cast<size_t>(colFirst) * 3;
+      uint8_t* o = t.data() + static_cast<size_t>(y) * 3;
+      for (int x = 0; x < colLast - colFirst; ++x, in += 3, o += tRow) {
+        o[0] = in[0];
+        o[1] = in[1];
+        o[2] = in[2];
+      }
+    }
+    PixelBuffer tOut(static_cast<size_t>(window.width) * tRow);
+    acc.resize(static_cast<size_t>(tRow));
+    for (int xx = 0; xx < window.width; ++xx) {
+      filterRows(tOut.data() + static_cast<size_t>(xx) * tRow,
+                 t.data() + static_cast<size_t>(horiz.start[xx] - colFirst) * tRow,
+                 static_cast<size_t>(tRow), &horiz.k[static_cast<size_t>(xx) * horiz.ksize],
+                 horiz.length[xx], tRow, acc.data());
+    }
+    tmp = Image(window.width, tmpRows, Uninitialized{});
+    for (int xx = 0; xx < window.width; ++xx) {
+      const uint8_t* in = tOut.data() + static_cast<size_t>(xx) * tRow;
+      uint8_t* o = tmp.pixels.data() + static_cast<size_t>(xx) * 3;
+      const size_t step = static_cast<size_t>(window.width) * 3;
+      for (int y = 0; y < tmpRows; ++y, in += 3, o += step) {
+        o[0] = in[0];
+        o[1] = in[1];
+        o[2] = in[2];
       }
     }
     mid = ImageView(tmp);
@@ -140,30 +178,19 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
     mid = src.sub(window.left, rowFirst, window.width, tmpRows);
   }
 
+  Image out(window.width, window.height, Uninitialized{});
   if (!needV) {
-    Image out(window.width, window.height);
     for (int y = 0; y < window.height; ++y) {
       std::copy_n(mid.row(y), static_cast<size_t>(window.width) * 3, out.row(y));
     }
     return out;
   }
-
-  // Vertical pass: row-wise accumulation over the taps (vectorises well).
-  Image out(window.width, window.height);
   const int rowBytes = window.width * 3;
-  std::vector<int32_t> acc(rowBytes);
+  acc.resize(static_cast<size_t>(std::max<size_t>(acc.size(), size_t(rowBytes))));
   for (int yy = 0; yy < window.height; ++yy) {
-    const int32_t* k = &vert.k[static_cast<size_t>(yy) * vert.ksize];
-    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
-    const int n = vert.length[yy];
-    for (int y = 0; y < n; ++y) {
-      const uint8_t* in = mid.row(vert.start[yy] - rowFirst + y);
-      const int32_t w = k[y];
-      int32_t* a = acc.data();
-      for (int x = 0; x < rowBytes; ++x) a[x] += in[x] * w;
-    }
-    uint8_t* o = out.row(yy);
-    for (int x = 0; x < rowBytes; ++x) o[x] = clip8(acc[x]);
+    filterRows(out.row(yy), mid.row(vert.start[yy] - rowFirst), mid.stride,
+               &vert.k[static_cast<size_t>(yy) * vert.ksize], vert.length[yy], rowBytes,
+               acc.data());
   }
   return out;
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Data pipeline benchmark: our loader vs the PIL/torchvision peer on the same JPEG folder, in the
+# same run. Usage: bench/data_bench.sh [BUILD_DIR] [--threads "1 2 4"] [--per-class N] [--size S]
+# Prints one line per measurement and a markdown table (single thread: ours, peer, ratio), then
+# thread scaling of `full` for ours.
+set -euo pipefail
+BUILD=${1:-build}; shift || true
+THREADS="1 2"; PER_CLASS=64; SIZE=224; SECONDS_PER=5; PASSES=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --threads) THREADS="$2"; shift 2 ;;
+    --per-class) PER_CLASS="$2"; shift 2 ;;
+    --size) SIZE="$2"; shift 2 ;;
+    --seconds) SECONDS_PER="$2"; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+PEERS=${FIXRES_PEERS:-$ROOT/../shared/peers}
+[ -d "$PEERS" ] || PEERS=/work/shared/peers
+FIXRES="$BUILD/bin/fixres"
+PY=/usr/bin/python3
+DIR=$(mktemp -d /tmp/fixres_data_bench.XXXXXX)
+trap 'rm -rf "$DIR"' EXIT
+
+$PY "$PEERS/make_jpeg_folder.py" "$DIR/imgs" --classes 4 --per-class "$PER_CLASS" --seed 0
+N=$(find "$DIR/imgs" -name '*.jpg' | wc -l)
+echo "# $N JPEGs (make_jpeg_folder.py, seed 0), size $SIZE, $(nproc) CPU(s), load $(cut -d' ' -f1 /proc/loadavg)"
+
+ours() {  # kind threads -> img/s
+  FIXRES_THREADS=1 "$FIXRES" -q bench data --dataset-path "$DIR/imgs" --kind "$1" --input-size "$SIZE" \
+    --threads "$2" --seconds "$SECONDS_PER" | tail -1 | awk '{print $1}'
+}
+peer() {  # kind -> img/s
+  $PY "$PEERS/pipeline_peer.py" "$DIR/imgs" --kind "$1" --size "$SIZE" --passes "$PASSES" | awk '{print $(NF-4)}'
+}
+
+echo "| kind | ours 1 thread (img/s) | peer 1 core (img/s) | ratio |"
+echo "|---|---|---|---|"
+for kind in full torch val; do
+  o=$(ours "$kind" 1); p=$(peer "$kind")
+  echo "| $kind | $o | $p | $(awk -v a="$o" -v b="$p" 'BEGIN{printf "%.2f", a/b}') |"
+done
+echo
+echo "| threads | ours full (img/s) | efficiency |"
+echo "|---|---|---|"
+base=""
+for t in $THREADS; do
+  o=$(ours full "$t")
+  [ -z "$base" ] && base=$(awk -v a="$o" -v t="$t" 'BEGIN{print a/t}')
+  echo "| $t | $o | $(awk -v a="$o" -v b="$base" -v t="$t" 'BEGIN{printf "%.0f%%", 100*a/(b*t)}') |"
+done
