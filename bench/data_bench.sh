@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Data pipeline benchmark: our loader vs the PIL/torchvision peer on the same JPEG folder, in the
 # same run. Usage: bench/data_bench.sh [BUILD_DIR] [--threads "1 2 4"] [--per-class N] [--size S]
-# Prints one line per measurement and a markdown table (single thread: ours, peer, ratio), then
-# thread scaling of `full` for ours.
+# Prints markdown tables: single thread, ours vs peer, both per wall-clock second and per CPU-second
+# (the peer through bench/peer_cpu.py; CPU time is what a loaded machine distorts least), then
+# thread scaling of `full` for ours (wall clock).
 set -euo pipefail
 BUILD=${1:-build}; shift || true
 THREADS="1 2"; PER_CLASS=64; SIZE=224; SECONDS_PER=5; PASSES=2
@@ -28,19 +29,25 @@ $PY "$PEERS/make_jpeg_folder.py" "$DIR/imgs" --classes 4 --per-class "$PER_CLASS
 N=$(find "$DIR/imgs" -name '*.jpg' | wc -l)
 echo "# $N JPEGs (make_jpeg_folder.py, seed 0), size $SIZE, $(nproc) CPU(s), load $(cut -d' ' -f1 /proc/loadavg)"
 
-ours() {  # kind threads -> img/s
+ours() {  # kind threads [--cpu-time] -> img/s
   FIXRES_THREADS=1 "$FIXRES" -q bench data --dataset-path "$DIR/imgs" --kind "$1" --input-size "$SIZE" \
-    --threads "$2" --seconds "$SECONDS_PER" | tail -1 | awk '{print $1}'
+    --threads "$2" --seconds "$SECONDS_PER" ${3:-} | tail -1 | awk '{print $1}'
 }
-peer() {  # kind -> img/s
-  $PY "$PEERS/pipeline_peer.py" "$DIR/imgs" --kind "$1" --size "$SIZE" --passes "$PASSES" | awk '{print $(NF-4)}'
+peer() {  # kind [cpu] -> img/s
+  if [ "${2:-}" = cpu ]; then
+    $PY "$HERE/peer_cpu.py" "$PEERS" "$DIR/imgs" --kind "$1" --size "$SIZE" --passes "$PASSES" | awk '{print $(NF-4)}'
+  else
+    $PY "$PEERS/pipeline_peer.py" "$DIR/imgs" --kind "$1" --size "$SIZE" --passes "$PASSES" | awk '{print $(NF-4)}'
+  fi
 }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
 
-echo "| kind | ours 1 thread (img/s) | peer 1 core (img/s) | ratio |"
-echo "|---|---|---|---|"
+echo "| kind | ours img/s (wall) | peer img/s (wall) | ratio | ours img/CPU-s | peer img/CPU-s | ratio |"
+echo "|---|---|---|---|---|---|---|"
 for kind in full torch val; do
   o=$(ours "$kind" 1); p=$(peer "$kind")
-  echo "| $kind | $o | $p | $(awk -v a="$o" -v b="$p" 'BEGIN{printf "%.2f", a/b}') |"
+  oc=$(ours "$kind" 1 --cpu-time); pc=$(peer "$kind" cpu)
+  echo "| $kind | $o | $p | $(ratio "$o" "$p") | $oc | $pc | $(ratio "$oc" "$pc") |"
 done
 echo
 echo "| threads | ours full (img/s) | efficiency |"

@@ -133,9 +133,11 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
   // transposed source, so that each output column is a weighted sum of whole rows (vectorised),
   // then transposed back: same integers as Pillow's per-pixel loop.
   const int tmpRows = rowLast - rowFirst;
-  Image tmp;
+  // Scratch buffers kept per thread: fresh ones of varying sizes cost page faults per call.
+  thread_local Image tmp;
+  thread_local PixelBuffer t, tOut;
+  thread_local std::vector<int32_t> acc;
   ImageView mid;
-  std::vector<int32_t> acc;
   if (needH) {
     Coeffs horiz = precomputeCoeffs(src.width, outWidth, filter, window.left, window.width);
     int colFirst = horiz.start[0], colLast = 0;
@@ -144,7 +146,7 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
       colLast = std::max(colLast, horiz.start[i] + horiz.length[i]);
     }
     const int tRow = tmpRows * 3;  // bytes per transposed row
-    PixelBuffer t(static_cast<size_t>(colLast - colFirst) * tRow);
+    t.resize(static_cast<size_t>(colLast - colFirst) * tRow);
     for (int y = 0; y < tmpRows; ++y) {
       const uint8_t* in = src.row(rowFirst + y) + static_cast<size_t>(colFirst) * 3;
       uint8_t* o = t.data() + static_cast<size_t>(y) * 3;
@@ -154,15 +156,17 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
         o[2] = in[2];
       }
     }
-    PixelBuffer tOut(static_cast<size_t>(window.width) * tRow);
-    acc.resize(static_cast<size_t>(tRow));
+    tOut.resize(static_cast<size_t>(window.width) * tRow);
+    if (acc.size() < static_cast<size_t>(tRow)) acc.resize(static_cast<size_t>(tRow));
     for (int xx = 0; xx < window.width; ++xx) {
       filterRows(tOut.data() + static_cast<size_t>(xx) * tRow,
                  t.data() + static_cast<size_t>(horiz.start[xx] - colFirst) * tRow,
                  static_cast<size_t>(tRow), &horiz.k[static_cast<size_t>(xx) * horiz.ksize],
                  horiz.length[xx], tRow, acc.data());
     }
-    tmp = Image(window.width, tmpRows, Uninitialized{});
+    tmp.width = window.width;
+    tmp.height = tmpRows;
+    tmp.pixels.resize(static_cast<size_t>(window.width) * tmpRows * 3);
     for (int xx = 0; xx < window.width; ++xx) {
       const uint8_t* in = tOut.data() + static_cast<size_t>(xx) * tRow;
       uint8_t* o = tmp.pixels.data() + static_cast<size_t>(xx) * 3;
@@ -186,7 +190,7 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
     return out;
   }
   const int rowBytes = window.width * 3;
-  acc.resize(static_cast<size_t>(std::max<size_t>(acc.size(), size_t(rowBytes))));
+  if (acc.size() < static_cast<size_t>(rowBytes)) acc.resize(static_cast<size_t>(rowBytes));
   for (int yy = 0; yy < window.height; ++yy) {
     filterRows(out.row(yy), mid.row(vert.start[yy] - rowFirst), mid.stride,
                &vert.k[static_cast<size_t>(yy) * vert.ksize], vert.length[yy], rowBytes,
