@@ -45,11 +45,12 @@ double benchData(const BenchDataOptions& o, double* cpuRate) {
   const double cpuStart = cpuSeconds();
   int64_t images = 0;
   double seconds = 0.0;
-  for (int64_t epoch = 1; seconds < o.minSeconds; ++epoch) {
-    loader.startEpoch(epoch);
+  int64_t epoch = 1;
+  do {  // whole passes, at least one
+    loader.startEpoch(epoch++);
     while (auto batch = loader.next()) images += batch->images.size(0);
     seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  }
+  } while (seconds < o.minSeconds);
   const double cpu = cpuSeconds() - cpuStart;
   if (cpuRate) *cpuRate = static_cast<double>(images) / cpu;
   log::info("bench data: ", images, " images in ", seconds, " s, ", cpu, " s CPU (",
