@@ -21,7 +21,9 @@ struct BenchDataOptions {
   bool croppedDecode = true;  // JPEG region decoding for RandomResizedCrop
 };
 
-// Images per second over whole passes (after one warm-up batch). DataError for a bad folder.
-double benchData(const BenchDataOptions& options);
+// Images per second of wall-clock time over whole passes (after one warm-up batch); when
+// cpuRate is given, also images per second of process CPU time (user + system), which a
+// loaded machine disturbs less. DataError for a bad folder.
+double benchData(const BenchDataOptions& options, double* cpuRate = nullptr);
 
 }  // namespace fixres::data

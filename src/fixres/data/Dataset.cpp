@@ -47,7 +47,7 @@ class ImageFolderDataset : public Dataset {
   RawSample fetch(size_t i) const override {
     RawSample s;
     s.name = paths_.at(i);
-    s.bytes = image::readFile(s.name);
+    s.bytes = std::make_shared<const std::vector<uint8_t>>(image::readFile(s.name));
     return s;
   }
   std::string source() const override { return root_; }

@@ -14,10 +14,13 @@ namespace fixres::data {
 
 // One stored sample before decoding: encoded file bytes, or pixels for datasets that hold them.
 struct RawSample {
-  std::vector<uint8_t> bytes;  // encoded JPEG/PNG (when !isDecoded)
-  image::Image decoded;        // RGB pixels (when isDecoded)
+  std::shared_ptr<const std::vector<uint8_t>> bytes;  // encoded JPEG/PNG (when !isDecoded)
+  image::Image decoded;                               // RGB pixels (when isDecoded)
   bool isDecoded = false;
   std::string name;  // file path (or "file[index]"), used in error messages
+
+  const uint8_t* data() const { return bytes ? bytes->data() : nullptr; }
+  size_t size() const { return bytes ? bytes->size() : 0; }
 };
 
 class Dataset {

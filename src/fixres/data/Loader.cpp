@@ -6,12 +6,67 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
 #include "fixres/image/Rng.h"
 
 namespace fixres::data {
+
+// Batch buffers recycled between batches: a fresh 38 MB tensor per batch costs a page fault per
+// 4 KiB page (glibc serves such sizes with mmap), more than the normalisation that fills it.
+// Tensors return their buffer here when the consumer drops them; the pool outlives the loader
+// as long as a tensor still holds a buffer.
+class Loader::BufferPool {
+ public:
+  explicit BufferPool(size_t keep) : keep_(keep) {}
+  ~BufferPool() {
+    for (void* p : free_) std::free(p);
+  }
+  static torch::Tensor tensor(const std::shared_ptr<BufferPool>& pool, at::IntArrayRef sizes,
+                              const torch::TensorOptions& options) {
+    size_t bytes = options.dtype().itemsize();
+    for (int64_t s : sizes) bytes *= static_cast<size_t>(s);
+    void* p = pool->get(bytes);
+    return torch::from_blob(
+        p, sizes, [pool, bytes](void* q) { pool->put(q, bytes); }, options);
+  }
+
+ private:
+  void* get(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (bytes == bytes_ && !free_.empty()) {
+        void* p = free_.back();
+        free_.pop_back();
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void put(void* p, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (bytes != bytes_) {
+        for (void* q : free_) std::free(q);
+        free_.clear();
+        bytes_ = bytes;
+      }
+      if (free_.size() < keep_) {
+        free_.push_back(p);
+        return;
+      }
+    }
+    std::free(p);
+  }
+  std::mutex mutex_;
+  std::vector<void*> free_;
+  size_t bytes_ = 0;
+  size_t keep_;
+};
 
 struct Loader::Slot {
   int64_t batch = -1;
@@ -43,6 +98,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, std::shared_ptr<Sampler> 
   if (options_.pinMemory && torch::cuda::is_available())
     imageOptions_ = imageOptions_.pinned_memory(true);
   for (int i = 0; i < options_.prefetchBatches; ++i) slots_.push_back(std::make_unique<Slot>());
+  pool_ = std::make_shared<BufferPool>(static_cast<size_t>(options_.prefetchBatches) + 2);
 }
 
 Loader::~Loader() {
@@ -111,7 +167,9 @@ void Loader::initSlot(Slot& s, int64_t batch) {
   s.ok.assign(static_cast<size_t>(s.count), 0);
   const int size = transform_.outputSize();
   if (size > 0) {
-    s.images = torch::empty({s.count, 3, size, size}, imageOptions_);
+    s.images = imageOptions_.pinned_memory()
+                   ? torch::empty({s.count, 3, size, size}, imageOptions_)
+                   : BufferPool::tensor(pool_, {s.count, 3, size, size}, imageOptions_);
   } else {
     s.variable.resize(static_cast<size_t>(s.count));
   }
@@ -124,9 +182,9 @@ void Loader::processSample(Slot& s, int64_t k) {
     RawSample raw = dataset_->fetch(static_cast<size_t>(index));
     const uint64_t seed =
         image::sampleSeed(options_.seed, epoch_, index, positions_[static_cast<size_t>(k)]);
-    image::TransformedImage t =
-        raw.isDecoded ? transform_.apply(raw.decoded, seed)
-                      : transform_.apply(raw.bytes.data(), raw.bytes.size(), raw.name, seed);
+    image::TransformedImage t = raw.isDecoded
+                                    ? transform_.apply(raw.decoded, seed)
+                                    : transform_.apply(raw.data(), raw.size(), raw.name, seed);
     if (s.images.defined()) {
       if (options_.uint8Output) {
         transform_.writeUint8(t, s.images[j].data_ptr<uint8_t>());
@@ -226,11 +284,12 @@ std::optional<Batch> Loader::collate(Slot& s) {
   Batch out;
   out.labels = torch::empty({n}, torch::kInt64);
   out.indices = torch::empty({n}, torch::kInt64);
+  int64_t* labels = out.labels.data_ptr<int64_t>();
+  int64_t* indices = out.indices.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t k = s.batch * options_.batchSize + keep[static_cast<size_t>(i)];
-    const int64_t index = indices_[static_cast<size_t>(k)];
-    out.indices[i] = index;
-    out.labels[i] = dataset_->label(static_cast<size_t>(index));
+    indices[i] = indices_[static_cast<size_t>(k)];
+    labels[i] = dataset_->label(static_cast<size_t>(indices[i]));
   }
   if (s.images.defined()) {
     out.images = n == s.count ? s.images : s.images.index_select(0, torch::tensor(keep));

@@ -65,6 +65,7 @@ class Loader {
 
  private:
   struct Slot;
+  class BufferPool;
   void stopWorkers();
   void workerLoop();
   void initSlot(Slot& slot, int64_t batch);
@@ -76,6 +77,7 @@ class Loader {
   image::Transform transform_;
   LoaderOptions options_;
   torch::TensorOptions imageOptions_;
+  std::shared_ptr<BufferPool> pool_;
 
   // Epoch plan (read-only while workers run).
   int64_t epoch_ = 0;

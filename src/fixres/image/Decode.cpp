@@ -326,6 +326,12 @@ Image Decoder::decode() {
 }
 
 Image Decoder::decodeRegion(const Rect& r) {
+  Image out;
+  decodeRegionInto(r, out);
+  return out;
+}
+
+void Decoder::decodeRegionInto(const Rect& r, Image& out) {
   FIXRES_CHECK(!impl_->used, InternalError, name_, ": Decoder used twice");
   impl_->used = true;
   FIXRES_CHECK(r.left >= 0 && r.top >= 0 && r.width > 0 && r.height > 0 &&
@@ -333,23 +339,22 @@ Image Decoder::decodeRegion(const Rect& r) {
                InternalError, name_, ": region ", r.left, ",", r.top, " ", r.width, "x", r.height,
                " outside the image ", width_, "x", height_);
   const bool whole = r.left == 0 && r.top == 0 && r.width == width_ && r.height == height_;
+  out.width = r.width;
+  out.height = r.height;
+  out.pixels.resize(size_t(r.width) * r.height * 3);  // keeps the capacity of a reused image
   if (impl_->isJpeg && (whole || endsWithEoi(impl_->data, impl_->size))) {
-    Image out(r.width, r.height);
     const char* error = impl_->jpegDecode(out.pixels.data(), r, !whole);
     FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
-    return out;
+    return;
   }
-  Image full(width_, height_);
+  Image full(width_, height_, Uninitialized{});
   const char* error =
       impl_->isJpeg ? impl_->jpegDecode(full.pixels.data(), Rect{0, 0, width_, height_}, false)
                     : impl_->pngDecode(full.pixels.data(), width_, height_);
   FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
-  if (whole) return full;
-  Image out(r.width, r.height);
   for (int y = 0; y < r.height; ++y) {
     std::memcpy(out.row(y), full.row(r.top + y) + size_t(r.left) * 3, size_t(r.width) * 3);
   }
-  return out;
 }
 
 std::vector<uint8_t> readFile(const std::string& path) {

@@ -52,6 +52,8 @@ class Decoder {
   // Only `region` (clamped by the caller inside the image): identical pixels to decode() then
   // cropping, but JPEG skips the IDCT and colour conversion of rows and columns outside it.
   Image decodeRegion(const Rect& region);
+  // The same into `out`, reusing its buffer (no allocation when its capacity suffices).
+  void decodeRegionInto(const Rect& region, Image& out);
 
   struct Impl;
 

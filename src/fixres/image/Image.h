@@ -2,18 +2,46 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace fixres::image {
+
+// An allocator whose resize() leaves bytes uninitialised (default-init), for buffers that are
+// written in full right after allocation.
+template <typename T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <typename U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}  // NOLINT
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+using PixelBuffer = std::vector<uint8_t, DefaultInitAllocator<uint8_t>>;
+struct Uninitialized {};
 
 // Owns width x height x 3 bytes: pixel (x, y) channel c at pixels[(y * width + x) * 3 + c].
 struct Image {
   int width = 0;
   int height = 0;
-  std::vector<uint8_t> pixels;
+  PixelBuffer pixels;
 
   Image() = default;
-  Image(int w, int h) : width(w), height(h), pixels(static_cast<size_t>(w) * h * 3, 0) {}
+  Image(int w, int h) : width(w), height(h), pixels(static_cast<size_t>(w) * h * 3, 0) {}  // black
+  Image(int w, int h, Uninitialized)
+      : width(w), height(h), pixels(static_cast<size_t>(w) * h * 3) {}
   uint8_t* row(int y) { return pixels.data() + static_cast<size_t>(y) * width * 3; }
   const uint8_t* row(int y) const { return pixels.data() + static_cast<size_t>(y) * width * 3; }
   bool empty() const { return width == 0 || height == 0; }

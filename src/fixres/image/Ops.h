@@ -35,6 +35,14 @@ void adjustSaturation(Image& im, float factor);
 // torchvision's adjust_hue on PIL images: RGB -> PIL HSV, hue byte += uint8(factor * 255), back.
 void adjustHue(Image& im, float factor);
 
+// The building blocks of a fused ColorJitter (see applyColorJitter in Transform.h):
+// the per-value table of PIL's blend with a constant degenerate value,
+std::array<uint8_t, 256> blendTable(int degenerate, float alpha);
+// ImageStat's mean of the L image, reading the pixels through `valueMap` when given,
+double meanLuma(const Image& im, const uint8_t* valueMap = nullptr);
+// and Color(...).enhance on the pixels read through `valueMap` (when given).
+void adjustSaturation(Image& im, float factor, const uint8_t* valueMap);
+
 // PIL's RGB -> L: (R*19595 + G*38470 + B*7471 + 0x8000) >> 16.
 inline uint8_t luma(const uint8_t* p) {
   return static_cast<uint8_t>((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16);
@@ -42,10 +50,12 @@ inline uint8_t luma(const uint8_t* p) {
 
 // Writes 3 x H x W float32 values (x / 255 - mean[c]) / std[c] (torchvision's ToTensor then
 // Normalize, bit-exact), reading columns right to left when `flip`.
+// `valueMap` (256 entries), when given, maps every value first (a deferred per-value operation).
 void toNormalizedChw(const ImageView& im, const std::array<float, 3>& mean,
-                     const std::array<float, 3>& std, bool flip, float* out);
+                     const std::array<float, 3>& std, bool flip, float* out,
+                     const uint8_t* valueMap = nullptr);
 // Writes 3 x H x W uint8 values (the same layout without normalisation).
-void toChwUint8(const ImageView& im, bool flip, uint8_t* out);
+void toChwUint8(const ImageView& im, bool flip, uint8_t* out, const uint8_t* valueMap = nullptr);
 
 // AlexNet-style PCA colour noise (FixRes transforms_v2.Lighting) on 3 x H x W float values
 // in [0, 1] (before normalisation): x += eigvec * (alpha * eigval), x /= 1 + alphaStd, with

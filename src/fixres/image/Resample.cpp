@@ -5,9 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "fixres/common/Error.h"
+#include "fixres/image/Simd.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 namespace fixres::image {
 namespace {
@@ -82,6 +88,95 @@ inline uint8_t clip8(int32_t v) {
   return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
 }
 
+// Pillow's horizontal pass over `rows` rows starting at src row `rowFirst`: output pixel xx of a
+// row = clip8(sum_t k[xx][t] * in[start[xx] + t] + 1/2), per channel.
+void horizontalScalar(const ImageView& src, int rowFirst, int rows, const Coeffs& h, int outWidth,
+                      Image& out) {
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* in = src.row(rowFirst + y);
+    uint8_t* o = out.row(y);
+    for (int xx = 0; xx < outWidth; ++xx, o += 3) {
+      const int32_t* k = &h.k[static_cast<size_t>(xx) * h.ksize];
+      const uint8_t* p = in + static_cast<size_t>(h.start[xx]) * 3;
+      int32_t s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
+      for (int x = 0; x < h.length[xx]; ++x, p += 3) {
+        s0 += p[0] * k[x];
+        s1 += p[1] * k[x];
+        s2 += p[2] * k[x];
+      }
+      o[0] = clip8(s0);
+      o[1] = clip8(s1);
+      o[2] = clip8(s2);
+    }
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same with the three channels of a pixel in one SSE4.1 register (a 4th lane of padding):
+// one 32-bit multiply-add per tap instead of three. Integer arithmetic: identical results. The
+// saturating packs clamp to [0, 255] exactly as clip8 does.
+__attribute__((target("sse4.1"))) void horizontalSse41(const ImageView& src, int rowFirst, int rows,
+                                                       const Coeffs& h, int outWidth, Image& out) {
+  const __m128i half = _mm_set1_epi32(1 << (kPrecisionBits - 1));
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* in = src.row(rowFirst + y);
+    uint8_t* o = out.row(y);
+    for (int xx = 0; xx < outWidth; ++xx, o += 3) {
+      const int32_t* k = &h.k[static_cast<size_t>(xx) * h.ksize];
+      const uint8_t* p = in + static_cast<size_t>(h.start[xx]) * 3;
+      const int n = h.length[xx];
+      // A 4-byte load reads one byte past the pixel: not for the last pixel of a row.
+      const int safe = h.start[xx] + n == src.width ? n - 1 : n;
+      __m128i acc = half;
+      int x = 0;
+      for (; x < safe; ++x, p += 3) {
+        uint32_t v;
+        std::memcpy(&v, p, 4);
+        const __m128i px = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(v)));
+        acc = _mm_add_epi32(acc, _mm_mullo_epi32(px, _mm_set1_epi32(k[x])));
+      }
+      if (x < n) {
+        const uint32_t v = uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16);
+        const __m128i px = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(v)));
+        acc = _mm_add_epi32(acc, _mm_mullo_epi32(px, _mm_set1_epi32(k[x])));
+      }
+      acc = _mm_srai_epi32(acc, kPrecisionBits);
+      const __m128i packed = _mm_packus_epi16(_mm_packs_epi32(acc, acc), _mm_setzero_si128());
+      const uint32_t rgb = static_cast<uint32_t>(_mm_cvtsi128_si32(packed));
+      o[0] = static_cast<uint8_t>(rgb);
+      o[1] = static_cast<uint8_t>(rgb >> 8);
+      o[2] = static_cast<uint8_t>(rgb >> 16);
+    }
+  }
+}
+#endif
+
+void horizontalPass(const ImageView& src, int rowFirst, int rows, const Coeffs& h, int outWidth,
+                    Image& out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool hasSse41 = __builtin_cpu_supports("sse4.1");
+  if (hasSse41) return horizontalSse41(src, rowFirst, rows, h, outWidth, out);
+#endif
+  horizontalScalar(src, rowFirst, rows, h, outWidth, out);
+}
+
+// out[x] = clip8(sum_t k[t] * rows[t][x] + 1/2), rows[t] = first + t * stride, for x < n.
+// The shape of Pillow's vertical pass; the horizontal pass uses it on transposed rows.
+FIXRES_MULTIVERSION
+void filterRows(uint8_t* out, const uint8_t* first, size_t stride, const int32_t* k, int taps,
+                int n, int32_t* acc) {
+  for (int x = 0; x < n; ++x) acc[x] = 1 << (kPrecisionBits - 1);
+  for (int t = 0; t < taps; ++t) {
+    const uint8_t* in = first + static_cast<size_t>(t) * stride;
+    const int32_t w = k[t];
+    for (int x = 0; x < n; ++x) acc[x] += in[x] * w;
+  }
+  for (int x = 0; x < n; ++x) {
+    const int32_t v = acc[x] >> kPrecisionBits;
+    out[x] = static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+  }
+}
+
 }  // namespace
 
 Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect& window,
@@ -109,61 +204,36 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
     }
   }
 
-  // Horizontal pass into `tmp` (window.width columns, rows rowFirst..rowLast-1).
+  // Horizontal pass into `tmp` (window.width columns, rows rowFirst..rowLast-1), kept per
+  // thread: fresh buffers of varying sizes cost page faults at every call.
   const int tmpRows = rowLast - rowFirst;
-  Image tmp;
+  thread_local Image tmp;
+  thread_local std::vector<int32_t> acc;
   ImageView mid;
   if (needH) {
-    Coeffs horiz = precomputeCoeffs(src.width, outWidth, filter, window.left, window.width);
-    tmp = Image(window.width, tmpRows);
-    const int ksize = horiz.ksize;
-    for (int y = 0; y < tmpRows; ++y) {
-      const uint8_t* in = src.row(rowFirst + y);
-      uint8_t* out = tmp.row(y);
-      for (int xx = 0; xx < window.width; ++xx) {
-        const int32_t* k = &horiz.k[static_cast<size_t>(xx) * ksize];
-        const uint8_t* p = in + static_cast<size_t>(horiz.start[xx]) * 3;
-        int32_t s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
-        const int n = horiz.length[xx];
-        for (int x = 0; x < n; ++x, p += 3) {
-          s0 += p[0] * k[x];
-          s1 += p[1] * k[x];
-          s2 += p[2] * k[x];
-        }
-        out[xx * 3 + 0] = clip8(s0);
-        out[xx * 3 + 1] = clip8(s1);
-        out[xx * 3 + 2] = clip8(s2);
-      }
-    }
+    const Coeffs horiz = precomputeCoeffs(src.width, outWidth, filter, window.left, window.width);
+    tmp.width = window.width;
+    tmp.height = tmpRows;
+    tmp.pixels.resize(static_cast<size_t>(window.width) * tmpRows * 3);
+    horizontalPass(src, rowFirst, tmpRows, horiz, window.width, tmp);
     mid = ImageView(tmp);
   } else {
     mid = src.sub(window.left, rowFirst, window.width, tmpRows);
   }
 
+  Image out(window.width, window.height, Uninitialized{});
   if (!needV) {
-    Image out(window.width, window.height);
     for (int y = 0; y < window.height; ++y) {
       std::copy_n(mid.row(y), static_cast<size_t>(window.width) * 3, out.row(y));
     }
     return out;
   }
-
-  // Vertical pass: row-wise accumulation over the taps (vectorises well).
-  Image out(window.width, window.height);
   const int rowBytes = window.width * 3;
-  std::vector<int32_t> acc(rowBytes);
+  if (acc.size() < static_cast<size_t>(rowBytes)) acc.resize(static_cast<size_t>(rowBytes));
   for (int yy = 0; yy < window.height; ++yy) {
-    const int32_t* k = &vert.k[static_cast<size_t>(yy) * vert.ksize];
-    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
-    const int n = vert.length[yy];
-    for (int y = 0; y < n; ++y) {
-      const uint8_t* in = mid.row(vert.start[yy] - rowFirst + y);
-      const int32_t w = k[y];
-      int32_t* a = acc.data();
-      for (int x = 0; x < rowBytes; ++x) a[x] += in[x] * w;
-    }
-    uint8_t* o = out.row(yy);
-    for (int x = 0; x < rowBytes; ++x) o[x] = clip8(acc[x]);
+    filterRows(out.row(yy), mid.row(vert.start[yy] - rowFirst), mid.stride,
+               &vert.k[static_cast<size_t>(yy) * vert.ksize], vert.length[yy], rowBytes,
+               acc.data());
   }
   return out;
 }

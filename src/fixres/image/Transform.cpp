@@ -108,12 +108,39 @@ JitterParams sampleColorJitter(Rng& rng, float brightness, float contrast, float
   return p;
 }
 
-void applyColorJitter(Image& im, const JitterParams& p) {
+void applyColorJitter(Image& im, const JitterParams& p, std::array<uint8_t, 256>* deferred) {
+  std::array<uint8_t, 256> map;
+  std::iota(map.begin(), map.end(), 0);
+  bool pending = false;
+  auto compose = [&](const std::array<uint8_t, 256>& table) {
+    for (auto& v : map) v = table[v];
+    pending = true;
+  };
+  auto materialize = [&] {
+    if (!pending) return;
+    for (auto& v : im.pixels) v = map[v];
+    std::iota(map.begin(), map.end(), 0);
+    pending = false;
+  };
   for (int op : p.order) {
-    if (op == 0 && p.useBrightness) adjustBrightness(im, p.brightness);
-    if (op == 1 && p.useContrast) adjustContrast(im, p.contrast);
-    if (op == 2 && p.useSaturation) adjustSaturation(im, p.saturation);
-    if (op == 3 && p.useHue) adjustHue(im, p.hue);
+    if (op == 0 && p.useBrightness) {
+      compose(blendTable(0, p.brightness));
+    } else if (op == 1 && p.useContrast) {
+      const double mean = meanLuma(im, pending ? map.data() : nullptr);
+      compose(blendTable(static_cast<int>(mean + 0.5), p.contrast));
+    } else if (op == 2 && p.useSaturation) {
+      adjustSaturation(im, p.saturation, pending ? map.data() : nullptr);
+      std::iota(map.begin(), map.end(), 0);
+      pending = false;
+    } else if (op == 3 && p.useHue) {
+      materialize();
+      adjustHue(im, p.hue);
+    }
+  }
+  if (deferred) {
+    *deferred = map;
+  } else {
+    materialize();
   }
 }
 
@@ -125,10 +152,15 @@ struct EncodedSource {
   int width() const { return decoder.width(); }
   int height() const { return decoder.height(); }
   Image full() { return decoder.decode(); }
-  Image region(const Rect& r, bool cropped) {
-    if (cropped) return decoder.decodeRegion(r);
-    Image all = decoder.decode();
-    return cropZeroFill(ImageView(all), r);
+  const Image& region(const Rect& r, bool cropped) {
+    // Reused per thread: the region buffer is the largest allocation of a train sample.
+    thread_local Image buffer;
+    if (cropped) {
+      decoder.decodeRegionInto(r, buffer);
+    } else {
+      buffer = cropZeroFill(ImageView(decoder.decode()), r);
+    }
+    return buffer;
   }
 };
 
@@ -137,7 +169,7 @@ struct DecodedSource {
   int width() const { return image.width; }
   int height() const { return image.height; }
   Image full() { return image; }
-  Image region(const Rect& r, bool) { return cropZeroFill(ImageView(image), r); }
+  Image region(const Rect& r, bool) const { return cropZeroFill(ImageView(image), r); }
 };
 
 }  // namespace
@@ -179,11 +211,13 @@ TransformedImage Transform::run(Source& src, uint64_t seed) const {
     case TransformKind::kTorch:
     case TransformKind::kFull: {
       const Rect crop = sampleResizedCrop(src.width(), src.height(), rng);
-      const Image region = src.region(crop, options_.croppedDecode);
+      const Image& region = src.region(crop, options_.croppedDecode);
       out.image = resize(ImageView(region), s, s, options_.filter);
       out.flip = rng.uniform() < 0.5;
       if (kind == TransformKind::kFull) {
-        applyColorJitter(out.image, sampleColorJitter(rng, 0.3f, 0.3f, 0.3f, options_.hue));
+        applyColorJitter(out.image, sampleColorJitter(rng, 0.3f, 0.3f, 0.3f, options_.hue),
+                         &out.valueMap);
+        out.hasValueMap = true;
       }
       break;
     }
@@ -244,11 +278,13 @@ TransformedImage Transform::apply(const Image& decoded, uint64_t seed) const {
 
 void Transform::writeFloat(const TransformedImage& t, float* out) const {
   if (options_.lightingStd <= 0.0f) {
-    toNormalizedChw(ImageView(t.image), options_.mean, options_.std, t.flip, out);
+    toNormalizedChw(ImageView(t.image), options_.mean, options_.std, t.flip, out,
+                    t.hasValueMap ? t.valueMap.data() : nullptr);
     return;
   }
   // Lighting works on [0, 1] values: to float, add the noise, then normalise.
-  toNormalizedChw(ImageView(t.image), {0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}, t.flip, out);
+  toNormalizedChw(ImageView(t.image), {0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}, t.flip, out,
+                  t.hasValueMap ? t.valueMap.data() : nullptr);
   applyLighting(out, t.image.height, t.image.width, options_.lightingStd, t.lightingAlpha);
   const size_t plane = size_t(t.image.width) * t.image.height;
   for (int c = 0; c < 3; ++c) {
@@ -258,7 +294,7 @@ void Transform::writeFloat(const TransformedImage& t, float* out) const {
 }
 
 void Transform::writeUint8(const TransformedImage& t, uint8_t* out) const {
-  toChwUint8(ImageView(t.image), t.flip, out);
+  toChwUint8(ImageView(t.image), t.flip, out, t.hasValueMap ? t.valueMap.data() : nullptr);
 }
 
 }  // namespace fixres::image

@@ -65,13 +65,20 @@ struct JitterParams {
 };
 JitterParams sampleColorJitter(Rng& rng, float brightness, float contrast, float saturation,
                                float hue = 0.0f);
-void applyColorJitter(Image& im, const JitterParams& params);
+// Applies the adjustments in params.order, bit-exact with torchvision/PIL. Brightness and contrast
+// are per-value maps: they are composed and applied in one go when another operation needs the
+// pixels; with `deferred`, the trailing map is returned there instead of being applied (the caller
+// folds it into the final conversion).
+void applyColorJitter(Image& im, const JitterParams& params,
+                      std::array<uint8_t, 256>* deferred = nullptr);
 
 // The result of a transform before the conversion to CHW: `flip` is a pending horizontal flip
 // (applied while writing, which is cheaper than flipping the pixels).
 struct TransformedImage {
   Image image;
   bool flip = false;
+  bool hasValueMap = false;           // a per-value map still to apply (deferred jitter)
+  std::array<uint8_t, 256> valueMap;  // valid when hasValueMap
   std::array<float, 3> lightingAlpha{0.0f, 0.0f, 0.0f};
 };
 

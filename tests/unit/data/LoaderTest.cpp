@@ -127,7 +127,7 @@ TEST_F(DataLoader, ValBatchesEqualTheTransformOfEachImage) {
   image::Transform t(transform(image::TransformKind::kVal, 40));
   for (size_t i = 0; i < ds->size(); ++i) {
     const RawSample raw = ds->fetch(i);
-    const auto r = t.apply(raw.bytes.data(), raw.bytes.size(), raw.name, 0);
+    const auto r = t.apply(raw.data(), raw.size(), raw.name, 0);
     torch::Tensor expected = torch::empty({3, 40, 40});
     t.writeFloat(r, expected.data_ptr<float>());
     EXPECT_TRUE(torch::equal(batches[0].images[static_cast<int64_t>(i)], expected)) << i;

@@ -234,9 +234,15 @@ TEST_F(ImageReference, ColorJitterMatchesTorchvision) {
     p.saturation = std::stof(c[8]);
     p.hue = std::stof(c[9]);
     p.useHue = p.hue != 0.0f;
+    Image deferredIm = im;
     applyColorJitter(im, p);
     expectSame(im, c[10], 97, 71,
                "jitter " + c[1] + " b=" + c[6] + " c=" + c[7] + " s=" + c[8] + " h=" + c[9]);
+    // The deferred form (trailing per-value map returned, applied at the final write) agrees.
+    std::array<uint8_t, 256> map;
+    applyColorJitter(deferredIm, p, &map);
+    for (auto& v : deferredIm.pixels) v = map[v];
+    expectSame(deferredIm, c[10], 97, 71, "deferred jitter " + c[1]);
   }
 }
 
