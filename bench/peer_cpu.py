@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Runs ../shared/peers/pipeline_peer.py with its clock switched to process CPU time, so that its
+"""Runs bench/peers/pipeline_peer.py with its clock switched to process CPU time, so that its
 images/s is per CPU-second like `fixres bench data --cpu-time` (fair on a loaded machine).
 Usage: peer_cpu.py PEERS_DIR [pipeline_peer.py arguments...]"""
 import sys, time

@@ -50,8 +50,8 @@ int check(Communicator& c) {
 int sgd(Communicator& c, int steps, int globalBatch, const std::string& out) {
   FIXRES_CHECK(globalBatch % c.worldSize() == 0, UsageError, "global batch must split evenly");
   torch::manual_seed(0);
-  auto model = torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(),
-                                     torch::nn::Linear(16, 4));
+  auto model =
+      torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
   // Every rank starts from different weights: the broadcast must fix that.
   torch::manual_seed(100 + c.rank());
   for (auto& p : model->parameters()) {

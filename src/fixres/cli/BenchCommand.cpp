@@ -15,10 +15,13 @@
 namespace fixres::cli {
 namespace {
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
-  auto* sub = bench.add_subcommand("train", "The training step (forward, loss, backward, reduce, SGD) on random data");
+  auto* sub = bench.add_subcommand(
+      "train", "The training step (forward, loss, backward, reduce, SGD) on random data");
   struct State {
     std::string architecture = "resnet50";
     int inputSize = 224, batch = 32, steps = 10, warmup = 2;
@@ -46,7 +49,8 @@ Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
             torch::manual_seed(0);
             auto model = models::createModel(s->architecture, s->numClasses);
             model->to(device);
-            auto fmt = s->channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+            auto fmt =
+                s->channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
             if (s->channelsLast) {
               torch::NoGradGuard noGrad;
               for (auto& p : model->parameters())
@@ -56,9 +60,11 @@ Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
             so.finetune = s->finetune;
             engine::TrainStep step(model, so, *comm);
             step.setTrainingMode();
-            auto x = torch::randn({s->batch, 3, s->inputSize, s->inputSize}, torch::TensorOptions().device(device))
+            auto x = torch::randn({s->batch, 3, s->inputSize, s->inputSize},
+                                  torch::TensorOptions().device(device))
                          .contiguous(fmt);
-            auto y = torch::randint(0, s->numClasses, {s->batch}, torch::TensorOptions().dtype(torch::kLong).device(device));
+            auto y = torch::randint(0, s->numClasses, {s->batch},
+                                    torch::TensorOptions().dtype(torch::kLong).device(device));
             for (int i = 0; i < s->warmup; ++i) step.step(x, y, 0.01);
             if (device.is_cuda()) torch::cuda::synchronize();
             comm->barrier();
@@ -69,9 +75,10 @@ Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
             double dt = since(t0);
             double ips = static_cast<double>(s->steps) * s->batch * comm->worldSize() / dt;
             if (comm->rank() == 0) {
-              std::printf("bench train %s size %d batch %d x %d processes, %d threads, %s: %.3f s/step\n",
-                          s->architecture.c_str(), s->inputSize, s->batch, comm->worldSize(),
-                          torch::get_num_threads(), device.str().c_str(), dt / s->steps);
+              std::printf(
+                  "bench train %s size %d batch %d x %d processes, %d threads, %s: %.3f s/step\n",
+                  s->architecture.c_str(), s->inputSize, s->batch, comm->worldSize(),
+                  torch::get_num_threads(), device.str().c_str(), dt / s->steps);
               std::printf("%.2f img/s\n", ips);
             }
             return 0;
@@ -88,51 +95,54 @@ Command addBenchAllreduce(CLI::App& bench, GlobalOptions&) {
     ClusterOptions cluster;
   };
   auto s = std::make_shared<State>();
-  sub->add_option("--architecture", s->architecture, "Model whose gradients are reduced")->capture_default_str();
+  sub->add_option("--architecture", s->architecture, "Model whose gradients are reduced")
+      ->capture_default_str();
   sub->add_option("--iters", s->iters, "Timed iterations")->capture_default_str();
   sub->add_option("--bucket-mb", s->bucketMb, "Bucket size in MB")->capture_default_str();
   addClusterOptions(*sub, s->cluster);
-  return {sub, [s]() -> int {
-            distributed::WorldInfo world;
-            auto comm = connectWorld(s->cluster, world, torch::cuda::is_available());
-            auto model = models::createModel(s->architecture, 1000);
-            model->to(comm->device());
-            std::vector<torch::Tensor> params;
-            int64_t bytes = 0;
-            for (auto& p : model->parameters()) {
-              p.mutable_grad() = torch::randn_like(p);
-              params.push_back(p);
-              bytes += p.numel() * p.element_size();
-            }
-            distributed::GradReducer reducer(*comm, params, static_cast<size_t>(s->bucketMb * (1 << 20)));
-            auto timeIt = [&](auto&& fn) {
-              fn();
-              comm->barrier();
-              auto t0 = Clock::now();
-              for (int i = 0; i < s->iters; ++i) fn();
-              comm->barrier();
-              return since(t0) / s->iters;
-            };
-            double bucketed = timeIt([&] { reducer.reduce(); });
-            double plain = timeIt([&] {
-              for (auto& p : params) {
-                auto g = p.grad();
-                comm->allReduceSum(g);
-                g.div_(comm->worldSize());
-              }
-            });
-            const int n = comm->worldSize();
-            auto busbw = [&](double t) { return bytes / t * 2.0 * (n - 1) / std::max(1, n) / 1e9; };
-            if (comm->rank() == 0) {
-              std::printf("allreduce %s: %zu tensors, %.1f MB, %d ranks, %s\n", s->architecture.c_str(),
-                          params.size(), bytes / 1e6, n, comm->backendName().c_str());
-              std::printf("plain per-tensor: %.4f s  bus bandwidth %.3f GB/s\n", plain, busbw(plain));
-              std::printf("bucketed (%zu buckets): %.4f s  bus bandwidth %.3f GB/s  speedup %.2fx\n",
-                          reducer.bucketCount(), bucketed, busbw(bucketed), plain / bucketed);
-              std::printf("%.3f GB/s\n", busbw(bucketed));
-            }
-            return 0;
-          }};
+  return {
+      sub, [s]() -> int {
+        distributed::WorldInfo world;
+        auto comm = connectWorld(s->cluster, world, torch::cuda::is_available());
+        auto model = models::createModel(s->architecture, 1000);
+        model->to(comm->device());
+        std::vector<torch::Tensor> params;
+        int64_t bytes = 0;
+        for (auto& p : model->parameters()) {
+          p.mutable_grad() = torch::randn_like(p);
+          params.push_back(p);
+          bytes += p.numel() * p.element_size();
+        }
+        distributed::GradReducer reducer(*comm, params,
+                                         static_cast<size_t>(s->bucketMb * (1 << 20)));
+        auto timeIt = [&](auto&& fn) {
+          fn();
+          comm->barrier();
+          auto t0 = Clock::now();
+          for (int i = 0; i < s->iters; ++i) fn();
+          comm->barrier();
+          return since(t0) / s->iters;
+        };
+        double bucketed = timeIt([&] { reducer.reduce(); });
+        double plain = timeIt([&] {
+          for (auto& p : params) {
+            auto g = p.grad();
+            comm->allReduceSum(g);
+            g.div_(comm->worldSize());
+          }
+        });
+        const int n = comm->worldSize();
+        auto busbw = [&](double t) { return bytes / t * 2.0 * (n - 1) / std::max(1, n) / 1e9; };
+        if (comm->rank() == 0) {
+          std::printf("allreduce %s: %zu tensors, %.1f MB, %d ranks, %s\n", s->architecture.c_str(),
+                      params.size(), bytes / 1e6, n, comm->backendName().c_str());
+          std::printf("plain per-tensor: %.4f s  bus bandwidth %.3f GB/s\n", plain, busbw(plain));
+          std::printf("bucketed (%zu buckets): %.4f s  bus bandwidth %.3f GB/s  speedup %.2fx\n",
+                      reducer.bucketCount(), bucketed, busbw(bucketed), plain / bucketed);
+          std::printf("%.3f GB/s\n", busbw(bucketed));
+        }
+        return 0;
+      }};
 }
 
 }  // namespace

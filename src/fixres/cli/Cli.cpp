@@ -51,7 +51,8 @@ int runCli(int argc, char** argv) {
       addLaunchCommand(app, global),
       addBenchCommand(app, global),
       addVersionCommand(app, global),
-      addSuggestResolutionCommand(app, global), addImportCommand(app, global),
+      addSuggestResolutionCommand(app, global),
+      addImportCommand(app, global),
       addSweepCommand(app, global),
   };
 

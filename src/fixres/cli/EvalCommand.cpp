@@ -15,7 +15,8 @@
 namespace fixres::cli {
 
 Command addEvalCommand(CLI::App& parent, GlobalOptions&) {
-  auto* sub = parent.add_subcommand("eval", "Top-1/top-5 and loss at one or several test resolutions");
+  auto* sub =
+      parent.add_subcommand("eval", "Top-1/top-5 and loss at one or several test resolutions");
   struct State {
     ModelFlags model;
     ClusterOptions cluster;
@@ -27,8 +28,10 @@ Command addEvalCommand(CLI::App& parent, GlobalOptions&) {
   auto s = std::make_shared<State>();
   sub->set_config("--config", "", "TOML/INI file with any of these options");
   addModelOptions(*sub, s->model);
-  sub->add_option("--imnet-path", s->imnetPath, "Image folder root: evaluates its val/")->group("Data");
-  sub->add_option("--dataset-path", s->datasetPath, "Image folder to evaluate (instead of --imnet-path)")
+  sub->add_option("--imnet-path", s->imnetPath, "Image folder root: evaluates its val/")
+      ->group("Data");
+  sub->add_option("--dataset-path", s->datasetPath,
+                  "Image folder to evaluate (instead of --imnet-path)")
       ->group("Data");
   sub->add_option("--input-size", s->sizes, "Test resolution(s), comma-separated: 224,288,320,384")
       ->capture_default_str()
@@ -36,11 +39,17 @@ Command addEvalCommand(CLI::App& parent, GlobalOptions&) {
   sub->add_option("--resize-mode", s->resizeMode, "fixres (height set, the reference) or shorter")
       ->capture_default_str()
       ->group("Data");
-  sub->add_option("--batch", s->batch, "Images per process and step")->capture_default_str()->group("Data");
-  sub->add_option("--workers", s->workers, "Loader threads per process")->capture_default_str()->group("Data");
+  sub->add_option("--batch", s->batch, "Images per process and step")
+      ->capture_default_str()
+      ->group("Data");
+  sub->add_option("--workers", s->workers, "Loader threads per process")
+      ->capture_default_str()
+      ->group("Data");
   sub->add_option("--limit", s->limit, "Only the first N images (-1: all)")->group("Data");
-  sub->add_flag("--test-flip", s->testFlip, "Average logits with the horizontally flipped image")->group("Data");
-  sub->add_flag("--skip-bad-images", s->skipBad, "Skip unreadable images (counted) instead of failing")
+  sub->add_flag("--test-flip", s->testFlip, "Average logits with the horizontally flipped image")
+      ->group("Data");
+  sub->add_flag("--skip-bad-images", s->skipBad,
+                "Skip unreadable images (counted) instead of failing")
       ->group("Data");
   sub->add_option("--json", s->json, "Also write the results to this JSON file")->group("Output");
   sub->add_flag("--cpu", s->cpu, "Run on the CPU even when CUDA is available");
@@ -53,9 +62,11 @@ Command addEvalCommand(CLI::App& parent, GlobalOptions&) {
             auto sizes = parseSizes(s->sizes, "--input-size");
             distributed::WorldInfo world;
             auto comm = connectWorld(s->cluster, world, !s->cpu && torch::cuda::is_available());
-            auto dataset = data::openImageFolder(s->datasetPath.empty() ? s->imnetPath + "/val" : s->datasetPath);
-            int64_t classes = s->model.numClasses > 0 ? s->model.numClasses
-                                                      : static_cast<int64_t>(dataset->classes().size());
+            auto dataset = data::openImageFolder(s->datasetPath.empty() ? s->imnetPath + "/val"
+                                                                        : s->datasetPath);
+            int64_t classes = s->model.numClasses > 0
+                                  ? s->model.numClasses
+                                  : static_cast<int64_t>(dataset->classes().size());
             auto model = models::createModel(s->model.architecture, classes);
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "eval needs --weight-path");
             models::LoadOptions lo;
@@ -64,7 +75,8 @@ Command addEvalCommand(CLI::App& parent, GlobalOptions&) {
             auto device = deviceFor(world, s->cpu);
             model->to(device);
             nlohmann::json results = nlohmann::json::array();
-            if (comm->rank() == 0) std::printf("%6s %8s %8s %8s %8s\n", "size", "top1", "top5", "loss", "images");
+            if (comm->rank() == 0)
+              std::printf("%6s %8s %8s %8s %8s\n", "size", "top1", "top5", "loss", "images");
             for (int size : sizes) {
               engine::EvalOptions o;
               o.transform.kind = image::TransformKind::kVal;

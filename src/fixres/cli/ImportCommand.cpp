@@ -12,12 +12,15 @@ Command addImportCommand(CLI::App& parent, GlobalOptions&) {
       "import", "Turn IDX files (Fashion-MNIST from the Debian package) into an image folder");
   auto o = std::make_shared<data::ImportOptions>();
   auto generic = std::make_shared<bool>(false);
-  sub->add_option("--source", o->sourceDir, "Folder with the IDX files (train-*, t10k-*)")->capture_default_str();
+  sub->add_option("--source", o->sourceDir, "Folder with the IDX files (train-*, t10k-*)")
+      ->capture_default_str();
   sub->add_option("--out", o->outDir, "Output image folder")->required();
-  sub->add_option("--holdout", o->holdout, "Last N training images go to holdout/")->capture_default_str();
+  sub->add_option("--holdout", o->holdout, "Last N training images go to holdout/")
+      ->capture_default_str();
   sub->add_option("--limit-train", o->limitTrain, "Use only the first N training images");
   sub->add_option("--limit-val", o->limitVal, "Use only the first N test images");
-  sub->add_flag("--numeric-classes", *generic, "Name class folders by label number (MNIST) instead of "
+  sub->add_flag("--numeric-classes", *generic,
+                "Name class folders by label number (MNIST) instead of "
                 "Fashion-MNIST's names");
   return {sub, [o, generic]() -> int {
             if (!*generic) o->classNames = data::fashionMnistClassNames();

@@ -8,7 +8,8 @@ namespace {
 // CLI11 2.1 cannot bind std::optional<int> directly on every version: go through a callback.
 void addOptionalInt(CLI::App& app, const std::string& name, std::optional<int>& target,
                     const std::string& help) {
-  app.add_option_function<int>(name, [&target](const int& v) { target = v; }, help)
+  app.add_option_function<int>(
+         name, [&target](const int& v) { target = v; }, help)
       ->group("Cluster");
 }
 }  // namespace

@@ -33,8 +33,12 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, ModelFlags& model,
   app.add_option("--input-size", c.inputSize, "Resolution (train: train size; finetune: test size)")
       ->capture_default_str()
       ->group("Data");
-  app.add_option("--batch", c.batch, "Images per process and step")->capture_default_str()->group("Data");
-  app.add_option("--workers", c.workers, "Loader threads per process")->capture_default_str()->group("Data");
+  app.add_option("--batch", c.batch, "Images per process and step")
+      ->capture_default_str()
+      ->group("Data");
+  app.add_option("--workers", c.workers, "Loader threads per process")
+      ->capture_default_str()
+      ->group("Data");
   app.add_option("--transform", c.trainTransform, "Train transform: full, torch, val, v2-train")
       ->capture_default_str()
       ->group("Data");
@@ -51,7 +55,8 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, ModelFlags& model,
                  "Max iterations per epoch (-1: FixRes cap 5005*512/total batch for train)")
       ->capture_default_str()
       ->group("Data");
-  app.add_flag("--skip-bad-images", c.skipBadImages, "Skip unreadable images (counted) instead of failing")
+  app.add_flag("--skip-bad-images", c.skipBadImages,
+               "Skip unreadable images (counted) instead of failing")
       ->group("Data");
   app.add_option("--epochs", c.epochs, "Epochs")->capture_default_str()->group("Optimisation");
   app.add_option("--learning-rate", c.learningRate,
@@ -60,14 +65,22 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, ModelFlags& model,
       ->group("Optimisation");
   app.add_flag("--absolute-lr", c.absoluteLr, "Use --learning-rate as is (no linear scaling)")
       ->group("Optimisation");
-  app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->group("Optimisation");
-  app.add_option("--weight-decay", c.weightDecay, "SGD weight decay")->capture_default_str()->group("Optimisation");
+  app.add_option("--momentum", c.momentum, "SGD momentum")
+      ->capture_default_str()
+      ->group("Optimisation");
+  app.add_option("--weight-decay", c.weightDecay, "SGD weight decay")
+      ->capture_default_str()
+      ->group("Optimisation");
   app.add_flag("--nesterov", c.nesterov, "Nesterov momentum")->group("Optimisation");
   app.add_option("--lr-schedule", c.lrSchedule, "step (StepLR), cosine or constant")
       ->capture_default_str()
       ->group("Optimisation");
-  app.add_option("--lr-step", c.lrStep, "StepLR period in epochs")->capture_default_str()->group("Optimisation");
-  app.add_option("--lr-gamma", c.lrGamma, "StepLR factor")->capture_default_str()->group("Optimisation");
+  app.add_option("--lr-step", c.lrStep, "StepLR period in epochs")
+      ->capture_default_str()
+      ->group("Optimisation");
+  app.add_option("--lr-gamma", c.lrGamma, "StepLR factor")
+      ->capture_default_str()
+      ->group("Optimisation");
   app.add_option("--warmup-epochs", c.warmupEpochs, "Linear warm-up (epochs)")
       ->capture_default_str()
       ->group("Optimisation");

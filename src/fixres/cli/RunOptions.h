@@ -32,8 +32,7 @@ std::string runFolder(const std::string& sharedFolder, const std::string& mode,
 
 // Resolves the world, connects, and returns the communicator (single process: no store).
 std::unique_ptr<distributed::Communicator> connectWorld(const ClusterOptions& cluster,
-                                                        distributed::WorldInfo& world,
-                                                        bool cuda);
+                                                        distributed::WorldInfo& world, bool cuda);
 
 // "224,288,320" -> {224, 288, 320}; UsageError naming the flag on anything else.
 std::vector<int> parseSizes(const std::string& text, const std::string& flag);

@@ -18,32 +18,37 @@ Command addSuggestResolutionCommand(CLI::App& parent, GlobalOptions&) {
   };
   auto s = std::make_shared<State>();
   sub->add_option("--train-size", s->trainSize, "Train resolution K_train")->capture_default_str();
-  sub->add_option("--scale-min", s->scaleMin, "RandomResizedCrop minimum area fraction")->capture_default_str();
-  sub->add_option("--scale-max", s->scaleMax, "RandomResizedCrop maximum area fraction")->capture_default_str();
-  sub->add_option("--crop-ratio", s->cropRatio, "Test crop / resize ratio (224/256)")->capture_default_str();
+  sub->add_option("--scale-min", s->scaleMin, "RandomResizedCrop minimum area fraction")
+      ->capture_default_str();
+  sub->add_option("--scale-max", s->scaleMax, "RandomResizedCrop maximum area fraction")
+      ->capture_default_str();
+  sub->add_option("--crop-ratio", s->cropRatio, "Test crop / resize ratio (224/256)")
+      ->capture_default_str();
   sub->add_option("--image-size", s->imageSize,
                   "WxH: also simulate torchvision's RRC sampling on images of this size");
-  sub->add_option("--multiple", s->multiple, "Round the suggestion to a multiple of this")->capture_default_str();
-  return {sub, [s]() -> int {
-            auto r = engine::suggestResolution(s->trainSize, s->scaleMin, s->scaleMax, s->cropRatio,
-                                               s->multiple);
-            std::printf("train size %d, RRC scale [%.3g, %.3g], crop ratio %.4g\n", s->trainSize,
-                        s->scaleMin, s->scaleMax, s->cropRatio);
-            std::printf("closed form: E[s^-1/2] = %.4f -> test size %.1f (suggest %d)\n",
-                        r.expectedInvSqrtScale, r.suggested, r.suggestedRounded);
-            if (!s->imageSize.empty()) {
-              int w = 0, h = 0;
-              FIXRES_CHECK(std::sscanf(s->imageSize.c_str(), "%dx%d", &w, &h) == 2 && w > 0 && h > 0,
-                           UsageError, "--image-size must be WxH, got '", s->imageSize, "'");
-              auto m = engine::simulateResolution(s->trainSize, w, h, s->scaleMin, s->scaleMax,
-                                                  3.0 / 4.0, 4.0 / 3.0, s->cropRatio, 200000, 0,
-                                                  s->multiple);
-              std::printf("simulated RRC on %dx%d: factor %.4f -> test size %.1f (suggest %d)\n", w,
-                          h, m.expectedInvSqrtScale, m.suggested, m.suggestedRounded);
-            }
-            std::printf("suggested test resolution: %d\n", r.suggestedRounded);
-            return 0;
-          }};
+  sub->add_option("--multiple", s->multiple, "Round the suggestion to a multiple of this")
+      ->capture_default_str();
+  return {
+      sub, [s]() -> int {
+        auto r = engine::suggestResolution(s->trainSize, s->scaleMin, s->scaleMax, s->cropRatio,
+                                           s->multiple);
+        std::printf("train size %d, RRC scale [%.3g, %.3g], crop ratio %.4g\n", s->trainSize,
+                    s->scaleMin, s->scaleMax, s->cropRatio);
+        std::printf("closed form: E[s^-1/2] = %.4f -> test size %.1f (suggest %d)\n",
+                    r.expectedInvSqrtScale, r.suggested, r.suggestedRounded);
+        if (!s->imageSize.empty()) {
+          int w = 0, h = 0;
+          FIXRES_CHECK(std::sscanf(s->imageSize.c_str(), "%dx%d", &w, &h) == 2 && w > 0 && h > 0,
+                       UsageError, "--image-size must be WxH, got '", s->imageSize, "'");
+          auto m =
+              engine::simulateResolution(s->trainSize, w, h, s->scaleMin, s->scaleMax, 3.0 / 4.0,
+                                         4.0 / 3.0, s->cropRatio, 200000, 0, s->multiple);
+          std::printf("simulated RRC on %dx%d: factor %.4f -> test size %.1f (suggest %d)\n", w, h,
+                      m.expectedInvSqrtScale, m.suggested, m.suggestedRounded);
+        }
+        std::printf("suggested test resolution: %d\n", r.suggestedRounded);
+        return 0;
+      }};
 }
 
 }  // namespace fixres::cli

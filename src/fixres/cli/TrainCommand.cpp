@@ -24,7 +24,7 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
   auto s = std::make_shared<RunState>();
   s->cfg.mode = mode;
   if (mode == engine::RunMode::kFinetune) {
-    // FixRes ResNet-50 fine-tuning recipe (FIXRES.md section 5).
+    // FixRes ResNet-50 fine-tuning recipe.
     s->cfg.inputSize = 384;
     s->cfg.epochs = 56;
     s->cfg.learningRate = 1e-3;
@@ -41,7 +41,8 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
     sub->add_option("--eval-size", s->cfg.evalSize, "Evaluation resolution (0: --input-size)")
         ->group("Data");
   }
-  sub->add_flag("--test-flip", s->cfg.testFlip, "Evaluate with horizontal-flip averaging")->group("Data");
+  sub->add_flag("--test-flip", s->cfg.testFlip, "Evaluate with horizontal-flip averaging")
+      ->group("Data");
   sub->add_flag("--cpu", s->cpu, "Run on the CPU even when CUDA is available");
   return {sub, [s, name]() -> int {
             distributed::WorldInfo world;
@@ -63,8 +64,8 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
               if (summary.after.count > 0)
                 std::cout << "after: size " << summary.after.inputSize << " top1 "
                           << summary.after.top1 << " top5 " << summary.after.top5 << "\n";
-              std::cout << name << ": " << summary.steps << " steps in " << summary.seconds
-                        << " s" << (summary.stoppedEarly ? " (stopped early, resumable)" : "")
+              std::cout << name << ": " << summary.steps << " steps in " << summary.seconds << " s"
+                        << (summary.stoppedEarly ? " (stopped early, resumable)" : "")
                         << ", run folder " << c.runDir << std::endl;
             }
             return 0;

@@ -15,7 +15,9 @@
 
 namespace fixres {
 namespace {
-std::string sysError() { return std::strerror(errno); }
+std::string sysError() {
+  return std::strerror(errno);
+}
 
 std::string parentOf(const std::string& path) {
   auto p = std::filesystem::path(path).parent_path().string();

@@ -14,8 +14,10 @@ struct DtypeName {
   torch::ScalarType type;
   const char* descr;
 };
-const DtypeName kDtypes[] = {{torch::kFloat32, "<f4"}, {torch::kFloat64, "<f8"},
-                             {torch::kInt64, "<i8"},   {torch::kInt32, "<i4"},
+const DtypeName kDtypes[] = {{torch::kFloat32, "<f4"},
+                             {torch::kFloat64, "<f8"},
+                             {torch::kInt64, "<i8"},
+                             {torch::kInt32, "<i4"},
                              {torch::kUInt8, "|u1"}};
 
 }  // namespace
@@ -29,8 +31,8 @@ std::string encodeNpy(const torch::Tensor& tensor) {
   std::string shape;
   for (int64_t i = 0; i < t.dim(); ++i) shape += (i ? ", " : "") + std::to_string(t.size(i));
   shape = "(" + shape + (t.dim() == 1 ? ",)" : ")");
-  std::string header = std::string("{'descr': '") + descr +
-                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   const size_t preamble = 10;  // magic(6) + version(2) + header length(2)
   size_t total = preamble + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -69,8 +71,8 @@ torch::Tensor decodeNpy(const char* data, size_t size, const std::string& name) 
   FIXRES_CHECK(offset + headerLen <= size, DataError, name, ": truncated .npy header");
   std::string header(data + offset, headerLen);
   std::smatch m;
-  FIXRES_CHECK(std::regex_search(header, m, std::regex("'descr':\\s*'([^']+)'")), DataError,
-               name, ": .npy header without descr");
+  FIXRES_CHECK(std::regex_search(header, m, std::regex("'descr':\\s*'([^']+)'")), DataError, name,
+               ": .npy header without descr");
   std::string descr = m[1];
   FIXRES_CHECK(header.find("'fortran_order': False") != std::string::npos, DataError, name,
                ": Fortran-ordered .npy arrays are not supported");

@@ -42,7 +42,8 @@ int64_t exportSplit(const Dataset& ds, int64_t begin, int64_t end, const std::st
     for (size_t p = 0; p < gray.size(); ++p) gray[p] = im.pixels[p * 3];
     char name[32];
     std::snprintf(name, sizeof(name), "%06lld.png", static_cast<long long>(i));
-    writePng(dir + "/" + classNames.at(static_cast<size_t>(ds.label(static_cast<size_t>(i)))) + "/" + name,
+    writePng(dir + "/" + classNames.at(static_cast<size_t>(ds.label(static_cast<size_t>(i)))) +
+                 "/" + name,
              im.width, im.height, 1, gray.data());
   }
   return end - begin;
@@ -66,8 +67,9 @@ void writePng(const std::string& path, int width, int height, int channels, cons
     FIXRES_FAIL(DataError, "cannot encode PNG ", path);
   }
   png_set_write_fn(png, &out, pngWrite, pngFlush);
-  png_set_IHDR(png, info, width, height, 8, channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_IHDR(png, info, width, height, 8,
+               channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
   for (int y = 0; y < height; ++y)
     png_write_row(png, const_cast<png_bytep>(pixels + static_cast<size_t>(y) * width * channels));

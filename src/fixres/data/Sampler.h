@@ -31,7 +31,7 @@ class Sampler {
 std::shared_ptr<Sampler> makeDistributedSampler(size_t datasetSize, int rank, int worldSize,
                                                 bool shuffle, uint64_t seed, bool padToEqual);
 
-// FixRes RASampler (FIXRES.md section 6): a stream of permutations (torch.randperm with a
+// FixRes RASampler: a stream of permutations (torch.randperm with a
 // generator seeded by seed + epoch, a new permutation each time one is exhausted) in which each
 // index appears `repetitions` times in a row; floor(lenFactor * N) entries, padded by repeating
 // the head to a multiple of worldSize; rank r takes r, r + W, ... . Copies of an index land on

@@ -5,11 +5,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <torch/version.h>
+#include <unistd.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/version.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -195,8 +195,8 @@ class GroupCommunicator : public Communicator {
 
   [[noreturn]] void fail(const char* what, const std::string& cause) {
     std::string who = liveness_->diagnose();
-    FIXRES_FAIL(DistributedError, what, " failed on rank ", world_.rank, " of ",
-                world_.worldSize, ": ", who, " (", oneLine(cause).substr(0, 200), ")");
+    FIXRES_FAIL(DistributedError, what, " failed on rank ", world_.rank, " of ", world_.worldSize,
+                ": ", who, " (", oneLine(cause).substr(0, 200), ")");
   }
 
  private:
@@ -254,7 +254,8 @@ c10::intrusive_ptr<c10d::Store> makeStore(const WorldInfo& w) {
                             ? w.masterAddr + ":" + std::to_string(w.masterPort)
                             : w.storePath;
     FIXRES_FAIL(DistributedError, "rendezvous at ", where, " failed for rank ", w.rank, " of ",
-                w.worldSize, " within ", w.timeoutSeconds, " s: ", oneLine(e.what()).substr(0, 200));
+                w.worldSize, " within ", w.timeoutSeconds,
+                " s: ", oneLine(e.what()).substr(0, 200));
   }
   // Keys of this job only: a reused FileStore or store port cannot mix two jobs.
   return c10::make_intrusive<c10d::PrefixStore>("fixres/" + w.jobId, store);

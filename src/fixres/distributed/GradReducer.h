@@ -15,7 +15,7 @@ namespace fixres::distributed {
 class GradReducer {
  public:
   GradReducer(Communicator& comm, std::vector<torch::Tensor> parameters,
-               size_t bucketBytes = 25u << 20);
+              size_t bucketBytes = 25u << 20);
 
   // Replaces every parameter's .grad() by its average over the ranks. A parameter without a
   // gradient on this rank contributes zeros. No-op for a single process.

@@ -24,7 +24,9 @@ namespace fixres::distributed {
 namespace {
 
 std::atomic<int> gForwardSignal{0};
-void onSignal(int sig) { gForwardSignal = sig; }
+void onSignal(int sig) {
+  gForwardSignal = sig;
+}
 
 struct Child {
   int localRank = 0;
@@ -162,8 +164,8 @@ int launchLocalRanks(const LaunchOptions& in) {
     c.outFd = outPipe[0];
     c.errFd = errPipe[0];
   }
-  log::info("launch: ", o.nprocPerNode, " rank(s) on node ", o.nodeRank, "/", o.nnodes,
-            ", world ", worldSize, ", master ", o.masterAddr, ":", o.masterPort, ", job ", o.jobId);
+  log::info("launch: ", o.nprocPerNode, " rank(s) on node ", o.nodeRank, "/", o.nnodes, ", world ",
+            worldSize, ", master ", o.masterAddr, ":", o.masterPort, ", job ", o.jobId);
 
   int failedRank = -1, failedCode = 0;
   bool stopping = false;

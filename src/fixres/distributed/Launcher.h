@@ -13,10 +13,10 @@ struct LaunchOptions {
   int nnodes = 1;
   int nodeRank = 0;
   std::string masterAddr = "127.0.0.1";
-  int masterPort = 0;  // 0: a free local port (single node only)
-  std::string jobId;   // default: "launch-<pid>"
-  double graceSeconds = 10;  // SIGTERM -> SIGKILL delay when stopping ranks
-  std::string executable;    // the program to start (fixres itself)
+  int masterPort = 0;                  // 0: a free local port (single node only)
+  std::string jobId;                   // default: "launch-<pid>"
+  double graceSeconds = 10;            // SIGTERM -> SIGKILL delay when stopping ranks
+  std::string executable;              // the program to start (fixres itself)
   std::vector<std::string> arguments;  // its arguments (the subcommand and flags)
 };
 

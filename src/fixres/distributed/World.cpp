@@ -57,8 +57,8 @@ void checkRanks(const WorldInfo& w) {
   FIXRES_CHECK(w.rank >= 0 && w.rank < w.worldSize, UsageError, "rank ", w.rank,
                " is outside the world of ", w.worldSize, " processes (from ", w.source, ")");
   FIXRES_CHECK(w.localRank >= 0, UsageError, "local rank must be >= 0, got ", w.localRank);
-  FIXRES_CHECK(w.masterPort >= 0 && w.masterPort < 65536, UsageError, "master port ",
-               w.masterPort, " is not a TCP port");
+  FIXRES_CHECK(w.masterPort >= 0 && w.masterPort < 65536, UsageError, "master port ", w.masterPort,
+               " is not a TCP port");
 }
 
 // Rendezvous for a multi-process world when no URL was given: MASTER_ADDR/PORT, else a file
@@ -164,15 +164,15 @@ WorldInfo detectWorld(const ClusterFlags& flags, const Environment& env) {
   if (anyFlag) {
     if (w.source != "single") {
       // Flags and the launcher's environment must not contradict each other.
-      FIXRES_CHECK(!flags.numTasks || *flags.numTasks == w.worldSize, UsageError,
-                   "--num-tasks ", *flags.numTasks, " disagrees with the ", w.source,
-                   " environment (world size ", w.worldSize, ")");
-      FIXRES_CHECK(!flags.globalRank || *flags.globalRank == w.rank, UsageError,
-                   "--global-rank ", *flags.globalRank, " disagrees with the ", w.source,
-                   " environment (rank ", w.rank, ")");
-      FIXRES_CHECK(!flags.localRank || *flags.localRank == w.localRank, UsageError,
-                   "--local-rank ", *flags.localRank, " disagrees with the ", w.source,
-                   " environment (local rank ", w.localRank, ")");
+      FIXRES_CHECK(!flags.numTasks || *flags.numTasks == w.worldSize, UsageError, "--num-tasks ",
+                   *flags.numTasks, " disagrees with the ", w.source, " environment (world size ",
+                   w.worldSize, ")");
+      FIXRES_CHECK(!flags.globalRank || *flags.globalRank == w.rank, UsageError, "--global-rank ",
+                   *flags.globalRank, " disagrees with the ", w.source, " environment (rank ",
+                   w.rank, ")");
+      FIXRES_CHECK(!flags.localRank || *flags.localRank == w.localRank, UsageError, "--local-rank ",
+                   *flags.localRank, " disagrees with the ", w.source, " environment (local rank ",
+                   w.localRank, ")");
     } else {
       w.source = "flags";
       w.worldSize = flags.numTasks.value_or(1);
@@ -201,9 +201,15 @@ std::string WorldInfo::describe() const {
      << "local_world_size: " << localWorldSize << "\n"
      << "job_id: " << jobId << "\n";
   switch (store) {
-    case StoreKind::kNone: os << "rendezvous: none (single process)\n"; break;
-    case StoreKind::kTcp: os << "rendezvous: tcp://" << masterAddr << ":" << masterPort << "\n"; break;
-    case StoreKind::kFile: os << "rendezvous: file://" << storePath << "\n"; break;
+    case StoreKind::kNone:
+      os << "rendezvous: none (single process)\n";
+      break;
+    case StoreKind::kTcp:
+      os << "rendezvous: tcp://" << masterAddr << ":" << masterPort << "\n";
+      break;
+    case StoreKind::kFile:
+      os << "rendezvous: file://" << storePath << "\n";
+      break;
   }
   os << "timeout_s: " << timeoutSeconds << "\n";
   return os.str();

@@ -35,9 +35,8 @@ void restoreMomentum(const c10::IValue& value, torch::nn::Module& model, torch::
   for (const auto& item : model.named_parameters(true)) {
     if (!dict.contains(item.key())) continue;
     auto buf = dict.at(item.key()).toTensor();
-    FIXRES_CHECK(buf.sizes() == item.value().sizes(), WeightsError, path,
-                 ": momentum buffer of ", item.key(), " has shape ", buf.sizes(), ", expected ",
-                 item.value().sizes());
+    FIXRES_CHECK(buf.sizes() == item.value().sizes(), WeightsError, path, ": momentum buffer of ",
+                 item.key(), " has shape ", buf.sizes(), ", expected ", item.value().sizes());
     auto state = std::make_unique<torch::optim::SGDParamState>();
     state->momentum_buffer(buf.to(item.value().device()).clone());
     states[stateKey(item.value())] = std::move(state);
@@ -92,18 +91,19 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
   return s;
 }
 
-std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir,
-                                                torch::nn::Module& model,
+std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
                                                 torch::optim::SGD& optimizer) {
   namespace fs = std::filesystem;
   std::vector<std::pair<int64_t, std::string>> candidates;
-  if (fs::exists(runDir + "/checkpoint.pth")) candidates.push_back({INT64_MAX, runDir + "/checkpoint.pth"});
+  if (fs::exists(runDir + "/checkpoint.pth"))
+    candidates.push_back({INT64_MAX, runDir + "/checkpoint.pth"});
   std::regex perEpoch("checkpoint_([0-9]+)\\.pth");
   if (fs::is_directory(runDir)) {
     for (const auto& e : fs::directory_iterator(runDir)) {
       std::smatch m;
       std::string name = e.path().filename().string();
-      if (std::regex_match(name, m, perEpoch)) candidates.push_back({std::stoll(m[1]), e.path().string()});
+      if (std::regex_match(name, m, perEpoch))
+        candidates.push_back({std::stoll(m[1]), e.path().string()});
     }
   }
   if (candidates.empty()) return std::nullopt;
@@ -112,7 +112,8 @@ std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir,
   for (const auto& [epoch, path] : candidates) {
     try {
       auto s = loadCheckpoint(path, model, optimizer);
-      if (!failures.empty()) log::warn("unusable checkpoint(s): ", failures, "; resumed from ", path);
+      if (!failures.empty())
+        log::warn("unusable checkpoint(s): ", failures, "; resumed from ", path);
       return s;
     } catch (const WeightsError& e) {
       failures += (failures.empty() ? "" : "; ") + std::string(e.what());

@@ -33,8 +33,7 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
 // The newest loadable checkpoint of a run folder: checkpoint.pth, else the highest
 // checkpoint_<epoch>.pth (with a warning naming what was corrupt). nullopt when the folder has
 // none at all.
-std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir,
-                                                torch::nn::Module& model,
+std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
                                                 torch::optim::SGD& optimizer);
 
 }  // namespace fixres::engine

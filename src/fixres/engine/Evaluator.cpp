@@ -33,8 +33,8 @@ int64_t correctInTopK(const torch::Tensor& scores, const torch::Tensor& labels, 
 }  // namespace
 
 nlohmann::json EvalResult::toJson() const {
-  return {{"input_size", inputSize}, {"top1", top1}, {"top5", top5}, {"loss", loss},
-          {"count", count}};
+  return {
+      {"input_size", inputSize}, {"top1", top1}, {"top5", top5}, {"loss", loss}, {"count", count}};
 }
 
 torch::Tensor predictLogits(models::ResNet& model, const torch::Tensor& images, bool testFlip) {
@@ -45,7 +45,8 @@ torch::Tensor predictLogits(models::ResNet& model, const torch::Tensor& images, 
 
 std::pair<double, double> topkAccuracy(const torch::Tensor& scores, const torch::Tensor& labels) {
   const double n = std::max<int64_t>(1, labels.size(0));
-  return {100.0 * correctInTopK(scores, labels, 1) / n, 100.0 * correctInTopK(scores, labels, 5) / n};
+  return {100.0 * correctInTopK(scores, labels, 1) / n,
+          100.0 * correctInTopK(scores, labels, 5) / n};
 }
 
 EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> dataset,
@@ -61,14 +62,16 @@ EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> 
     if (o.channelsLast) x = x.contiguous(at::MemoryFormat::ChannelsLast);
     auto y = batch->labels.to(o.device);
     auto logits = predictLogits(model, x, o.testFlip).to(torch::kFloat32);
-    sums.lossSum += torch::nn::functional::cross_entropy(
-                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                        .item<double>();
+    sums.lossSum +=
+        torch::nn::functional::cross_entropy(
+            logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+            .item<double>();
     sums.top1 += correctInTopK(logits, y, 1);
     sums.top5 += correctInTopK(logits, y, 5);
     sums.count += y.size(0);
   }
-  if (loader.skippedImages() > 0) log::warn("evaluation skipped ", loader.skippedImages(), " unreadable image(s)");
+  if (loader.skippedImages() > 0)
+    log::warn("evaluation skipped ", loader.skippedImages(), " unreadable image(s)");
   sums.reduce(comm);
   if (wasTraining) model->train();
   EvalResult r;
@@ -108,10 +111,11 @@ Extraction extract(models::ResNet& model, std::shared_ptr<const data::Dataset> d
     return v.empty() ? empty : torch::cat(v, 0);
   };
   // Gather (index, logits, embedding) rows from every rank, then put them in dataset order.
-  auto rows = torch::cat({cat(idx, torch::empty({0}, torch::kLong)).to(torch::kFloat64).view({-1, 1}),
-                          cat(logits, torch::empty({0, classes})).to(torch::kFloat64),
-                          cat(emb, torch::empty({0, dim})).to(torch::kFloat64)},
-                         1);
+  auto rows =
+      torch::cat({cat(idx, torch::empty({0}, torch::kLong)).to(torch::kFloat64).view({-1, 1}),
+                  cat(logits, torch::empty({0, classes})).to(torch::kFloat64),
+                  cat(emb, torch::empty({0, dim})).to(torch::kFloat64)},
+                 1);
   auto all = distributed::allGatherVariable(comm, rows.to(comm.device())).cpu();
   Extraction out;
   if (comm.rank() != 0) return out;
@@ -119,7 +123,8 @@ Extraction extract(models::ResNet& model, std::shared_ptr<const data::Dataset> d
   all = all.index_select(0, order);
   auto indices = all.select(1, 0).to(torch::kLong);
   std::vector<int64_t> labels;
-  for (int64_t i = 0; i < indices.size(0); ++i) labels.push_back(dataset->label(indices[i].item<int64_t>()));
+  for (int64_t i = 0; i < indices.size(0); ++i)
+    labels.push_back(dataset->label(indices[i].item<int64_t>()));
   out.labels = torch::tensor(labels, torch::kLong);
   out.logits = all.narrow(1, 1, classes).to(torch::kFloat32).contiguous();
   out.embeddings = all.narrow(1, 1 + classes, dim).to(torch::kFloat32).contiguous();

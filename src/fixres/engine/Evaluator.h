@@ -2,8 +2,8 @@
 // duplicates), with metrics reduced as sums and counts so accuracy is exact.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>

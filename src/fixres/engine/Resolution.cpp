@@ -33,8 +33,9 @@ ResolutionAnalysis suggestResolution(int trainSize, double scaleMin, double scal
                                      double cropRatio, int multiple) {
   checkArgs(trainSize, scaleMin, scaleMax, cropRatio);
   // E[s^-1/2] for s ~ U[a, b] = (1/(b-a)) * 2 (sqrt(b) - sqrt(a)).
-  double e = scaleMax > scaleMin ? 2.0 * (std::sqrt(scaleMax) - std::sqrt(scaleMin)) / (scaleMax - scaleMin)
-                                 : 1.0 / std::sqrt(scaleMin);
+  double e = scaleMax > scaleMin
+                 ? 2.0 * (std::sqrt(scaleMax) - std::sqrt(scaleMin)) / (scaleMax - scaleMin)
+                 : 1.0 / std::sqrt(scaleMin);
   return finish(e, trainSize, cropRatio, multiple);
 }
 

@@ -9,8 +9,8 @@ void RunConfig::validate() const {
   FIXRES_CHECK(!trainPath.empty(), UsageError, "no training data: give --imnet-path (with train/)");
   FIXRES_CHECK(mode != RunMode::kFinetune || !weightPath.empty(), UsageError,
                "finetune needs --weight-path (the weights to fine-tune)");
-  FIXRES_CHECK(inputSize >= 8 && inputSize <= 4096, UsageError, "--input-size must be in [8, 4096], got ",
-               inputSize);
+  FIXRES_CHECK(inputSize >= 8 && inputSize <= 4096, UsageError,
+               "--input-size must be in [8, 4096], got ", inputSize);
   FIXRES_CHECK(batch >= 1, UsageError, "--batch must be >= 1, got ", batch);
   FIXRES_CHECK(workers >= 1, UsageError, "--workers must be >= 1, got ", workers);
   FIXRES_CHECK(epochs >= 1, UsageError, "--epochs must be >= 1, got ", epochs);

@@ -21,10 +21,10 @@ struct RunConfig {
   std::string weightPath;  // start from these weights (finetune: required)
   bool skipClassifier = false;
   // data
-  std::string trainPath;  // image folder
-  std::string valPath;    // image folder (may be empty: no evaluation)
-  int inputSize = 224;    // train resolution (finetune: the test resolution)
-  int evalSize = 0;       // 0: inputSize
+  std::string trainPath;                // image folder
+  std::string valPath;                  // image folder (may be empty: no evaluation)
+  int inputSize = 224;                  // train resolution (finetune: the test resolution)
+  int evalSize = 0;                     // 0: inputSize
   std::string trainTransform = "full";  // full | torch | val | v2-train
   std::string resizeMode = "fixres";    // fixres | shorter (val transform)
   int batch = 64;                       // per process
@@ -47,7 +47,7 @@ struct RunConfig {
   double warmupEpochs = 0;
   double labelSmoothing = 0;
   int accumulate = 1;
-  int evalEvery = 1;           // evaluate every K epochs (and after the last)
+  int evalEvery = 1;              // evaluate every K epochs (and after the last)
   bool finetuneBnAffine = false;  // finetune: also train the last BN's weight and bias
   bool testFlip = false;          // evaluation: average logits with the flipped image
   uint64_t seed = 0;

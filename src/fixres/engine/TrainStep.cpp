@@ -20,11 +20,10 @@ TrainStep::TrainStep(models::ResNet model, StepOptions o, distributed::Communica
   }
   distributed::GradReducer::broadcastFromRoot(comm_, all);
   auto params = trainableParameters();
-  optimizer_ = std::make_unique<torch::optim::SGD>(
-      params, torch::optim::SGDOptions(o_.learningRate)
-                  .momentum(o_.momentum)
-                  .weight_decay(o_.weightDecay)
-                  .nesterov(o_.nesterov));
+  optimizer_ = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o_.learningRate)
+                                                               .momentum(o_.momentum)
+                                                               .weight_decay(o_.weightDecay)
+                                                               .nesterov(o_.nesterov));
   reducer_ = std::make_unique<distributed::GradReducer>(comm_, params);
 }
 

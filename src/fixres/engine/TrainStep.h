@@ -18,9 +18,9 @@ struct StepOptions {
   double weightDecay = 1e-4;
   bool nesterov = false;
   double labelSmoothing = 0;
-  bool finetune = false;          // only the classifier (and optionally the last BN) learns
+  bool finetune = false;  // only the classifier (and optionally the last BN) learns
   bool finetuneBnAffine = false;
-  bool broadcastBuffers = true;   // BN statistics follow rank 0 each step (as DDP)
+  bool broadcastBuffers = true;  // BN statistics follow rank 0 each step (as DDP)
 };
 
 class TrainStep {

@@ -30,7 +30,8 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, torch::Device d
     val_ = data::openImageFolder(cfg_.valPath);
     data::checkSameClasses(*train_, *val_);
   }
-  const int64_t classes = cfg_.numClasses > 0 ? cfg_.numClasses : static_cast<int64_t>(train_->classes().size());
+  const int64_t classes =
+      cfg_.numClasses > 0 ? cfg_.numClasses : static_cast<int64_t>(train_->classes().size());
   torch::manual_seed(cfg_.seed);  // same initial weights on every rank (and broadcast anyway)
   model_ = models::createModel(cfg_.architecture, classes);
   if (!cfg_.weightPath.empty()) {
@@ -92,7 +93,8 @@ void Trainer::appendMetrics(const nlohmann::json& line) {
 void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double ips, double eta) {
   if (comm_.rank() != 0) return;
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "epoch %lld/%d  iter %lld/%lld  loss %.4f  lr %.5g  %.1f img/s  ETA %.0fs",
+  std::snprintf(buf, sizeof(buf),
+                "epoch %lld/%d  iter %lld/%lld  loss %.4f  lr %.5g  %.1f img/s  ETA %.0fs",
                 static_cast<long long>(state_.epoch + 1), cfg_.epochs, static_cast<long long>(it),
                 static_cast<long long>(n), loss, lr, ips, eta);
   if (::isatty(STDERR_FILENO)) {
@@ -109,8 +111,8 @@ void Trainer::writeCheckpoints(bool epochEnd) {
   state_.learningRate = schedule_->rate(static_cast<int>(state_.epoch));
   saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, step_->optimizer());
   if (epochEnd) {
-    saveCheckpoint(cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth",
-                   state_, *model_, step_->optimizer());
+    saveCheckpoint(cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth", state_,
+                   *model_, step_->optimizer());
   }
 }
 
@@ -128,7 +130,8 @@ RunSummary Trainer::run() {
     log::info("resumed from ", cfg_.runDir, " at epoch ", state_.epoch, ", iteration ",
               state_.iteration, " (step ", state_.globalStep, ")");
   } else if (cfg_.mode == RunMode::kFinetune && val_) {
-    summary.before = evaluate(model_, val_, evalOptions(cfg_.evalSize > 0 ? cfg_.evalSize : cfg_.inputSize), comm_);
+    summary.before = evaluate(
+        model_, val_, evalOptions(cfg_.evalSize > 0 ? cfg_.evalSize : cfg_.inputSize), comm_);
     log::info("before fine-tuning at ", summary.before.inputSize, ": top-1 ", summary.before.top1,
               "  top-5 ", summary.before.top5);
     appendMetrics({{"phase", "before"}, {"eval", summary.before.toJson()}});
@@ -137,7 +140,8 @@ RunSummary Trainer::run() {
   image::TransformOptions tf;
   tf.kind = image::parseTransformKind(cfg_.trainTransform);
   tf.inputSize = cfg_.inputSize;
-  tf.resizeMode = cfg_.resizeMode == "shorter" ? image::ResizeMode::kShorter : image::ResizeMode::kFixres;
+  tf.resizeMode =
+      cfg_.resizeMode == "shorter" ? image::ResizeMode::kShorter : image::ResizeMode::kFixres;
   std::shared_ptr<data::Sampler> sampler =
       cfg_.sampler == "ra"
           ? data::makeRepeatedAugSampler(train_->size(), comm_.rank(), comm_.worldSize(), cfg_.seed,
@@ -155,7 +159,8 @@ RunSummary Trainer::run() {
 
   int64_t cap = cfg_.iterationCap;
   if (cap < 0 && cfg_.mode == RunMode::kTrain)
-    cap = std::max<int64_t>(1, 5005LL * 512 / (static_cast<int64_t>(cfg_.batch) * comm_.worldSize()));
+    cap =
+        std::max<int64_t>(1, 5005LL * 512 / (static_cast<int64_t>(cfg_.batch) * comm_.worldSize()));
   const int64_t stepsAtStart = state_.globalStep;
 
   while (state_.epoch < cfg_.epochs) {
@@ -187,8 +192,12 @@ RunSummary Trainer::run() {
         double ips = seen * comm_.worldSize() / std::max(dt, 1e-9);
         double eta = dt / std::max<int64_t>(1, seen / y.size(0)) * (iterations - state_.iteration);
         logProgress(state_.iteration, iterations, lossSum / lossCount, lr, ips, eta);
-        appendMetrics({{"step", state_.globalStep}, {"epoch", state_.epoch}, {"iteration", state_.iteration},
-                       {"lr", lr}, {"loss", lossSum / lossCount}, {"images_per_s", ips}});
+        appendMetrics({{"step", state_.globalStep},
+                       {"epoch", state_.epoch},
+                       {"iteration", state_.iteration},
+                       {"lr", lr},
+                       {"loss", lossSum / lossCount},
+                       {"images_per_s", ips}});
       }
       if (cfg_.stopAfterSteps > 0 && state_.globalStep >= cfg_.stopAfterSteps) {
         if (state_.iteration >= iterations) {
@@ -200,7 +209,8 @@ RunSummary Trainer::run() {
         summary.stoppedEarly = true;
         summary.steps = state_.globalStep - stepsAtStart;
         summary.seconds = secondsSince(start);
-        log::info("stopped after step ", state_.globalStep, " (--stop-after-steps); checkpoint saved");
+        log::info("stopped after step ", state_.globalStep,
+                  " (--stop-after-steps); checkpoint saved");
         return summary;
       }
     }
@@ -208,17 +218,20 @@ RunSummary Trainer::run() {
     state_.iteration = 0;
     const bool last = state_.epoch >= cfg_.epochs;
     if (val_ && (last || state_.epoch % cfg_.evalEvery == 0)) {
-      summary.after = evaluate(model_, val_, evalOptions(cfg_.evalSize > 0 ? cfg_.evalSize : cfg_.inputSize), comm_);
+      summary.after = evaluate(
+          model_, val_, evalOptions(cfg_.evalSize > 0 ? cfg_.evalSize : cfg_.inputSize), comm_);
       state_.accuracy = summary.after.top1;
       log::info("epoch ", state_.epoch, ": val top-1 ", summary.after.top1, "  top-5 ",
-                summary.after.top5, "  loss ", summary.after.loss, " (", summary.after.count, " images)");
+                summary.after.top5, "  loss ", summary.after.loss, " (", summary.after.count,
+                " images)");
       appendMetrics({{"epoch", state_.epoch}, {"eval", summary.after.toJson()}});
     }
     writeCheckpoints(true);
     comm_.barrier();
   }
   if (val_ && summary.after.count == 0) {
-    summary.after = evaluate(model_, val_, evalOptions(cfg_.evalSize > 0 ? cfg_.evalSize : cfg_.inputSize), comm_);
+    summary.after = evaluate(
+        model_, val_, evalOptions(cfg_.evalSize > 0 ? cfg_.evalSize : cfg_.inputSize), comm_);
   }
   summary.steps = state_.globalStep - stepsAtStart;
   summary.seconds = secondsSince(start);

@@ -35,6 +35,7 @@ class Trainer {
 
   models::ResNet& model() { return model_; }
   const CheckpointState& state() const { return state_; }
+
  private:
   EvalOptions evalOptions(int size) const;
   void writeCheckpoints(bool epochEnd);

@@ -1,4 +1,4 @@
-// The FixRes preprocessing sets (FIXRES.md section 4) with torchvision 0.14 semantics and
+// The FixRes preprocessing sets with torchvision 0.14 semantics and
 // per-sample randomness: `torch` and `full` (train), `val` (resize + center crop), `val-nocrop`,
 // `v2-train` (FixRes transforms_v2 val_train) and `v2-test`. A Transform turns encoded bytes (or
 // a decoded image) into the final RGB uint8 image, then writes it as normalised float32 or

@@ -16,7 +16,8 @@ namespace fixres {
 namespace {
 
 std::string tempDir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("fixres_npy_" + name + "_" + std::to_string(::getpid()));
+  auto d = std::filesystem::temp_directory_path() /
+           ("fixres_npy_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
   return d.string();
 }
@@ -28,9 +29,13 @@ int python(const std::string& code) {
 
 TEST(Npy, ReadsWhatNumpyWrites) {
   auto d = tempDir("read");
-  ASSERT_EQ(python("import numpy as np; np.save('" + d + "/f.npy', np.arange(12, dtype=np.float32).reshape(3,4) / 7); "
-                   "np.save('" + d + "/l.npy', np.array([5, -1, 2**40], dtype=np.int64)); "
-                   "np.save('" + d + "/u.npy', np.arange(6, dtype=np.uint8).reshape(1,2,3))"),
+  ASSERT_EQ(python("import numpy as np; np.save('" + d +
+                   "/f.npy', np.arange(12, dtype=np.float32).reshape(3,4) / 7); "
+                   "np.save('" +
+                   d +
+                   "/l.npy', np.array([5, -1, 2**40], dtype=np.int64)); "
+                   "np.save('" +
+                   d + "/u.npy', np.arange(6, dtype=np.uint8).reshape(1,2,3))"),
             0);
   auto f = readNpy(d + "/f.npy");
   EXPECT_EQ(f.sizes(), (std::vector<int64_t>{3, 4}));
@@ -45,8 +50,10 @@ TEST(Npy, NumpyReadsWhatWeWrite) {
   auto d = tempDir("write");
   writeNpy(d + "/a.npy", torch::arange(10, torch::kFloat32).view({2, 5}) * 0.5);
   writeNpy(d + "/b.npy", torch::tensor({3, 1, 4}, torch::kInt64));
-  EXPECT_EQ(python("import numpy as np; a=np.load('" + d + "/a.npy'); b=np.load('" + d + "/b.npy'); "
-                   "assert a.dtype==np.float32 and a.shape==(2,5) and (a==np.arange(10).reshape(2,5)*0.5).all(); "
+  EXPECT_EQ(python("import numpy as np; a=np.load('" + d + "/a.npy'); b=np.load('" + d +
+                   "/b.npy'); "
+                   "assert a.dtype==np.float32 and a.shape==(2,5) and "
+                   "(a==np.arange(10).reshape(2,5)*0.5).all(); "
                    "assert b.dtype==np.int64 and b.shape==(3,) and list(b)==[3,1,4]"),
             0);
 }

@@ -47,8 +47,12 @@ TEST(World, DistUrlTcp) {
 }
 
 TEST(World, TorchrunEnvironment) {
-  Environment env{{"RANK", "5"},        {"WORLD_SIZE", "8"},       {"LOCAL_RANK", "1"},
-                  {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29501"}};
+  Environment env{{"RANK", "5"},
+                  {"WORLD_SIZE", "8"},
+                  {"LOCAL_RANK", "1"},
+                  {"LOCAL_WORLD_SIZE", "4"},
+                  {"MASTER_ADDR", "node0"},
+                  {"MASTER_PORT", "29501"}};
   auto w = detectWorld({}, env);
   EXPECT_EQ(w.source, "torchrun");
   EXPECT_EQ(w.rank, 5);
@@ -61,8 +65,11 @@ TEST(World, TorchrunEnvironment) {
 }
 
 TEST(World, SlurmEnvironmentFindsTheMasterInTheNodeList) {
-  Environment env{{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "2"},
-                  {"SLURM_JOB_ID", "777"}, {"SLURM_JOB_NODELIST", "gpu[012-015,020],cpu1"}};
+  Environment env{{"SLURM_PROCID", "2"},
+                  {"SLURM_NTASKS", "16"},
+                  {"SLURM_LOCALID", "2"},
+                  {"SLURM_JOB_ID", "777"},
+                  {"SLURM_JOB_NODELIST", "gpu[012-015,020],cpu1"}};
   auto w = detectWorld({}, env);
   EXPECT_EQ(w.source, "slurm");
   EXPECT_EQ(w.rank, 2);
@@ -82,8 +89,10 @@ TEST(World, SlurmNodeListForms) {
 }
 
 TEST(World, OpenMpiEnvironment) {
-  Environment env{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"},
-                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"MASTER_ADDR", "127.0.0.1"},
+  Environment env{{"OMPI_COMM_WORLD_RANK", "1"},
+                  {"OMPI_COMM_WORLD_SIZE", "3"},
+                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                  {"MASTER_ADDR", "127.0.0.1"},
                   {"MASTER_PORT", "1234"}};
   auto w = detectWorld({}, env);
   EXPECT_EQ(w.source, "mpi");

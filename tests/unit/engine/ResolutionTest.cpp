@@ -1,4 +1,4 @@
-// Test-resolution analysis against the closed form of FIXRES.md section 8b and against an
+// Test-resolution analysis against the closed form of the FixRes paper (section 3) and against an
 // independent numerical integral.
 #include "fixres/engine/Resolution.h"
 

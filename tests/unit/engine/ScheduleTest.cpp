@@ -38,9 +38,9 @@ TEST(Schedule, CosineAndWarmup) {
 }
 
 TEST(Schedule, FixresLinearScaling) {
-  EXPECT_DOUBLE_EQ(fixresScaledLr(0.02, 64, 8), 0.16);     // FIXRES.md section 6
-  EXPECT_DOUBLE_EQ(fixresScaledLr(1e-3, 64, 8), 0.008);    // ResNet-50 fine-tuning
-  EXPECT_DOUBLE_EQ(fixresScaledLr(1e-3, 8, 32), 0.004);    // ResNeXt-101 32x48d
+  EXPECT_DOUBLE_EQ(fixresScaledLr(0.02, 64, 8), 0.16);   // the FixRes scratch recipe
+  EXPECT_DOUBLE_EQ(fixresScaledLr(1e-3, 64, 8), 0.008);  // ResNet-50 fine-tuning
+  EXPECT_DOUBLE_EQ(fixresScaledLr(1e-3, 8, 32), 0.004);  // ResNeXt-101 32x48d
 }
 
 TEST(Schedule, BadOptionsAreUsageErrors) {
