@@ -6,13 +6,16 @@
 #   4. pick the best resolution on the held-out split, then report on the 10,000 test images:
 #      train resolution vs the chosen one, before and after fine-tuning; plot + report.
 # Usage: scripts/demo.sh [FIXRES_BIN] ; environment: DEMO_SEED, DEMO_EPOCHS, DEMO_TRAIN_SIZE,
-# DEMO_LIMIT_TRAIN, DEMO_LIMIT_VAL, DEMO_HOLDOUT, DEMO_SIZES, DEMO_OUT, DEMO_DATA, DEMO_THREADS.
+# DEMO_ITERS, DEMO_FT_ITERS, DEMO_LIMIT_TRAIN, DEMO_LIMIT_VAL, DEMO_HOLDOUT, DEMO_SIZES, DEMO_OUT,
+# DEMO_DATA, DEMO_THREADS, DEMO_ARCH, DEMO_BATCH.
 set -euo pipefail
 FIXRES=${1:-build/bin/fixres}
 SEED=${DEMO_SEED:-0}
-EPOCHS=${DEMO_EPOCHS:-4}
-TRAIN_SIZE=${DEMO_TRAIN_SIZE:-20}
-SIZES=${DEMO_SIZES:-16,20,24,28,32,36}
+EPOCHS=${DEMO_EPOCHS:-3}
+ITERS=${DEMO_ITERS:-150}        # iterations per training epoch (x batch images)
+FT_ITERS=${DEMO_FT_ITERS:-60}   # fine-tuning iterations at each test resolution
+TRAIN_SIZE=${DEMO_TRAIN_SIZE:-16}
+SIZES=${DEMO_SIZES:-12,16,20,24,28,32}
 DATA=${DEMO_DATA:-data/fashion-mnist}
 OUT=${DEMO_OUT:-runs/demo/seed$SEED}
 ARCH=${DEMO_ARCH:-resnet_tiny}
@@ -33,12 +36,13 @@ rm -rf "$OUT"; mkdir -p "$OUT"
 "$FIXRES" train --imnet-path "$DATA" --architecture "$ARCH" --input-size "$TRAIN_SIZE" \
   --epochs "$EPOCHS" --batch "$BATCH" --workers 2 --learning-rate 0.1 --absolute-lr \
   --lr-schedule cosine --transform torch --sampler distributed --eval-every "$EPOCHS" \
+  --iteration-cap "$ITERS" \
   --seed "$SEED" --shared-folder-path "$OUT" --job-id train --log-every 100
 WEIGHTS="$OUT/train/train/checkpoint.pth"
 
 echo "== 3. sweep test resolutions on the held-out split (with FixRes fine-tuning at each)"
 "$FIXRES" sweep --imnet-path "$DATA" --split holdout --architecture "$ARCH" --weight-path "$WEIGHTS" \
-  --train-size "$TRAIN_SIZE" --sizes "$SIZES" --finetune --finetune-epochs 1 --finetune-lr 0.01 \
+  --train-size "$TRAIN_SIZE" --sizes "$SIZES" --finetune --finetune-epochs 1 --finetune-iterations "$FT_ITERS" --finetune-lr 0.01 \
   --absolute-lr --batch "$BATCH" --workers 2 --seed "$SEED" --out "$OUT/sweep" | tee "$OUT/sweep.txt"
 BEST=$(/usr/bin/python3 -c "import json;print(json.load(open('$OUT/sweep/sweep.json'))['best_finetuned'])")
 

@@ -75,6 +75,14 @@ expect_code 0; expect_err "resumed from"
 run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$WORK/runs/train/full/checkpoint.pth" "$WORK/runs/train/part/checkpoint.pth"
 expect_code 0
 
+# a corrupt latest checkpoint: the newest readable per-epoch checkpoint is used, with a warning.
+cp -r "$R" "$WORK/runs/train/t1c"
+truncate -s 100 "$WORK/runs/train/t1c/checkpoint.pth"
+run "$FIXRES" train --imnet-path "$D" "${COMMON[@]}" --input-size 32 --epochs 3 --batch 4 \
+  --learning-rate 0.05 --absolute-lr --shared-folder-path "$WORK/runs" --job-id t1c
+expect_code 0; expect_err "unusable checkpoint"; expect_err "resumed from .*checkpoint_1.pth"
+expect_file "$WORK/runs/train/t1c/checkpoint_2.pth"
+
 # bad input: one line, distinct exit codes.
 run "$FIXRES" eval --imnet-path "$D" --architecture $ARCH --weight-path "$WORK/nope.pth"
 expect_code 4; expect_err_lines 1; expect_err "nope.pth"

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# A short `make demo` (a few hundred Fashion-MNIST images, one small epoch): the import, the
+# training, the sweep with fine-tuning, the final table, the plot and the report are produced.
+set -u
+source "$(dirname "$0")/lib.sh" "$@"
+if [ ! -d /usr/share/datasets/fashion-mnist ]; then
+  echo "SKIP: dataset-fashion-mnist is not installed (make deps installs it)"; exit 77
+fi
+export DEMO_LIMIT_TRAIN=600 DEMO_LIMIT_VAL=200 DEMO_HOLDOUT=100 DEMO_EPOCHS=1 DEMO_ITERS=4 \
+  DEMO_FT_ITERS=2 DEMO_SIZES=12,16,20 DEMO_BATCH=32 DEMO_DATA="$WORK/data" DEMO_OUT="$WORK/out" \
+  DEMO_THREADS=1
+run bash "$SRC/scripts/demo.sh" "$FIXRES"
+expect_code 0
+expect_out "^\| train res, no fine-tuning \| 16 \| [0-9.]+ \|$"
+expect_out "^\| chosen res, FixRes fine-tuned \| (12|16|20) \| [0-9.]+ \|$"
+expect_out "FixRes gain: [-+][0-9.]+ points"
+expect_file "$WORK/out/sweep/sweep.svg"
+expect_file "$WORK/out/report.md"
+grep -q "<svg" "$WORK/out/sweep/sweep.svg" || bad "sweep.svg is not an SVG"
+grep -q "polyline" "$WORK/out/sweep/sweep.svg" || bad "sweep.svg has no curve"
+# The import is cached: a second run finds it.
+run "$FIXRES" import --out "$WORK/data" --holdout 100 --limit-train 600 --limit-val 200
+expect_code 0; expect_out "already imported"
+# The data set's real counts: 500 train (600 - 100 held out), 100 holdout, 200 val images.
+[ "$(find "$WORK/data/train" -name '*.png' | wc -l)" -eq 500 ] || bad "train/ does not hold 500 images"
+[ "$(find "$WORK/data/val" -name '*.png' | wc -l)" -eq 200 ] || bad "val/ does not hold 200 images"
+run "$FIXRES" import --source "$WORK/nowhere" --out "$WORK/x"
+expect_code 3; expect_err "dataset-fashion-mnist"
+finish
