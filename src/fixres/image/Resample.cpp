@@ -126,7 +126,7 @@ __attribute__((target("sse4.1"))) void horizontalSse41(const ImageView& src, int
       const uint8_t* p = in + static_cast<size_t>(h.start[xx]) * 3;
       const int n = h.length[xx];
       // A 4-byte load reads one byte past the pixel: not for the last pixel of a row.
-      const int safe = h.start[xx] + n == src.width ? n - 1 : n;
+      const int safe = h.start[xx] + n >= src.width ? n - 1 : n;
       __m128i acc = half;
       int x = 0;
       for (; x < safe; ++x, p += 3) {
@@ -179,30 +179,66 @@ void filterRows(uint8_t* out, const uint8_t* first, size_t stride, const int32_t
 
 }  // namespace
 
-Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect& window,
-                   Filter filter) {
-  FIXRES_CHECK(src.width > 0 && src.height > 0 && outWidth > 0 && outHeight > 0, InternalError,
-               "resize: bad sizes ", src.width, "x", src.height, " -> ", outWidth, "x", outHeight);
+namespace {
+
+void checkResize(int srcWidth, int srcHeight, int outWidth, int outHeight, const Rect& window) {
+  FIXRES_CHECK(srcWidth > 0 && srcHeight > 0 && outWidth > 0 && outHeight > 0, InternalError,
+               "resize: bad sizes ", srcWidth, "x", srcHeight, " -> ", outWidth, "x", outHeight);
   FIXRES_CHECK(window.left >= 0 && window.top >= 0 && window.width > 0 && window.height > 0 &&
                    window.left + window.width <= outWidth &&
                    window.top + window.height <= outHeight,
                InternalError, "resize: window outside the output");
+}
+
+// The source interval [first, last) that output positions [w0, w0 + n) read along one axis.
+void sourceSpan(int inSize, int outSize, Filter filter, int w0, int n, const Coeffs* c, int* first,
+                int* last) {
+  if (inSize == outSize) {  // not filtered
+    *first = w0;
+    *last = w0 + n;
+    return;
+  }
+  *first = c->start[0];
+  *last = 0;
+  for (int i = 0; i < n; ++i) {
+    *first = std::min(*first, c->start[i]);
+    *last = std::max(*last, c->start[i] + c->length[i]);
+  }
+}
+
+}  // namespace
+
+Rect resizeSourceRect(int srcWidth, int srcHeight, int outWidth, int outHeight, const Rect& window,
+                      Filter filter) {
+  checkResize(srcWidth, srcHeight, outWidth, outHeight, window);
+  Coeffs h, v;
+  if (outWidth != srcWidth)
+    h = precomputeCoeffs(srcWidth, outWidth, filter, window.left, window.width);
+  if (outHeight != srcHeight) {
+    v = precomputeCoeffs(srcHeight, outHeight, filter, window.top, window.height);
+  }
+  int x0, x1, y0, y1;
+  sourceSpan(srcWidth, outWidth, filter, window.left, window.width, &h, &x0, &x1);
+  sourceSpan(srcHeight, outHeight, filter, window.top, window.height, &v, &y0, &y1);
+  return Rect{x0, y0, x1 - x0, y1 - y0};
+}
+
+Image resizeWindowPartial(const ImageView& part, const Rect& region, int srcWidth, int srcHeight,
+                          int outWidth, int outHeight, const Rect& window, Filter filter) {
+  checkResize(srcWidth, srcHeight, outWidth, outHeight, window);
+  FIXRES_CHECK(part.width == region.width && part.height == region.height, InternalError,
+               "resize: part and region sizes differ");
   // Like Pillow, a dimension that keeps its size is not filtered at all.
-  const bool needH = outWidth != src.width;
-  const bool needV = outHeight != src.height;
+  const bool needH = outWidth != srcWidth;
+  const bool needV = outHeight != srcHeight;
 
   // Rows of the source the vertical pass reads (all of them when there is no vertical pass).
   Coeffs vert;
-  int rowFirst = window.top, rowLast = window.top + window.height;
-  if (needV) {
-    vert = precomputeCoeffs(src.height, outHeight, filter, window.top, window.height);
-    rowFirst = vert.start.front();
-    rowLast = vert.start.back() + vert.length.back();
-    for (int i = 0; i < window.height; ++i) {
-      rowFirst = std::min(rowFirst, vert.start[i]);
-      rowLast = std::max(rowLast, vert.start[i] + vert.length[i]);
-    }
-  }
+  if (needV) vert = precomputeCoeffs(srcHeight, outHeight, filter, window.top, window.height);
+  int rowFirst, rowLast;
+  sourceSpan(srcHeight, outHeight, filter, window.top, window.height, &vert, &rowFirst, &rowLast);
+  FIXRES_CHECK(rowFirst >= region.top && rowLast <= region.top + region.height, InternalError,
+               "resize: rows ", rowFirst, "..", rowLast, " outside the available part");
 
   // Horizontal pass into `tmp` (window.width columns, rows rowFirst..rowLast-1), kept per
   // thread: fresh buffers of varying sizes cost page faults at every call.
@@ -211,14 +247,25 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
   thread_local std::vector<int32_t> acc;
   ImageView mid;
   if (needH) {
-    const Coeffs horiz = precomputeCoeffs(src.width, outWidth, filter, window.left, window.width);
+    Coeffs horiz = precomputeCoeffs(srcWidth, outWidth, filter, window.left, window.width);
+    for (int& s : horiz.start) {
+      s -= region.left;  // relative to the part
+      FIXRES_CHECK(s >= 0, InternalError, "resize: columns outside the available part");
+    }
+    for (int i = 0; i < window.width; ++i) {
+      FIXRES_CHECK(horiz.start[i] + horiz.length[i] <= part.width, InternalError,
+                   "resize: columns outside the available part");
+    }
     tmp.width = window.width;
     tmp.height = tmpRows;
     tmp.pixels.resize(static_cast<size_t>(window.width) * tmpRows * 3);
-    horizontalPass(src, rowFirst, tmpRows, horiz, window.width, tmp);
+    horizontalPass(part, rowFirst - region.top, tmpRows, horiz, window.width, tmp);
     mid = ImageView(tmp);
   } else {
-    mid = src.sub(window.left, rowFirst, window.width, tmpRows);
+    FIXRES_CHECK(
+        window.left >= region.left && window.left + window.width <= region.left + part.width,
+        InternalError, "resize: columns outside the available part");
+    mid = part.sub(window.left - region.left, rowFirst - region.top, window.width, tmpRows);
   }
 
   Image out(window.width, window.height, Uninitialized{});
@@ -236,6 +283,12 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
                acc.data());
   }
   return out;
+}
+
+Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect& window,
+                   Filter filter) {
+  return resizeWindowPartial(src, Rect{0, 0, src.width, src.height}, src.width, src.height,
+                             outWidth, outHeight, window, filter);
 }
 
 Image resize(const ImageView& src, int outWidth, int outHeight, Filter filter) {

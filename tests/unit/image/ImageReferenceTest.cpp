@@ -148,6 +148,13 @@ TEST_F(ImageReference, ResizeWindowEqualsResizeThenCrop) {
   const Rect w{13, 40, 101, 77};
   const Image part = resizeWindow(ImageView(im), 190, 260, w);
   EXPECT_EQ(part.pixels, cropZeroFill(ImageView(whole), w).pixels);
+  // From only the source rectangle the window reads.
+  for (Filter f : {Filter::kBilinear, Filter::kBicubic}) {
+    const Rect need = resizeSourceRect(im.width, im.height, 190, 260, w, f);
+    const Image src = cropZeroFill(ImageView(im), need);
+    EXPECT_EQ(resizeWindowPartial(ImageView(src), need, im.width, im.height, 190, 260, w, f).pixels,
+              resizeWindow(ImageView(im), 190, 260, w, f).pixels);
+  }
 }
 
 // The tolerance of the issue, in pixel units: <= 1/255 on 99.9% of values, never > 2/255.
