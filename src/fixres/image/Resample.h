@@ -30,4 +30,9 @@ Image resizeWindowPartial(const ImageView& part, const Rect& region, int srcWidt
                           int outWidth, int outHeight, const Rect& window,
                           Filter filter = Filter::kBilinear);
 
+// The instruction sets the horizontal pass may use (the best the CPU has, up to this limit).
+// For tests, which check every code path against PIL; all give identical results.
+enum class ResampleIsa { kScalar = 0, kSse41 = 1, kAvx2 = 2 };
+void limitResampleIsa(ResampleIsa isa);
+
 }  // namespace fixres::image
