@@ -23,8 +23,8 @@ using fixres::testing::readFloats;
 class ImageReference : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fixres::testing::makeTempDir("fixres_image_ref_");
-    fixres::testing::runReference("image_cases.py", dir_);
+    fixres::testing::cachedReference("image_cases.py", "{dir}/cases", &dir_);
+    dir_ += "/cases";
     std::ifstream in(dir_ + "/manifest.txt");
     std::string line;
     while (std::getline(in, line)) {
@@ -35,7 +35,6 @@ class ImageReference : public ::testing::Test {
       if (!parts.empty()) cases_.push_back(parts);
     }
   }
-  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
 
   static std::vector<std::vector<std::string>> casesOf(const std::string& op) {
     std::vector<std::vector<std::string>> out;
