@@ -29,7 +29,9 @@ inline std::string makeTempDir(const std::string& prefix) {
 }
 
 // Runs tests/reference/<script> with `args`; returns its stdout, or "" and a test failure.
-inline std::string runReference(const std::string& script, const std::string& args) {
+inline std::string runReference(const std::string& script, const std::string& args,
+                                bool* ok = nullptr) {
+  if (ok) *ok = false;
   const std::string cmd = std::string(FIXRES_PYTHON) + " " + FIXRES_SOURCE_DIR +
                           "/tests/reference/" + script + " " + args;
   std::string output;
@@ -46,6 +48,7 @@ inline std::string runReference(const std::string& script, const std::string& ar
     ADD_FAILURE() << "reference script failed (" << rc << "): " << cmd;
     return "";
   }
+  if (ok) *ok = true;
   return output;
 }
 
@@ -79,8 +82,9 @@ inline std::string cachedReference(const std::string& script, const std::string&
     for (size_t pos; (pos = args.find("{dir}")) != std::string::npos;) {
       args.replace(pos, 5, dir.string());
     }
-    const std::string text = runReference(script, args);
-    if (!text.empty()) {
+    bool ok = false;
+    const std::string text = runReference(script, args, &ok);
+    if (ok) {
       std::ofstream(out, std::ios::binary) << text;
       std::ofstream(done) << "ok";
     }
