@@ -123,7 +123,7 @@ int64_t Loader::batchesPerEpoch() const {
 }
 
 int64_t Loader::skippedImages() const {
-  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mutex_));
+  std::lock_guard<std::mutex> lock(mutex_);
   return skipped_;
 }
 

@@ -87,7 +87,7 @@ class Loader {
   int64_t endSample_ = 0;  // samples of the epoch actually used (dropLast)
 
   // Shared with the workers, under mutex_.
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable workCv_;
   std::condition_variable readyCv_;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -13,6 +13,12 @@ namespace fixres::data {
 
 Sampler::~Sampler() = default;
 
+std::vector<int64_t> Sampler::streamPositions() const {
+  std::vector<int64_t> positions(size());
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int64_t>(i);
+  return positions;
+}
+
 namespace {
 
 std::vector<int64_t> randperm(int64_t n, at::Generator& gen) {

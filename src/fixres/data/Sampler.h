@@ -19,7 +19,8 @@ class Sampler {
   // For each entry of indices(): its position in the epoch's global stream (all ranks, before
   // striding). Distinguishes the copies of an index (repeated augmentation) for seeding; world
   // size independent.
-  virtual std::vector<int64_t> streamPositions() const = 0;
+  // Default: 0, 1, 2, ... (right for any sampler that never repeats an index in an epoch).
+  virtual std::vector<int64_t> streamPositions() const;
   // Number of indices per epoch on this rank.
   virtual size_t size() const = 0;
 };

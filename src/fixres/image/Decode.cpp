@@ -142,7 +142,8 @@ const char* Decoder::Impl::jpegOpen(int* width, int* height) {
 }
 
 // Writes region.width x region.height RGB pixels to `out`. `cropped` uses libjpeg-turbo's
-// jpeg_crop_scanline / jpeg_skip_scanlines with a margin around the region, so that chroma
+// jpeg_crop_scanline / jpeg_skip_scanlines with a margin of two chroma samples around the region
+// (none fails the tests: the upsampler treats the crop border as an image edge), so that chroma
 // upsampling at the region's border sees the same neighbours as in a full decode.
 const char* Decoder::Impl::jpegDecode(uint8_t* out, const Rect& region, bool cropped) {
   if (setjmp(jerr.jump)) return jerr.message;
@@ -153,7 +154,7 @@ const char* Decoder::Impl::jpegDecode(uint8_t* out, const Rect& region, bool cro
   JDIMENSION xoff = 0, xwidth = static_cast<JDIMENSION>(fullWidth);
   int firstRow = 0;
   if (cropped) {
-    const int margin = 2 * DCTSIZE * std::max(cinfo.max_h_samp_factor, cinfo.max_v_samp_factor);
+    const int margin = 2 * std::max(cinfo.max_h_samp_factor, cinfo.max_v_samp_factor);
     int x0 = std::max(0, region.left - margin);
     int x1 = std::min(fullWidth, region.left + region.width + margin);
     xoff = static_cast<JDIMENSION>(x0);

@@ -122,8 +122,11 @@ namespace {
 // equals PIL's two branches (no clip inside [0, 1], clip outside).
 constexpr int kChunk = 64;
 FIXRES_MULTIVERSION
-void saturationChunk(uint8_t* p, int n, float factor) {
+void saturationChunk(uint8_t* p, int n, float factor, const uint8_t* valueMap) {
   uint8_t l[kChunk * 3];
+  if (valueMap) {
+    for (int j = 0; j < 3 * n; ++j) p[j] = valueMap[p[j]];
+  }
   for (int i = 0; i < n; ++i) {
     const auto v = static_cast<uint8_t>(
         (p[3 * i] * 19595 + p[3 * i + 1] * 38470 + p[3 * i + 2] * 7471 + 0x8000) >> 16);
@@ -140,11 +143,8 @@ void saturationChunk(uint8_t* p, int n, float factor) {
 void adjustSaturation(Image& im, float factor, const uint8_t* valueMap) {
   const size_t n = size_t(im.width) * im.height;
   uint8_t* p = im.pixels.data();
-  if (valueMap) {
-    for (size_t i = 0; i < 3 * n; ++i) p[i] = valueMap[p[i]];
-  }
   for (size_t i = 0; i < n; i += kChunk) {
-    saturationChunk(p + 3 * i, static_cast<int>(std::min<size_t>(kChunk, n - i)), factor);
+    saturationChunk(p + 3 * i, static_cast<int>(std::min<size_t>(kChunk, n - i)), factor, valueMap);
   }
 }
 

@@ -4,6 +4,7 @@
 #include "fixres/image/Resample.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -126,7 +127,7 @@ __attribute__((target("sse4.1"))) void horizontalSse41(const ImageView& src, int
       const uint8_t* p = in + static_cast<size_t>(h.start[xx]) * 3;
       const int n = h.length[xx];
       // A 4-byte load reads one byte past the pixel: not for the last pixel of a row.
-      const int safe = h.start[xx] + n == src.width ? n - 1 : n;
+      const int safe = h.start[xx] + n >= src.width ? n - 1 : n;
       __m128i acc = half;
       int x = 0;
       for (; x < safe; ++x, p += 3) {
@@ -151,11 +152,84 @@ __attribute__((target("sse4.1"))) void horizontalSse41(const ImageView& src, int
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// AVX2: two output pixels per register (lanes 0-3 and 4-7), over the longer of their two tap
+// lists; the shorter one's extra coefficients are the zeros Coeffs pads with. Pixel pairs whose
+// reads would pass the end of the row go through the one-pixel loop.
+__attribute__((target("avx2"))) void horizontalAvx2(const ImageView& src, int rowFirst, int rows,
+                                                    const Coeffs& h, int outWidth, Image& out) {
+  const __m256i half = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
+  const __m128i half128 = _mm_set1_epi32(1 << (kPrecisionBits - 1));
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* in = src.row(rowFirst + y);
+    uint8_t* o = out.row(y);
+    int xx = 0;
+    for (; xx + 1 < outWidth; xx += 2, o += 6) {
+      const int s0 = h.start[xx], s1 = h.start[xx + 1];
+      const int n = std::max(h.length[xx], h.length[xx + 1]);
+      if (std::max(s0, s1) + n >= src.width || n > h.ksize) break;
+      const int32_t* k0 = &h.k[static_cast<size_t>(xx) * h.ksize];
+      const int32_t* k1 = k0 + h.ksize;
+      const uint8_t* p0 = in + static_cast<size_t>(s0) * 3;
+      const uint8_t* p1 = in + static_cast<size_t>(s1) * 3;
+      __m256i acc = half;
+      for (int t = 0; t < n; ++t, p0 += 3, p1 += 3) {
+        uint32_t v0, v1;
+        std::memcpy(&v0, p0, 4);
+        std::memcpy(&v1, p1, 4);
+        const __m128i both = _mm_unpacklo_epi32(_mm_cvtsi32_si128(static_cast<int>(v0)),
+                                                _mm_cvtsi32_si128(static_cast<int>(v1)));
+        const __m256i px = _mm256_cvtepu8_epi32(both);
+        const __m256i k = _mm256_set_m128i(_mm_set1_epi32(k1[t]), _mm_set1_epi32(k0[t]));
+        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(px, k));
+      }
+      acc = _mm256_srai_epi32(acc, kPrecisionBits);
+      const __m256i packed =
+          _mm256_packus_epi16(_mm256_packs_epi32(acc, acc), _mm256_setzero_si256());
+      const auto a = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm256_castsi256_si128(packed)));
+      const auto b = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm256_extracti128_si256(packed, 1)));
+      o[0] = static_cast<uint8_t>(a);
+      o[1] = static_cast<uint8_t>(a >> 8);
+      o[2] = static_cast<uint8_t>(a >> 16);
+      o[3] = static_cast<uint8_t>(b);
+      o[4] = static_cast<uint8_t>(b >> 8);
+      o[5] = static_cast<uint8_t>(b >> 16);
+    }
+    for (; xx < outWidth; ++xx, o += 3) {  // the tail: one pixel at a time, bounds-safe loads
+      const int32_t* k = &h.k[static_cast<size_t>(xx) * h.ksize];
+      const uint8_t* p = in + static_cast<size_t>(h.start[xx]) * 3;
+      const int n = h.length[xx];
+      __m128i acc = half128;
+      for (int t = 0; t < n; ++t, p += 3) {
+        const uint32_t v = uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16);
+        const __m128i px = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(v)));
+        acc = _mm_add_epi32(acc, _mm_mullo_epi32(px, _mm_set1_epi32(k[t])));
+      }
+      acc = _mm_srai_epi32(acc, kPrecisionBits);
+      const __m128i packed = _mm_packus_epi16(_mm_packs_epi32(acc, acc), _mm_setzero_si128());
+      const auto rgb = static_cast<uint32_t>(_mm_cvtsi128_si32(packed));
+      o[0] = static_cast<uint8_t>(rgb);
+      o[1] = static_cast<uint8_t>(rgb >> 8);
+      o[2] = static_cast<uint8_t>(rgb >> 16);
+    }
+  }
+}
+#endif
+
+std::atomic<int> gIsaLimit{static_cast<int>(ResampleIsa::kAvx2)};
+
 void horizontalPass(const ImageView& src, int rowFirst, int rows, const Coeffs& h, int outWidth,
                     Image& out) {
 #if defined(__x86_64__) && defined(__GNUC__)
+  static const bool hasAvx2 = __builtin_cpu_supports("avx2");
   static const bool hasSse41 = __builtin_cpu_supports("sse4.1");
-  if (hasSse41) return horizontalSse41(src, rowFirst, rows, h, outWidth, out);
+  const int limit = gIsaLimit.load(std::memory_order_relaxed);
+  if (hasAvx2 && limit >= static_cast<int>(ResampleIsa::kAvx2)) {
+    return horizontalAvx2(src, rowFirst, rows, h, outWidth, out);
+  }
+  if (hasSse41 && limit >= static_cast<int>(ResampleIsa::kSse41)) {
+    return horizontalSse41(src, rowFirst, rows, h, outWidth, out);
+  }
 #endif
   horizontalScalar(src, rowFirst, rows, h, outWidth, out);
 }
@@ -179,30 +253,70 @@ void filterRows(uint8_t* out, const uint8_t* first, size_t stride, const int32_t
 
 }  // namespace
 
-Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect& window,
-                   Filter filter) {
-  FIXRES_CHECK(src.width > 0 && src.height > 0 && outWidth > 0 && outHeight > 0, InternalError,
-               "resize: bad sizes ", src.width, "x", src.height, " -> ", outWidth, "x", outHeight);
+namespace {
+
+void checkResize(int srcWidth, int srcHeight, int outWidth, int outHeight, const Rect& window) {
+  FIXRES_CHECK(srcWidth > 0 && srcHeight > 0 && outWidth > 0 && outHeight > 0, InternalError,
+               "resize: bad sizes ", srcWidth, "x", srcHeight, " -> ", outWidth, "x", outHeight);
   FIXRES_CHECK(window.left >= 0 && window.top >= 0 && window.width > 0 && window.height > 0 &&
                    window.left + window.width <= outWidth &&
                    window.top + window.height <= outHeight,
                InternalError, "resize: window outside the output");
+}
+
+// The source interval [first, last) that output positions [w0, w0 + n) read along one axis.
+void sourceSpan(int inSize, int outSize, Filter filter, int w0, int n, const Coeffs* c, int* first,
+                int* last) {
+  if (inSize == outSize) {  // not filtered
+    *first = w0;
+    *last = w0 + n;
+    return;
+  }
+  *first = c->start[0];
+  *last = 0;
+  for (int i = 0; i < n; ++i) {
+    *first = std::min(*first, c->start[i]);
+    *last = std::max(*last, c->start[i] + c->length[i]);
+  }
+}
+
+}  // namespace
+
+void limitResampleIsa(ResampleIsa isa) {
+  gIsaLimit.store(static_cast<int>(isa));
+}
+
+Rect resizeSourceRect(int srcWidth, int srcHeight, int outWidth, int outHeight, const Rect& window,
+                      Filter filter) {
+  checkResize(srcWidth, srcHeight, outWidth, outHeight, window);
+  Coeffs h, v;
+  if (outWidth != srcWidth)
+    h = precomputeCoeffs(srcWidth, outWidth, filter, window.left, window.width);
+  if (outHeight != srcHeight) {
+    v = precomputeCoeffs(srcHeight, outHeight, filter, window.top, window.height);
+  }
+  int x0, x1, y0, y1;
+  sourceSpan(srcWidth, outWidth, filter, window.left, window.width, &h, &x0, &x1);
+  sourceSpan(srcHeight, outHeight, filter, window.top, window.height, &v, &y0, &y1);
+  return Rect{x0, y0, x1 - x0, y1 - y0};
+}
+
+Image resizeWindowPartial(const ImageView& part, const Rect& region, int srcWidth, int srcHeight,
+                          int outWidth, int outHeight, const Rect& window, Filter filter) {
+  checkResize(srcWidth, srcHeight, outWidth, outHeight, window);
+  FIXRES_CHECK(part.width == region.width && part.height == region.height, InternalError,
+               "resize: part and region sizes differ");
   // Like Pillow, a dimension that keeps its size is not filtered at all.
-  const bool needH = outWidth != src.width;
-  const bool needV = outHeight != src.height;
+  const bool needH = outWidth != srcWidth;
+  const bool needV = outHeight != srcHeight;
 
   // Rows of the source the vertical pass reads (all of them when there is no vertical pass).
   Coeffs vert;
-  int rowFirst = window.top, rowLast = window.top + window.height;
-  if (needV) {
-    vert = precomputeCoeffs(src.height, outHeight, filter, window.top, window.height);
-    rowFirst = vert.start.front();
-    rowLast = vert.start.back() + vert.length.back();
-    for (int i = 0; i < window.height; ++i) {
-      rowFirst = std::min(rowFirst, vert.start[i]);
-      rowLast = std::max(rowLast, vert.start[i] + vert.length[i]);
-    }
-  }
+  if (needV) vert = precomputeCoeffs(srcHeight, outHeight, filter, window.top, window.height);
+  int rowFirst, rowLast;
+  sourceSpan(srcHeight, outHeight, filter, window.top, window.height, &vert, &rowFirst, &rowLast);
+  FIXRES_CHECK(rowFirst >= region.top && rowLast <= region.top + region.height, InternalError,
+               "resize: rows ", rowFirst, "..", rowLast, " outside the available part");
 
   // Horizontal pass into `tmp` (window.width columns, rows rowFirst..rowLast-1), kept per
   // thread: fresh buffers of varying sizes cost page faults at every call.
@@ -211,14 +325,25 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
   thread_local std::vector<int32_t> acc;
   ImageView mid;
   if (needH) {
-    const Coeffs horiz = precomputeCoeffs(src.width, outWidth, filter, window.left, window.width);
+    Coeffs horiz = precomputeCoeffs(srcWidth, outWidth, filter, window.left, window.width);
+    for (int& s : horiz.start) {
+      s -= region.left;  // relative to the part
+      FIXRES_CHECK(s >= 0, InternalError, "resize: columns outside the available part");
+    }
+    for (int i = 0; i < window.width; ++i) {
+      FIXRES_CHECK(horiz.start[i] + horiz.length[i] <= part.width, InternalError,
+                   "resize: columns outside the available part");
+    }
     tmp.width = window.width;
     tmp.height = tmpRows;
     tmp.pixels.resize(static_cast<size_t>(window.width) * tmpRows * 3);
-    horizontalPass(src, rowFirst, tmpRows, horiz, window.width, tmp);
+    horizontalPass(part, rowFirst - region.top, tmpRows, horiz, window.width, tmp);
     mid = ImageView(tmp);
   } else {
-    mid = src.sub(window.left, rowFirst, window.width, tmpRows);
+    FIXRES_CHECK(
+        window.left >= region.left && window.left + window.width <= region.left + part.width,
+        InternalError, "resize: columns outside the available part");
+    mid = part.sub(window.left - region.left, rowFirst - region.top, window.width, tmpRows);
   }
 
   Image out(window.width, window.height, Uninitialized{});
@@ -236,6 +361,12 @@ Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect
                acc.data());
   }
   return out;
+}
+
+Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect& window,
+                   Filter filter) {
+  return resizeWindowPartial(src, Rect{0, 0, src.width, src.height}, src.width, src.height,
+                             outWidth, outHeight, window, filter);
 }
 
 Image resize(const ImageView& src, int outWidth, int outHeight, Filter filter) {

@@ -20,4 +20,19 @@ Image resize(const ImageView& src, int outWidth, int outHeight, Filter filter = 
 Image resizeWindow(const ImageView& src, int outWidth, int outHeight, const Rect& window,
                    Filter filter = Filter::kBilinear);
 
+// The rectangle of a srcWidth x srcHeight source that resizeWindow(..., window) reads.
+Rect resizeSourceRect(int srcWidth, int srcHeight, int outWidth, int outHeight, const Rect& window,
+                      Filter filter = Filter::kBilinear);
+
+// resizeWindow on a srcWidth x srcHeight source of which only `region` is at hand (`part` holds
+// its pixels; it must contain resizeSourceRect): identical values. Lets a decoder skip the rest.
+Image resizeWindowPartial(const ImageView& part, const Rect& region, int srcWidth, int srcHeight,
+                          int outWidth, int outHeight, const Rect& window,
+                          Filter filter = Filter::kBilinear);
+
+// The instruction sets the horizontal pass may use (the best the CPU has, up to this limit).
+// For tests, which check every code path against PIL; all give identical results.
+enum class ResampleIsa { kScalar = 0, kSse41 = 1, kAvx2 = 2 };
+void limitResampleIsa(ResampleIsa isa);
+
 }  // namespace fixres::image

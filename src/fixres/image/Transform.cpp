@@ -223,16 +223,20 @@ TransformedImage Transform::run(Source& src, uint64_t seed) const {
     }
     case TransformKind::kVal:
     case TransformKind::kV2Test: {
-      const Image full = src.full();
-      const auto size = testResize(full.width, full.height);
+      const int w = src.width(), h = src.height();
+      const auto size = testResize(w, h);
       const Rect crop = centerCropRect(size[0], size[1], s, s);
-      // Resize only the part of the resized image that the crop keeps; the rest is padding.
+      // Resize only the part of the resized image that the crop keeps (the rest is padding),
+      // from only the source pixels that part reads (decoding just those, for JPEG).
       const int x0 = std::max(0, crop.left), x1 = std::min(size[0], crop.left + s);
       const int y0 = std::max(0, crop.top), y1 = std::min(size[1], crop.top + s);
-      const Image inner = resizeWindow(ImageView(full), size[0], size[1],
-                                       Rect{x0, y0, x1 - x0, y1 - y0}, options_.filter);
+      const Rect window{x0, y0, x1 - x0, y1 - y0};
+      const Rect need = resizeSourceRect(w, h, size[0], size[1], window, options_.filter);
+      const Image& part = src.region(need, options_.croppedDecode);
+      Image inner = resizeWindowPartial(ImageView(part), need, w, h, size[0], size[1], window,
+                                        options_.filter);
       if (x1 - x0 == s && y1 - y0 == s) {
-        out.image = inner;
+        out.image = std::move(inner);
       } else {
         out.image = cropZeroFill(ImageView(inner), Rect{crop.left - x0, crop.top - y0, s, s});
       }

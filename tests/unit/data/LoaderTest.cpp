@@ -19,14 +19,12 @@ class DataLoader : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     log::setLevel(log::Level::kError);
-    root_ = fixres::testing::makeTempDir("fixres_loader_");
-    fixres::testing::runReference("image_folder.py", root_ + "/good");
-    fixres::testing::runReference("image_folder.py", root_ + "/bad --corrupt");
+    fixres::testing::cachedReference("image_folder.py", "{dir}/good", &good_);
+    fixres::testing::cachedReference("image_folder.py", "{dir}/bad --corrupt", &bad_);
+    good_ += "/good";
+    bad_ += "/bad";
   }
-  static void TearDownTestSuite() {
-    fs::remove_all(root_);
-    log::setLevel(log::Level::kInfo);
-  }
+  static void TearDownTestSuite() { log::setLevel(log::Level::kInfo); }
 
   static std::vector<Batch> epoch(Loader& loader, int64_t e, int64_t skip = 0) {
     loader.startEpoch(e, skip);
@@ -42,12 +40,12 @@ class DataLoader : public ::testing::Test {
     return t;
   }
 
-  static std::string root_;
+  static std::string good_, bad_;
 };
-std::string DataLoader::root_;
+std::string DataLoader::good_, DataLoader::bad_;
 
 TEST_F(DataLoader, SameBatchesForAnyThreadCountInSamplerOrder) {
-  auto ds = openImageFolder(root_ + "/good");
+  auto ds = openImageFolder(good_);
   std::vector<std::vector<Batch>> runs;
   for (int threads : {0, 1, 3}) {
     auto sampler = makeDistributedSampler(ds->size(), 0, 1, true, 7, true);
@@ -85,7 +83,7 @@ TEST_F(DataLoader, SameBatchesForAnyThreadCountInSamplerOrder) {
 }
 
 TEST_F(DataLoader, AugmentationDependsOnEpochAndSeed) {
-  auto ds = openImageFolder(root_ + "/good");
+  auto ds = openImageFolder(good_);
   auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, true);
   LoaderOptions o;
   o.batchSize = 9;
@@ -98,7 +96,7 @@ TEST_F(DataLoader, AugmentationDependsOnEpochAndSeed) {
 }
 
 TEST_F(DataLoader, ResumingMidEpochGivesTheRemainingBatches) {
-  auto ds = openImageFolder(root_ + "/good");
+  auto ds = openImageFolder(good_);
   auto sampler = makeDistributedSampler(ds->size(), 0, 1, true, 3, true);
   LoaderOptions o;
   o.batchSize = 2;
@@ -115,7 +113,7 @@ TEST_F(DataLoader, ResumingMidEpochGivesTheRemainingBatches) {
 }
 
 TEST_F(DataLoader, ValBatchesEqualTheTransformOfEachImage) {
-  auto ds = openImageFolder(root_ + "/good");
+  auto ds = openImageFolder(good_);
   auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, false);
   LoaderOptions o;
   o.batchSize = 16;
@@ -144,7 +142,7 @@ TEST_F(DataLoader, ValBatchesEqualTheTransformOfEachImage) {
 }
 
 TEST_F(DataLoader, DropLastAndVariableSizes) {
-  auto ds = openImageFolder(root_ + "/good");
+  auto ds = openImageFolder(good_);
   auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, false);
   LoaderOptions o;
   o.batchSize = 4;
@@ -161,8 +159,8 @@ TEST_F(DataLoader, DropLastAndVariableSizes) {
 }
 
 TEST_F(DataLoader, BadImagesFailWithThePathOrAreSkipped) {
-  auto ds = openImageFolder(root_ + "/bad");
-  const std::string badPath = root_ + "/bad/a/x3_truncated.jpg";
+  auto ds = openImageFolder(bad_);
+  const std::string badPath = bad_ + "/a/x3_truncated.jpg";
   auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, false);
   LoaderOptions o;
   o.batchSize = 3;
@@ -191,7 +189,7 @@ TEST_F(DataLoader, BadImagesFailWithThePathOrAreSkipped) {
 }
 
 TEST_F(DataLoader, StopsCleanlyWhenTheConsumerLeavesEarly) {
-  auto ds = openImageFolder(root_ + "/good");
+  auto ds = openImageFolder(good_);
   auto sampler = makeRepeatedAugSampler(ds->size(), 0, 1, 0);
   LoaderOptions o;
   o.batchSize = 1;
@@ -208,7 +206,7 @@ TEST_F(DataLoader, StopsCleanlyWhenTheConsumerLeavesEarly) {
 }
 
 TEST_F(DataLoader, InvalidOptionsAreUsageErrors) {
-  auto ds = openImageFolder(root_ + "/good");
+  auto ds = openImageFolder(good_);
   auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, false);
   LoaderOptions o;
   o.batchSize = 0;

@@ -16,7 +16,7 @@ namespace {
 
 nlohmann::json referenceCases() {
   static const nlohmann::json cases =
-      nlohmann::json::parse(fixres::testing::runReference("sampler_cases.py", ""));
+      nlohmann::json::parse(fixres::testing::cachedReference("sampler_cases.py", ""));
   return cases;
 }
 

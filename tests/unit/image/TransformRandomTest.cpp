@@ -18,8 +18,8 @@ namespace {
 
 TEST(ImageRandom, ResizedCropStatisticsMatchTorchvision) {
   const int draws = 10000;
-  const auto ref =
-      nlohmann::json::parse(fixres::testing::runReference("rrc_stats.py", std::to_string(draws)));
+  const auto ref = nlohmann::json::parse(
+      fixres::testing::cachedReference("rrc_stats.py", std::to_string(draws)));
   ASSERT_EQ(ref.size(), 4u);
   Rng rng(2024);
   for (const auto& c : ref) {
