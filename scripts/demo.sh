@@ -73,6 +73,11 @@ lines = ["| setting | test res | top-1 on 10k test images |", "|---|---|---|"]
 lines += [f"| {n} | {s} | {t:.2f} |" for n, s, t in rows]
 table = "\n".join(lines)
 gain = ft_best["top1"] - plain[train]["top1"]
+if best != train:
+    gain_line = f"FixRes gain: {gain:+.2f} points (train {train} px -> test {best} px, fine-tuned)"
+else:
+    gain_line = (f"FixRes gain: {gain:+.2f} points, from fine-tuning at the train resolution alone: "
+                 f"no test resolution other than {train} px won on the held-out split")
 report = f"""# fixres demo: FixRes on Fashion-MNIST (seed {seed})
 
 Train resolution {train} px (RandomResizedCrop); test resolution chosen on the held-out split:
@@ -80,7 +85,7 @@ Train resolution {train} px (RandomResizedCrop); test resolution chosen on the h
 
 {table}
 
-FixRes gain (chosen res fine-tuned vs train res): {gain:+.2f} points. Run time {secs} s.
+{gain_line}. Run time {secs} s.
 
 ![top-1 vs test resolution](sweep/sweep.svg)
 """
@@ -88,7 +93,7 @@ open(f"{out}/report.md", "w").write(report)
 json.dump({"seed": int(seed), "train_size": train, "best_size": best, "rows": rows}, open(f"{out}/summary.json", "w"), indent=2)
 print()
 print(table)
-print(f"\nFixRes gain: {gain:+.2f} points (train {train} px -> test {best} px, fine-tuned)")
+print("\n" + gain_line)
 print(f"plot:   {out}/sweep/sweep.svg")
 print(f"report: {out}/report.md")
 PY
