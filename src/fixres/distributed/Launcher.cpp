@@ -43,7 +43,10 @@ void emit(int fd, const std::string& prefix, std::string& buffer, const char* da
   buffer.append(data, static_cast<size_t>(n));
   size_t start = 0, nl;
   while ((nl = buffer.find('\n', start)) != std::string::npos) {
-    std::string line = prefix + buffer.substr(start, nl - start + 1);
+    std::string body = buffer.substr(start, nl - start + 1);
+    // The rank's own log lines already say "[rank r] ": do not say it twice.
+    if (body.compare(0, prefix.size(), prefix) == 0) body.erase(0, prefix.size());
+    std::string line = prefix + body;
     (void)!::write(fd, line.data(), line.size());
     start = nl + 1;
   }

@@ -20,7 +20,6 @@ void RunConfig::validate() const {
   FIXRES_CHECK(weightDecay >= 0, UsageError, "--weight-decay must be >= 0, got ", weightDecay);
   FIXRES_CHECK(labelSmoothing >= 0 && labelSmoothing < 1, UsageError,
                "--label-smoothing must be in [0, 1), got ", labelSmoothing);
-  FIXRES_CHECK(accumulate >= 1, UsageError, "--accumulate must be >= 1, got ", accumulate);
   FIXRES_CHECK(evalEvery >= 1, UsageError, "--eval-every must be >= 1, got ", evalEvery);
   FIXRES_CHECK(sampler == "ra" || sampler == "distributed", UsageError,
                "--sampler must be ra or distributed, got '", sampler, "'");
@@ -61,7 +60,6 @@ nlohmann::json RunConfig::toJson() const {
           {"lr_gamma", lrGamma},
           {"warmup_epochs", warmupEpochs},
           {"label_smoothing", labelSmoothing},
-          {"accumulate", accumulate},
           {"eval_every", evalEvery},
           {"finetune_bn_affine", finetuneBnAffine},
           {"test_flip", testFlip},

@@ -46,7 +46,6 @@ struct RunConfig {
   double lrGamma = 0.1;
   double warmupEpochs = 0;
   double labelSmoothing = 0;
-  int accumulate = 1;
   int evalEvery = 1;              // evaluate every K epochs (and after the last)
   bool finetuneBnAffine = false;  // finetune: also train the last BN's weight and bias
   bool testFlip = false;          // evaluation: average logits with the flipped image
