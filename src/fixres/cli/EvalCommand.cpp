@@ -64,30 +64,15 @@ Command addEvalCommand(CLI::App& parent, GlobalOptions&) {
             auto comm = connectWorld(s->cluster, world, !s->cpu && torch::cuda::is_available());
             auto dataset = data::openImageFolder(s->datasetPath.empty() ? s->imnetPath + "/val"
                                                                         : s->datasetPath);
-            int64_t classes = s->model.numClasses > 0
-                                  ? s->model.numClasses
-                                  : static_cast<int64_t>(dataset->classes().size());
-            auto model = models::createModel(s->model.architecture, classes);
-            FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "eval needs --weight-path");
-            models::LoadOptions lo;
-            lo.skipClassifier = s->model.skipClassifier;
-            models::loadWeightsFile(*model, s->model.weightPath, lo);
             auto device = deviceFor(world, s->cpu);
-            model->to(device);
+            auto model = loadModel(s->model, static_cast<int64_t>(dataset->classes().size()),
+                                   device, "eval");
             nlohmann::json results = nlohmann::json::array();
             if (comm->rank() == 0)
               std::printf("%6s %8s %8s %8s %8s\n", "size", "top1", "top5", "loss", "images");
             for (int size : sizes) {
-              engine::EvalOptions o;
-              o.transform.kind = image::TransformKind::kVal;
-              o.transform.inputSize = size;
-              o.transform.resizeMode = s->resizeMode == "shorter" ? image::ResizeMode::kShorter
-                                                                  : image::ResizeMode::kFixres;
-              o.batch = s->batch;
-              o.workers = s->workers;
-              o.testFlip = s->testFlip;
+              auto o = valOptions(size, s->resizeMode, s->batch, s->workers, s->testFlip, device);
               o.skipBadImages = s->skipBad;
-              o.device = device;
               o.limit = s->limit;
               auto r = engine::evaluate(model, dataset, o, *comm);
               results.push_back(r.toJson());

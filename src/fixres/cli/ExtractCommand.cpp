@@ -55,25 +55,11 @@ Command addExtractCommand(CLI::App& parent, GlobalOptions&) {
             distributed::WorldInfo world;
             auto comm = connectWorld(s->cluster, world, !s->cpu && torch::cuda::is_available());
             auto dataset = data::openImageFolder(s->datasetPath);
-            int64_t classes = s->model.numClasses > 0
-                                  ? s->model.numClasses
-                                  : static_cast<int64_t>(dataset->classes().size());
-            auto model = models::createModel(s->model.architecture, classes);
-            FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "extract needs --weight-path");
-            models::LoadOptions lo;
-            lo.skipClassifier = s->model.skipClassifier;
-            models::loadWeightsFile(*model, s->model.weightPath, lo);
             auto device = deviceFor(world, s->cpu);
-            model->to(device);
-            engine::EvalOptions o;
-            o.transform.kind = image::TransformKind::kVal;
-            o.transform.inputSize = s->inputSize;
-            o.transform.resizeMode = s->resizeMode == "shorter" ? image::ResizeMode::kShorter
-                                                                : image::ResizeMode::kFixres;
-            o.batch = s->batch;
-            o.workers = s->workers;
-            o.testFlip = s->testFlip;
-            o.device = device;
+            auto model = loadModel(s->model, static_cast<int64_t>(dataset->classes().size()),
+                                   device, "extract");
+            auto o =
+                valOptions(s->inputSize, s->resizeMode, s->batch, s->workers, s->testFlip, device);
             auto out = engine::extract(model, dataset, o, *comm);
             if (comm->rank() == 0) {
               makeDirectories(s->savePath);

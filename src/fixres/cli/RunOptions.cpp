@@ -3,6 +3,8 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
+#include "fixres/models/Registry.h"
+#include "fixres/models/WeightIO.h"
 
 namespace fixres::cli {
 
@@ -125,6 +127,31 @@ std::unique_ptr<distributed::Communicator> connectWorld(const ClusterOptions& cl
     log::info("world: ", world.worldSize, " processes (", world.source, "), backend ",
               comm->backendName());
   return comm;
+}
+
+models::ResNet loadModel(const ModelFlags& f, int64_t datasetClasses, torch::Device device,
+                         const std::string& command) {
+  FIXRES_CHECK(!f.weightPath.empty(), UsageError, command, " needs --weight-path");
+  auto model =
+      models::createModel(f.architecture, f.numClasses > 0 ? f.numClasses : datasetClasses);
+  models::LoadOptions lo;
+  lo.skipClassifier = f.skipClassifier;
+  models::loadWeightsFile(*model, f.weightPath, lo);
+  model->to(device);
+  return model;
+}
+
+engine::EvalOptions valOptions(int size, const std::string& resizeMode, int64_t batch, int workers,
+                               bool testFlip, torch::Device device) {
+  engine::EvalOptions o;
+  o.transform.kind = image::TransformKind::kVal;
+  o.transform.inputSize = size;
+  o.transform.resizeMode = image::parseResizeMode(resizeMode);
+  o.batch = batch;
+  o.workers = workers;
+  o.testFlip = testFlip;
+  o.device = device;
+  return o;
 }
 
 std::vector<int> parseSizes(const std::string& text, const std::string& flag) {

@@ -5,7 +5,9 @@
 
 #include "fixres/cli/Options.h"
 #include "fixres/distributed/Communicator.h"
+#include "fixres/engine/Evaluator.h"
 #include "fixres/engine/RunConfig.h"
+#include "fixres/models/ResNet.h"
 
 namespace fixres::cli {
 
@@ -33,6 +35,15 @@ std::string runFolder(const std::string& sharedFolder, const std::string& mode,
 // Resolves the world, connects, and returns the communicator (single process: no store).
 std::unique_ptr<distributed::Communicator> connectWorld(const ClusterOptions& cluster,
                                                         distributed::WorldInfo& world, bool cuda);
+
+// The --architecture model sized for the flags (or the dataset's classes), with --weight-path
+// loaded (UsageError naming `command` when it is missing), on `device`.
+models::ResNet loadModel(const ModelFlags& flags, int64_t datasetClasses, torch::Device device,
+                         const std::string& command);
+
+// Evaluation options of the val transform at `size` (--resize-mode fixres|shorter).
+engine::EvalOptions valOptions(int size, const std::string& resizeMode, int64_t batch, int workers,
+                               bool testFlip, torch::Device device);
 
 // "224,288,320" -> {224, 288, 320}; UsageError naming the flag on anything else.
 std::vector<int> parseSizes(const std::string& text, const std::string& flag);
