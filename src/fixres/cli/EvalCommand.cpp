@@ -20,10 +20,10 @@ Command addEvalCommand(CLI::App& parent, GlobalOptions&) {
   struct State {
     ModelFlags model;
     ClusterOptions cluster;
-    std::string imnetPath, datasetPath, sizes = "224", resizeMode = "fixres", json;
-    int64_t batch = 64, limit = -1;
-    int workers = 4;
-    bool testFlip = false, skipBad = false, cpu = false;
+    EvalFlags eval;
+    std::string imnetPath, datasetPath, sizes = "224", json;
+    int64_t limit = -1;
+    bool skipBad = false;
   };
   auto s = std::make_shared<State>();
   sub->set_config("--config", "", "TOML/INI file with any of these options");
@@ -36,62 +36,52 @@ Command addEvalCommand(CLI::App& parent, GlobalOptions&) {
   sub->add_option("--input-size", s->sizes, "Test resolution(s), comma-separated: 224,288,320,384")
       ->capture_default_str()
       ->group("Data");
-  sub->add_option("--resize-mode", s->resizeMode, "fixres (height set, the reference) or shorter")
-      ->capture_default_str()
-      ->group("Data");
-  sub->add_option("--batch", s->batch, "Images per process and step")
-      ->capture_default_str()
-      ->group("Data");
-  sub->add_option("--workers", s->workers, "Loader threads per process")
-      ->capture_default_str()
-      ->group("Data");
   sub->add_option("--limit", s->limit, "Only the first N images (-1: all)")->group("Data");
-  sub->add_flag("--test-flip", s->testFlip, "Average logits with the horizontally flipped image")
-      ->group("Data");
   sub->add_flag("--skip-bad-images", s->skipBad,
                 "Skip unreadable images (counted) instead of failing")
       ->group("Data");
+  addEvalFlags(*sub, s->eval);
   sub->add_option("--json", s->json, "Also write the results to this JSON file")->group("Output");
-  sub->add_flag("--cpu", s->cpu, "Run on the CPU even when CUDA is available");
   addClusterOptions(*sub, s->cluster);
-  return {sub, [s]() -> int {
-            FIXRES_CHECK(!s->imnetPath.empty() || !s->datasetPath.empty(), UsageError,
-                         "eval needs --imnet-path or --dataset-path");
-            FIXRES_CHECK(s->resizeMode == "fixres" || s->resizeMode == "shorter", UsageError,
-                         "--resize-mode must be fixres or shorter, got '", s->resizeMode, "'");
-            auto sizes = parseSizes(s->sizes, "--input-size");
-            distributed::WorldInfo world;
-            auto comm = connectWorld(s->cluster, world, !s->cpu && torch::cuda::is_available());
-            auto dataset = data::openImageFolder(s->datasetPath.empty() ? s->imnetPath + "/val"
-                                                                        : s->datasetPath);
-            auto device = deviceFor(world, s->cpu);
-            auto model = loadModel(s->model, static_cast<int64_t>(dataset->classes().size()),
-                                   device, "eval");
-            nlohmann::json results = nlohmann::json::array();
-            if (comm->rank() == 0)
-              std::printf("%6s %8s %8s %8s %8s\n", "size", "top1", "top5", "loss", "images");
-            for (int size : sizes) {
-              auto o = valOptions(size, s->resizeMode, s->batch, s->workers, s->testFlip, device);
-              o.skipBadImages = s->skipBad;
-              o.limit = s->limit;
-              auto r = engine::evaluate(model, dataset, o, *comm);
-              results.push_back(r.toJson());
-              if (comm->rank() == 0) {
-                std::printf("%6d %8.3f %8.3f %8.4f %8lld\n", size, r.top1, r.top5, r.loss,
-                            static_cast<long long>(r.count));
-                std::fflush(stdout);
-              }
-            }
-            if (comm->rank() == 0 && !s->json.empty()) {
-              nlohmann::json doc = {{"architecture", s->model.architecture},
-                                    {"weights", s->model.weightPath},
-                                    {"resize_mode", s->resizeMode},
-                                    {"test_flip", s->testFlip},
-                                    {"results", results}};
-              writeFileAtomic(s->json, doc.dump(2) + "\n");
-            }
-            return 0;
-          }};
+  return {
+      sub, [s]() -> int {
+        FIXRES_CHECK(!s->imnetPath.empty() || !s->datasetPath.empty(), UsageError,
+                     "eval needs --imnet-path or --dataset-path");
+        FIXRES_CHECK(s->eval.resizeMode == "fixres" || s->eval.resizeMode == "shorter", UsageError,
+                     "--resize-mode must be fixres or shorter, got '", s->eval.resizeMode, "'");
+        auto sizes = parseSizes(s->sizes, "--input-size");
+        distributed::WorldInfo world;
+        auto comm = connectWorld(s->cluster, world, !s->eval.cpu && torch::cuda::is_available());
+        auto dataset =
+            data::openImageFolder(s->datasetPath.empty() ? s->imnetPath + "/val" : s->datasetPath);
+        auto device = deviceFor(world, s->eval.cpu);
+        auto model =
+            loadModel(s->model, static_cast<int64_t>(dataset->classes().size()), device, "eval");
+        nlohmann::json results = nlohmann::json::array();
+        if (comm->rank() == 0)
+          std::printf("%6s %8s %8s %8s %8s\n", "size", "top1", "top5", "loss", "images");
+        for (int size : sizes) {
+          auto o = valOptions(size, s->eval, device);
+          o.skipBadImages = s->skipBad;
+          o.limit = s->limit;
+          auto r = engine::evaluate(model, dataset, o, *comm);
+          results.push_back(r.toJson());
+          if (comm->rank() == 0) {
+            std::printf("%6d %8.3f %8.3f %8.4f %8lld\n", size, r.top1, r.top5, r.loss,
+                        static_cast<long long>(r.count));
+            std::fflush(stdout);
+          }
+        }
+        if (comm->rank() == 0 && !s->json.empty()) {
+          nlohmann::json doc = {{"architecture", s->model.architecture},
+                                {"weights", s->model.weightPath},
+                                {"resize_mode", s->eval.resizeMode},
+                                {"test_flip", s->eval.testFlip},
+                                {"results", results}};
+          writeFileAtomic(s->json, doc.dump(2) + "\n");
+        }
+        return 0;
+      }};
 }
 
 }  // namespace fixres::cli

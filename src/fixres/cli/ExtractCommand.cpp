@@ -20,11 +20,9 @@ Command addExtractCommand(CLI::App& parent, GlobalOptions&) {
   struct State {
     ModelFlags model;
     ClusterOptions cluster;
-    std::string datasetPath, savePath, resizeMode = "fixres";
+    EvalFlags eval;
+    std::string datasetPath, savePath;
     int inputSize = 224;
-    int64_t batch = 64;
-    int workers = 4;
-    bool testFlip = false, cpu = false;
   };
   auto s = std::make_shared<State>();
   sub->set_config("--config", "", "TOML/INI file with any of these options");
@@ -38,28 +36,17 @@ Command addExtractCommand(CLI::App& parent, GlobalOptions&) {
   sub->add_option("--input-size", s->inputSize, "Test resolution")
       ->capture_default_str()
       ->group("Data");
-  sub->add_option("--resize-mode", s->resizeMode, "fixres or shorter")
-      ->capture_default_str()
-      ->group("Data");
-  sub->add_option("--batch", s->batch, "Images per process and step")
-      ->capture_default_str()
-      ->group("Data");
-  sub->add_option("--workers", s->workers, "Loader threads per process")
-      ->capture_default_str()
-      ->group("Data");
-  sub->add_flag("--test-flip", s->testFlip, "Average with the horizontally flipped image")
-      ->group("Data");
-  sub->add_flag("--cpu", s->cpu, "Run on the CPU even when CUDA is available");
+  addEvalFlags(*sub, s->eval);
   addClusterOptions(*sub, s->cluster);
   return {sub, [s]() -> int {
             distributed::WorldInfo world;
-            auto comm = connectWorld(s->cluster, world, !s->cpu && torch::cuda::is_available());
+            auto comm =
+                connectWorld(s->cluster, world, !s->eval.cpu && torch::cuda::is_available());
             auto dataset = data::openImageFolder(s->datasetPath);
-            auto device = deviceFor(world, s->cpu);
+            auto device = deviceFor(world, s->eval.cpu);
             auto model = loadModel(s->model, static_cast<int64_t>(dataset->classes().size()),
                                    device, "extract");
-            auto o =
-                valOptions(s->inputSize, s->resizeMode, s->batch, s->workers, s->testFlip, device);
+            auto o = valOptions(s->inputSize, s->eval, device);
             auto out = engine::extract(model, dataset, o, *comm);
             if (comm->rank() == 0) {
               makeDirectories(s->savePath);

@@ -141,15 +141,29 @@ models::ResNet loadModel(const ModelFlags& f, int64_t datasetClasses, torch::Dev
   return model;
 }
 
-engine::EvalOptions valOptions(int size, const std::string& resizeMode, int64_t batch, int workers,
-                               bool testFlip, torch::Device device) {
+void addEvalFlags(CLI::App& app, EvalFlags& f) {
+  app.add_option("--resize-mode", f.resizeMode, "fixres (height set, the reference) or shorter")
+      ->capture_default_str()
+      ->group("Data");
+  app.add_option("--batch", f.batch, "Images per process and step")
+      ->capture_default_str()
+      ->group("Data");
+  app.add_option("--workers", f.workers, "Loader threads per process")
+      ->capture_default_str()
+      ->group("Data");
+  app.add_flag("--test-flip", f.testFlip, "Average logits with the horizontally flipped image")
+      ->group("Data");
+  app.add_flag("--cpu", f.cpu, "Run on the CPU even when CUDA is available");
+}
+
+engine::EvalOptions valOptions(int size, const EvalFlags& f, torch::Device device) {
   engine::EvalOptions o;
   o.transform.kind = image::TransformKind::kVal;
   o.transform.inputSize = size;
-  o.transform.resizeMode = image::parseResizeMode(resizeMode);
-  o.batch = batch;
-  o.workers = workers;
-  o.testFlip = testFlip;
+  o.transform.resizeMode = image::parseResizeMode(f.resizeMode);
+  o.batch = f.batch;
+  o.workers = f.workers;
+  o.testFlip = f.testFlip;
   o.device = device;
   return o;
 }

@@ -41,9 +41,18 @@ std::unique_ptr<distributed::Communicator> connectWorld(const ClusterOptions& cl
 models::ResNet loadModel(const ModelFlags& flags, int64_t datasetClasses, torch::Device device,
                          const std::string& command);
 
-// Evaluation options of the val transform at `size` (--resize-mode fixres|shorter).
-engine::EvalOptions valOptions(int size, const std::string& resizeMode, int64_t batch, int workers,
-                               bool testFlip, torch::Device device);
+// What eval and extract share: --resize-mode, --batch, --workers, --test-flip, --cpu.
+struct EvalFlags {
+  std::string resizeMode = "fixres";
+  int64_t batch = 64;
+  int workers = 4;
+  bool testFlip = false;
+  bool cpu = false;
+};
+void addEvalFlags(CLI::App& app, EvalFlags& flags);
+
+// Evaluation options of the val transform at `size` (UsageError on a bad --resize-mode).
+engine::EvalOptions valOptions(int size, const EvalFlags& flags, torch::Device device);
 
 // "224,288,320" -> {224, 288, 320}; UsageError naming the flag on anything else.
 std::vector<int> parseSizes(const std::string& text, const std::string& flag);
