@@ -1,16 +1,17 @@
 # Dependency discovery: LibTorch (Debian's CPU build or a CUDA build from a PyTorch install on
-# CMAKE_PREFIX_PATH), libjpeg(-turbo), libpng, CLI11, nlohmann-json, Gloo headers when present.
+# CMAKE_PREFIX_PATH), libjpeg(-turbo), libpng, zlib, CLI11, nlohmann-json, Gloo headers when present.
 find_package(Threads REQUIRED)
 find_package(Torch REQUIRED)
 find_package(JPEG REQUIRED)
 find_package(PNG REQUIRED)
+find_package(ZLIB REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
 
 add_library(fixres_deps INTERFACE)
 add_library(fixres::deps ALIAS fixres_deps)
 target_link_libraries(fixres_deps INTERFACE
-  ${TORCH_LIBRARIES} JPEG::JPEG PNG::PNG CLI11::CLI11 nlohmann_json::nlohmann_json Threads::Threads)
+  ${TORCH_LIBRARIES} JPEG::JPEG PNG::PNG ZLIB::ZLIB CLI11::CLI11 nlohmann_json::nlohmann_json Threads::Threads)
 # TORCH_CXX_FLAGS carries the C++ ABI define of the LibTorch build.
 separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(fixres_deps INTERFACE ${_torch_flags})

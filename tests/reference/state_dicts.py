@@ -7,6 +7,8 @@ what PyTorch reads).
         exit 0 if, between the two files, only fc.* and LASTBN.running_* / num_batches_tracked
         changed (and those did change)
   state_dicts.py npy-check SAVE ARCH N CLASSES DIM    shapes, dtypes, softmax rows sum to 1
+  state_dicts.py flip-byte FILE                 flip one bit in the middle of the largest tensor
+        record of a torch.save zip file, in place (the zip structure stays intact)
 """
 import sys
 import numpy as np
@@ -57,6 +59,21 @@ def main():
         assert np.allclose(sm, ref, atol=1e-6), "softmax is not softmax(logits)"
         assert list(labels) == sorted(labels), "labels not in dataset (sorted folder) order"
         print("npy ok", labels.shape, sm.shape, em.shape)
+    elif cmd == "flip-byte":
+        import zipfile
+        path = sys.argv[2]
+        with zipfile.ZipFile(path) as z:
+            info = max((i for i in z.infolist() if "/data/" in i.filename), key=lambda i: i.file_size)
+        with open(path, "r+b") as f:
+            f.seek(info.header_offset + 26)
+            name_len = int.from_bytes(f.read(2), "little")
+            extra_len = int.from_bytes(f.read(2), "little")
+            pos = info.header_offset + 30 + name_len + extra_len + info.file_size // 2
+            f.seek(pos)
+            b = f.read(1)[0]
+            f.seek(pos)
+            f.write(bytes([b ^ 0x10]))
+        print("flipped a bit of", info.filename, "at offset", pos)
     else:
         sys.exit(f"unknown command {cmd}")
 

@@ -27,6 +27,7 @@ Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
     int inputSize = 224, batch = 32, steps = 10, warmup = 2;
     int64_t numClasses = 1000;
     bool channelsLast = false, cpu = false, finetune = false;
+    std::string precision = "fp32";
     ClusterOptions cluster;
   };
   auto s = std::make_shared<State>();
@@ -37,6 +38,8 @@ Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
   sub->add_option("--warmup", s->warmup, "Untimed steps first")->capture_default_str();
   sub->add_option("--num-classes", s->numClasses, "Classifier size")->capture_default_str();
   sub->add_flag("--channels-last", s->channelsLast, "NHWC memory format");
+  sub->add_option("--precision", s->precision, "fp32, bf16 (autocast) or auto")
+      ->capture_default_str();
   sub->add_flag("--finetune", s->finetune, "The FixRes fine-tuning step (classifier only)");
   sub->add_flag("--cpu", s->cpu, "CPU even when CUDA is available");
   addClusterOptions(*sub, s->cluster);
@@ -51,13 +54,10 @@ Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
             model->to(device);
             auto fmt =
                 s->channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
-            if (s->channelsLast) {
-              torch::NoGradGuard noGrad;
-              for (auto& p : model->parameters())
-                if (p.dim() == 4) p.set_data(p.contiguous(fmt));
-            }
+            if (s->channelsLast) engine::useChannelsLast(*model);
             engine::StepOptions so;
             so.finetune = s->finetune;
+            so.precision = engine::parsePrecision(s->precision, device);
             engine::TrainStep step(model, so, *comm);
             step.setTrainingMode();
             auto x = torch::randn({s->batch, 3, s->inputSize, s->inputSize},
@@ -76,9 +76,11 @@ Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
             double ips = static_cast<double>(s->steps) * s->batch * comm->worldSize() / dt;
             if (comm->rank() == 0) {
               std::printf(
-                  "bench train %s size %d batch %d x %d processes, %d threads, %s: %.3f s/step\n",
+                  "bench train %s size %d batch %d x %d processes, %d threads, %s, %s: %.3f "
+                  "s/step\n",
                   s->architecture.c_str(), s->inputSize, s->batch, comm->worldSize(),
-                  torch::get_num_threads(), device.str().c_str(), dt / s->steps);
+                  torch::get_num_threads(), device.str().c_str(),
+                  engine::precisionName(so.precision), dt / s->steps);
               std::printf("%.2f img/s\n", ips);
             }
             return 0;

@@ -34,6 +34,8 @@ int fail(ExitCode code, const std::string& message) {
 int runCli(int argc, char** argv) {
   // A peer that vanished must surface as an error from the socket, not kill us with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
+  // A file size limit makes write() fail with EFBIG (reported) instead of killing us.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"fixres: FixRes (train low, test high, fine-tune at the test resolution) in C++",
                "fixres"};
   app.set_version_flag("--version", fixresVersion());

@@ -57,6 +57,8 @@ Command addEvalCommand(CLI::App& parent, GlobalOptions&) {
         auto device = deviceFor(world, s->eval.cpu);
         auto model =
             loadModel(s->model, static_cast<int64_t>(dataset->classes().size()), device, "eval");
+        if (engine::parseChannelsLast(s->eval.memoryFormat, device))
+          engine::useChannelsLast(*model);
         nlohmann::json results = nlohmann::json::array();
         if (comm->rank() == 0)
           std::printf("%6s %8s %8s %8s %8s\n", "size", "top1", "top5", "loss", "images");

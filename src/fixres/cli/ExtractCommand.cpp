@@ -46,6 +46,8 @@ Command addExtractCommand(CLI::App& parent, GlobalOptions&) {
             auto device = deviceFor(world, s->eval.cpu);
             auto model = loadModel(s->model, static_cast<int64_t>(dataset->classes().size()),
                                    device, "extract");
+            if (engine::parseChannelsLast(s->eval.memoryFormat, device))
+              engine::useChannelsLast(*model);
             auto o = valOptions(s->inputSize, s->eval, device);
             auto out = engine::extract(model, dataset, o, *comm);
             if (comm->rank() == 0) {

@@ -41,6 +41,18 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, ModelFlags& model,
   app.add_option("--workers", c.workers, "Loader threads per process")
       ->capture_default_str()
       ->group("Data");
+  app.add_option("--accumulation-steps", c.accumulationSteps,
+                 "Micro-batches of --batch whose gradients add up to one optimizer step")
+      ->capture_default_str()
+      ->group("Optimisation");
+  app.add_option("--precision", c.precision,
+                 "auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16")
+      ->capture_default_str()
+      ->group("Optimisation");
+  app.add_option("--memory-format", c.memoryFormat,
+                 "auto (channels-last on CUDA), contiguous or channels-last")
+      ->capture_default_str()
+      ->group("Optimisation");
   app.add_option("--transform", c.trainTransform, "Train transform: full, torch, val, v2-train")
       ->capture_default_str()
       ->group("Data");
@@ -153,6 +165,12 @@ void addEvalFlags(CLI::App& app, EvalFlags& f) {
       ->group("Data");
   app.add_flag("--test-flip", f.testFlip, "Average logits with the horizontally flipped image")
       ->group("Data");
+  app.add_option("--precision", f.precision,
+                 "auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16")
+      ->capture_default_str();
+  app.add_option("--memory-format", f.memoryFormat,
+                 "auto (channels-last on CUDA), contiguous or channels-last")
+      ->capture_default_str();
   app.add_flag("--cpu", f.cpu, "Run on the CPU even when CUDA is available");
 }
 
@@ -165,6 +183,8 @@ engine::EvalOptions valOptions(int size, const EvalFlags& f, torch::Device devic
   o.workers = f.workers;
   o.testFlip = f.testFlip;
   o.device = device;
+  o.precision = engine::parsePrecision(f.precision, device);
+  o.channelsLast = engine::parseChannelsLast(f.memoryFormat, device);
   return o;
 }
 

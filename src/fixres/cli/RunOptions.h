@@ -41,12 +41,15 @@ std::unique_ptr<distributed::Communicator> connectWorld(const ClusterOptions& cl
 models::ResNet loadModel(const ModelFlags& flags, int64_t datasetClasses, torch::Device device,
                          const std::string& command);
 
-// What eval and extract share: --resize-mode, --batch, --workers, --test-flip, --cpu.
+// What eval and extract share: --resize-mode, --batch, --workers, --test-flip, --precision,
+// --memory-format, --cpu.
 struct EvalFlags {
   std::string resizeMode = "fixres";
   int64_t batch = 64;
   int workers = 4;
   bool testFlip = false;
+  std::string precision = "auto";
+  std::string memoryFormat = "auto";
   bool cpu = false;
 };
 void addEvalFlags(CLI::App& app, EvalFlags& flags);

@@ -5,6 +5,7 @@
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
 #include "fixres/engine/Trainer.h"
 
 namespace fixres::cli {
@@ -55,6 +56,7 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
             c.trainPath = s->imnetPath + "/train";
             c.valPath = s->imnetPath + "/val";
             c.runDir = runFolder(s->cluster.flags.sharedFolderPath, name, world.jobId);
+            installStopHandlers();
             engine::Trainer trainer(c, *comm, deviceFor(world, s->cpu));
             auto summary = trainer.run();
             if (comm->rank() == 0) {
@@ -68,7 +70,8 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
                         << (summary.stoppedEarly ? " (stopped early, resumable)" : "")
                         << ", run folder " << c.runDir << std::endl;
             }
-            return 0;
+            // Stopped by a signal after saving: the conventional 128 + signal number.
+            return summary.stopSignal ? 128 + summary.stopSignal : 0;
           }};
 }
 

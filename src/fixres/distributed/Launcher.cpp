@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,6 +84,7 @@ pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, int outPipe[2
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  const pid_t parent = ::getpid();
   pid_t pid = fork();
   if (pid == 0) {
     ::dup2(outPipe[1], STDOUT_FILENO);
@@ -93,6 +95,11 @@ pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, int outPipe[2
     ::close(errPipe[1]);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
+    // Own process group: a Ctrl-C on the terminal reaches the launcher only, which forwards it
+    // once (a rank's second SIGINT/SIGTERM means "stop now"). Die with the launcher.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     ::execve(argv[0], argv.data(), envp.data());
     std::string msg = "fixres: error: cannot start " + args[0] + ": " + std::strerror(errno) + "\n";
     (void)!::write(STDERR_FILENO, msg.data(), msg.size());

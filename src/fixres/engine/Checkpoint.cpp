@@ -1,6 +1,8 @@
 // Checkpoint write/read with atomic replacement and fallback to per-epoch files.
 #include "fixres/engine/Checkpoint.h"
 
+#include <zlib.h>
+
 #include <filesystem>
 #include <regex>
 
@@ -43,6 +45,29 @@ void restoreMomentum(const c10::IValue& value, torch::nn::Module& model, torch::
   }
 }
 
+// CRC-32 and byte count of every tensor of the given dicts, in their (insertion) order: what
+// the checkpoint's `integrity` record holds, checked on load.
+std::pair<int64_t, int64_t> tensorChecksum(const std::vector<c10::impl::GenericDict>& dicts) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  int64_t bytes = 0;
+  for (const auto& d : dicts) {
+    for (const auto& item : d) {
+      if (!item.value().isTensor()) continue;
+      at::Tensor t = item.value().toTensor().detach().cpu().contiguous();
+      const auto* p = static_cast<const Bytef*>(t.data_ptr());
+      size_t n = t.nbytes();
+      bytes += static_cast<int64_t>(n);
+      while (n > 0) {  // crc32 takes a uInt length
+        const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+        crc = crc32(crc, p, chunk);
+        p += chunk;
+        n -= chunk;
+      }
+    }
+  }
+  return {static_cast<int64_t>(crc), bytes};
+}
+
 template <typename T>
 T field(const c10::impl::GenericDict& d, const char* key, const std::string& path) {
   FIXRES_CHECK(d.contains(key), WeightsError, path, ": checkpoint has no '", key, "'");
@@ -61,8 +86,16 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
   d.insert("format", std::string("fixres-checkpoint-1"));
   d.insert("epoch", s.epoch);
   d.insert("accuracy", s.accuracy);
-  d.insert("model", c10::impl::toGenericDict(models::stateDict(model)));
-  d.insert("optimizer", momentumBuffers(model, optimizer));
+  auto weights = c10::impl::toGenericDict(models::stateDict(model));
+  auto momentum = momentumBuffers(model, optimizer);
+  auto [crc, bytes] = tensorChecksum({weights, momentum});
+  c10::impl::GenericDict integrity(c10::StringType::get(), c10::AnyType::get());
+  integrity.insert("algorithm", std::string("crc32"));
+  integrity.insert("crc32", crc);
+  integrity.insert("bytes", bytes);
+  d.insert("model", weights);
+  d.insert("optimizer", momentum);
+  d.insert("integrity", integrity);
   d.insert("lr_scheduler", sched);
   d.insert("iteration", s.iteration);
   d.insert("global_step", s.globalStep);
@@ -86,6 +119,21 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
   s.accuracy = field<double>(d, "accuracy", path);
   s.seed = static_cast<uint64_t>(field<int64_t>(d, "seed", path));
   s.configJson = field<std::string>(d, "config", path);
+  if (d.contains("integrity")) {
+    // Verified before anything is copied into the model.
+    FIXRES_CHECK(d.at("integrity").isGenericDict() && d.at("model").isGenericDict() &&
+                     d.at("optimizer").isGenericDict(),
+                 WeightsError, path, ": malformed checkpoint (integrity, model or optimizer)");
+    auto rec = d.at("integrity").toGenericDict();
+    const auto expectedCrc = field<int64_t>(rec, "crc32", path);
+    const auto expectedBytes = field<int64_t>(rec, "bytes", path);
+    auto [crc, bytes] =
+        tensorChecksum({d.at("model").toGenericDict(), d.at("optimizer").toGenericDict()});
+    FIXRES_CHECK(bytes == expectedBytes && crc == expectedCrc, WeightsError, path,
+                 ": checksum mismatch (", bytes, " tensor bytes with CRC-32 ", crc,
+                 ", the file records ", expectedBytes, " bytes with ", expectedCrc,
+                 "): the file is corrupt");
+  }
   models::loadStateDict(model, d.at("model"), models::LoadOptions{}, path);
   restoreMomentum(d.at("optimizer"), model, optimizer, path);
   return s;

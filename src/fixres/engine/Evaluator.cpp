@@ -61,7 +61,11 @@ EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> 
     auto x = batch->images.to(o.device, /*non_blocking=*/true);
     if (o.channelsLast) x = x.contiguous(at::MemoryFormat::ChannelsLast);
     auto y = batch->labels.to(o.device);
-    auto logits = predictLogits(model, x, o.testFlip).to(torch::kFloat32);
+    torch::Tensor logits;
+    {
+      AutocastGuard autocast(o.device, o.precision);
+      logits = predictLogits(model, x, o.testFlip).to(torch::kFloat32);
+    }
     sums.lossSum +=
         torch::nn::functional::cross_entropy(
             logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
@@ -95,6 +99,7 @@ Extraction extract(models::ResNet& model, std::shared_ptr<const data::Dataset> d
   while (auto batch = loader.next()) {
     auto x = batch->images.to(o.device);
     if (o.channelsLast) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    AutocastGuard autocast(o.device, o.precision);
     auto [l, e] = model->forwardWithEmbedding(x);
     if (o.testFlip) {
       auto [lf, ef] = model->forwardWithEmbedding(x.flip({3}));

@@ -10,6 +10,7 @@
 
 #include "fixres/data/Dataset.h"
 #include "fixres/distributed/Communicator.h"
+#include "fixres/engine/Precision.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/ResNet.h"
 
@@ -23,7 +24,8 @@ struct EvalOptions {
   bool testFlip = false;  // average the logits of the image and its mirror
   uint64_t seed = 0;
   torch::Device device = torch::kCPU;
-  bool channelsLast = false;
+  bool channelsLast = false;  // inputs in channels-last (the model converted by the caller)
+  Precision precision = Precision::kFp32;
   int64_t limit = -1;  // evaluate only the first `limit` images (smoke tests)
 };
 

@@ -12,6 +12,14 @@ void RunConfig::validate() const {
   FIXRES_CHECK(inputSize >= 8 && inputSize <= 4096, UsageError,
                "--input-size must be in [8, 4096], got ", inputSize);
   FIXRES_CHECK(batch >= 1, UsageError, "--batch must be >= 1, got ", batch);
+  FIXRES_CHECK(accumulationSteps >= 1, UsageError, "--accumulation-steps must be >= 1, got ",
+               accumulationSteps);
+  FIXRES_CHECK(precision == "auto" || precision == "fp32" || precision == "bf16", UsageError,
+               "--precision must be auto, fp32 or bf16, got '", precision, "'");
+  FIXRES_CHECK(
+      memoryFormat == "auto" || memoryFormat == "contiguous" || memoryFormat == "channels-last",
+      UsageError, "--memory-format must be auto, contiguous or channels-last, got '", memoryFormat,
+      "'");
   FIXRES_CHECK(workers >= 1, UsageError, "--workers must be >= 1, got ", workers);
   FIXRES_CHECK(epochs >= 1, UsageError, "--epochs must be >= 1, got ", epochs);
   FIXRES_CHECK(learningRate > 0, UsageError, "--learning-rate must be > 0, got ", learningRate);
@@ -43,6 +51,7 @@ nlohmann::json RunConfig::toJson() const {
           {"train_transform", trainTransform},
           {"resize_mode", resizeMode},
           {"batch", batch},
+          {"accumulation_steps", accumulationSteps},
           {"workers", workers},
           {"skip_bad_images", skipBadImages},
           {"sampler", sampler},
@@ -63,6 +72,8 @@ nlohmann::json RunConfig::toJson() const {
           {"eval_every", evalEvery},
           {"finetune_bn_affine", finetuneBnAffine},
           {"test_flip", testFlip},
+          {"precision", precision},
+          {"memory_format", memoryFormat},
           {"seed", seed},
           {"stop_after_steps", stopAfterSteps},
           {"run_dir", runDir}};

@@ -27,7 +27,8 @@ struct RunConfig {
   int evalSize = 0;                     // 0: inputSize
   std::string trainTransform = "full";  // full | torch | val | v2-train
   std::string resizeMode = "fixres";    // fixres | shorter (val transform)
-  int batch = 64;                       // per process
+  int batch = 64;                       // per process and micro-batch
+  int accumulationSteps = 1;            // micro-batches per optimizer step
   int workers = 4;                      // loader threads per process
   bool skipBadImages = false;
   std::string sampler = "ra";  // ra (repeated augmentation) | distributed
@@ -46,9 +47,11 @@ struct RunConfig {
   double lrGamma = 0.1;
   double warmupEpochs = 0;
   double labelSmoothing = 0;
-  int evalEvery = 1;              // evaluate every K epochs (and after the last)
-  bool finetuneBnAffine = false;  // finetune: also train the last BN's weight and bias
-  bool testFlip = false;          // evaluation: average logits with the flipped image
+  int evalEvery = 1;                  // evaluate every K epochs (and after the last)
+  bool finetuneBnAffine = false;      // finetune: also train the last BN's weight and bias
+  bool testFlip = false;              // evaluation: average logits with the flipped image
+  std::string precision = "auto";     // auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16
+  std::string memoryFormat = "auto";  // auto (channels-last on CUDA) | contiguous | channels-last
   uint64_t seed = 0;
   int64_t stopAfterSteps = -1;  // stop (checkpointed) after this many optimizer steps in total
   // outputs

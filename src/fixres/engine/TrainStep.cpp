@@ -19,12 +19,13 @@ TrainStep::TrainStep(models::ResNet model, StepOptions o, distributed::Communica
     buffers_.push_back(b);
   }
   distributed::GradReducer::broadcastFromRoot(comm_, all);
-  auto params = trainableParameters();
-  optimizer_ = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o_.learningRate)
-                                                               .momentum(o_.momentum)
-                                                               .weight_decay(o_.weightDecay)
-                                                               .nesterov(o_.nesterov));
-  reducer_ = std::make_unique<distributed::GradReducer>(comm_, params);
+  params_ = trainableParameters();
+  optimizer_ =
+      std::make_unique<torch::optim::SGD>(params_, torch::optim::SGDOptions(o_.learningRate)
+                                                       .momentum(o_.momentum)
+                                                       .weight_decay(o_.weightDecay)
+                                                       .nesterov(o_.nesterov));
+  reducer_ = std::make_unique<distributed::GradReducer>(comm_, params_);
 }
 
 std::vector<torch::Tensor> TrainStep::trainableParameters() const {
@@ -43,20 +44,40 @@ void TrainStep::setTrainingMode() {
   }
 }
 
-double TrainStep::step(const torch::Tensor& images, const torch::Tensor& labels, double lr) {
-  for (auto& group : optimizer_->param_groups())
-    static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+void TrainStep::begin() {
   if (comm_.worldSize() > 1 && o_.broadcastBuffers)
     distributed::GradReducer::broadcastFromRoot(comm_, buffers_);
-  optimizer_->zero_grad();
-  auto logits = model_->forward(images);
-  auto loss = torch::nn::functional::cross_entropy(
-      logits, labels,
-      torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(o_.labelSmoothing));
-  loss.backward();
+  // Gradients set to none rather than zeroed: the first backward then writes them in place of
+  // a zero fill plus an accumulation pass.
+  for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+}
+
+double TrainStep::backward(const torch::Tensor& images, const torch::Tensor& labels,
+                           double lossScale) {
+  torch::Tensor loss;
+  {
+    AutocastGuard autocast(images.device(), o_.precision);
+    auto logits = model_->forward(images);
+    loss = torch::nn::functional::cross_entropy(
+        logits, labels,
+        torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(o_.labelSmoothing));
+  }
+  (lossScale == 1.0 ? loss : loss * lossScale).backward();
+  return loss.item<double>();
+}
+
+void TrainStep::finish(double lr) {
+  for (auto& group : optimizer_->param_groups())
+    static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
   reducer_->reduce();
   optimizer_->step();
-  return loss.item<double>();
+}
+
+double TrainStep::step(const torch::Tensor& images, const torch::Tensor& labels, double lr) {
+  begin();
+  double loss = backward(images, labels, 1.0);
+  finish(lr);
+  return loss;
 }
 
 }  // namespace fixres::engine

@@ -8,6 +8,7 @@
 
 #include "fixres/distributed/Communicator.h"
 #include "fixres/distributed/GradReducer.h"
+#include "fixres/engine/Precision.h"
 #include "fixres/models/ResNet.h"
 
 namespace fixres::engine {
@@ -20,7 +21,8 @@ struct StepOptions {
   double labelSmoothing = 0;
   bool finetune = false;  // only the classifier (and optionally the last BN) learns
   bool finetuneBnAffine = false;
-  bool broadcastBuffers = true;  // BN statistics follow rank 0 each step (as DDP)
+  bool broadcastBuffers = true;            // BN statistics follow rank 0 each step (as DDP)
+  Precision precision = Precision::kFp32;  // bf16: forward and loss under autocast
 };
 
 class TrainStep {
@@ -33,6 +35,14 @@ class TrainStep {
   // images N x 3 x H x W on the model's device, labels int64 N. Returns the loss.
   double step(const torch::Tensor& images, const torch::Tensor& labels, double lr);
 
+  // The same step in parts, for gradient accumulation over micro-batches: begin() clears the
+  // gradients (and takes rank 0's BN statistics), each backward() adds the gradient of
+  // lossScale x loss of one micro-batch and returns its unscaled loss, finish() all-reduces the
+  // gradients and applies SGD with the given learning rate.
+  void begin();
+  double backward(const torch::Tensor& images, const torch::Tensor& labels, double lossScale);
+  void finish(double lr);
+
   torch::optim::SGD& optimizer() { return *optimizer_; }
   std::vector<torch::Tensor> trainableParameters() const;
 
@@ -43,6 +53,7 @@ class TrainStep {
   std::unique_ptr<torch::optim::SGD> optimizer_;
   std::unique_ptr<distributed::GradReducer> reducer_;
   std::vector<torch::Tensor> buffers_;
+  std::vector<torch::Tensor> params_;  // the trainable ones
 };
 
 }  // namespace fixres::engine

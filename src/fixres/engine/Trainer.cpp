@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
 #include "fixres/data/Loader.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/models/Registry.h"
@@ -42,9 +44,15 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, torch::Device d
               report.skipped.empty() ? "" : " (classifier re-initialised)");
   }
   model_->to(device_);
+  precision_ = parsePrecision(cfg_.precision, device_);
+  channelsLast_ = parseChannelsLast(cfg_.memoryFormat, device_);
+  if (channelsLast_) useChannelsLast(*model_);
 
-  scaledLr_ = cfg_.absoluteLr ? cfg_.learningRate
-                              : fixresScaledLr(cfg_.learningRate, cfg_.batch, comm_.worldSize());
+  // The reference's linear scaling counts the images of one optimizer step.
+  scaledLr_ = cfg_.absoluteLr
+                  ? cfg_.learningRate
+                  : fixresScaledLr(cfg_.learningRate, cfg_.batch * cfg_.accumulationSteps,
+                                   comm_.worldSize());
   StepOptions st;
   st.learningRate = scaledLr_;
   st.momentum = cfg_.momentum;
@@ -53,6 +61,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, torch::Device d
   st.labelSmoothing = cfg_.labelSmoothing;
   st.finetune = cfg_.mode == RunMode::kFinetune;
   st.finetuneBnAffine = cfg_.finetuneBnAffine;
+  st.precision = precision_;
   step_ = std::make_unique<TrainStep>(model_, st, comm_);
   ScheduleOptions so;
   so.kind = cfg_.lrSchedule;
@@ -80,6 +89,8 @@ EvalOptions Trainer::evalOptions(int size) const {
   o.testFlip = cfg_.testFlip;
   o.seed = cfg_.seed;
   o.device = device_;
+  o.precision = precision_;
+  o.channelsLast = channelsLast_;
   return o;
 }
 
@@ -114,6 +125,19 @@ void Trainer::writeCheckpoints(bool epochEnd) {
     saveCheckpoint(cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth", state_,
                    *model_, step_->optimizer());
   }
+}
+
+int Trainer::agreedStopSignal() {
+  // Every rank must stop at the same step (rank 0 saves, all meet at a barrier), so the ranks
+  // agree: SIGTERM if any rank got it, else SIGINT if any got that.
+  const int own = stopSignal();
+  double term = own == SIGTERM, interrupt = own == SIGINT;
+  if (comm_.worldSize() > 1) {
+    auto sums = distributed::allReduceScalars(comm_, {term, interrupt});
+    term = sums[0];
+    interrupt = sums[1];
+  }
+  return term > 0 ? SIGTERM : interrupt > 0 ? SIGINT : 0;
 }
 
 RunSummary Trainer::run() {
@@ -157,40 +181,64 @@ RunSummary Trainer::run() {
   lo.pinMemory = device_.is_cuda();
   data::Loader loader(train_, sampler, tf, lo);
 
+  const int accumulation = cfg_.accumulationSteps;
   int64_t cap = cfg_.iterationCap;
   if (cap < 0 && cfg_.mode == RunMode::kTrain)
-    cap =
-        std::max<int64_t>(1, 5005LL * 512 / (static_cast<int64_t>(cfg_.batch) * comm_.worldSize()));
+    cap = std::max<int64_t>(
+        1, 5005LL * 512 / (static_cast<int64_t>(cfg_.batch) * accumulation * comm_.worldSize()));
   const int64_t stepsAtStart = state_.globalStep;
+  auto stopHere = [&](const std::string& why, int64_t iterations) {
+    if (state_.iteration >= iterations) {
+      state_.epoch++;
+      state_.iteration = 0;
+    }
+    writeCheckpoints(false);
+    comm_.barrier();
+    summary.stoppedEarly = true;
+    summary.steps = state_.globalStep - stepsAtStart;
+    summary.seconds = secondsSince(start);
+    log::info("stopped after step ", state_.globalStep, " (", why, "); checkpoint saved in ",
+              cfg_.runDir, ", run the same command again to resume");
+  };
 
+  // state_.iteration counts optimizer steps; each consumes `accumulation` loader batches.
   while (state_.epoch < cfg_.epochs) {
-    loader.startEpoch(state_.epoch, state_.iteration);
-    int64_t iterations = loader.batchesPerEpoch();
+    loader.startEpoch(state_.epoch, state_.iteration * accumulation);
+    int64_t iterations = loader.batchesPerEpoch() / accumulation;
     if (cap > 0) iterations = std::min(iterations, cap);
     FIXRES_CHECK(iterations > 0, DataError, "the training set (", train_->size(),
-                 " images) gives no full batch of ", cfg_.batch, " per process");
+                 " images) gives no full step of ", cfg_.batch, " x ", accumulation,
+                 " images per process");
     step_->setTrainingMode();
     auto epochStart = Clock::now();
     int64_t seen = 0;
     double lossSum = 0;
     int64_t lossCount = 0;
     while (state_.iteration < iterations) {
-      auto batch = loader.next();
-      if (!batch) break;
       const double lr = schedule_->rate(static_cast<int>(state_.epoch),
                                         static_cast<double>(state_.iteration) / iterations);
-      auto x = batch->images.to(device_, true);
-      auto y = batch->labels.to(device_, true);
-      double loss = step_->step(x, y, lr);
+      step_->begin();
+      double loss = 0;
+      int got = 0;
+      for (; got < accumulation; ++got) {
+        auto batch = loader.next();
+        if (!batch) break;
+        auto x = batch->images.to(device_, true);
+        if (channelsLast_) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+        auto y = batch->labels.to(device_, true);
+        loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;
+        seen += y.size(0);
+      }
+      if (got < accumulation) break;  // the loader ran dry (skipped images)
+      step_->finish(lr);
       state_.iteration++;
       state_.globalStep++;
-      seen += y.size(0);
       lossSum += loss;
       lossCount++;
       if (state_.iteration % cfg_.logEvery == 0 || state_.iteration == iterations) {
         double dt = secondsSince(epochStart);
         double ips = seen * comm_.worldSize() / std::max(dt, 1e-9);
-        double eta = dt / std::max<int64_t>(1, seen / y.size(0)) * (iterations - state_.iteration);
+        double eta = dt / std::max<int64_t>(1, lossCount) * (iterations - state_.iteration);
         logProgress(state_.iteration, iterations, lossSum / lossCount, lr, ips, eta);
         appendMetrics({{"step", state_.globalStep},
                        {"epoch", state_.epoch},
@@ -200,17 +248,12 @@ RunSummary Trainer::run() {
                        {"images_per_s", ips}});
       }
       if (cfg_.stopAfterSteps > 0 && state_.globalStep >= cfg_.stopAfterSteps) {
-        if (state_.iteration >= iterations) {
-          state_.epoch++;
-          state_.iteration = 0;
-        }
-        writeCheckpoints(false);
-        comm_.barrier();
-        summary.stoppedEarly = true;
-        summary.steps = state_.globalStep - stepsAtStart;
-        summary.seconds = secondsSince(start);
-        log::info("stopped after step ", state_.globalStep,
-                  " (--stop-after-steps); checkpoint saved");
+        stopHere("--stop-after-steps", iterations);
+        return summary;
+      }
+      if (int sig = agreedStopSignal()) {
+        summary.stopSignal = sig;
+        stopHere(sig == SIGINT ? "SIGINT" : "SIGTERM", iterations);
         return summary;
       }
     }
@@ -228,6 +271,15 @@ RunSummary Trainer::run() {
     }
     writeCheckpoints(true);
     comm_.barrier();
+    if (int sig = agreedStopSignal()) {
+      summary.stopSignal = sig;
+      summary.stoppedEarly = true;
+      summary.steps = state_.globalStep - stepsAtStart;
+      summary.seconds = secondsSince(start);
+      log::info("stopped after epoch ", state_.epoch, " (", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                "); checkpoint saved in ", cfg_.runDir, ", run the same command again to resume");
+      return summary;
+    }
   }
   if (val_ && summary.after.count == 0) {
     summary.after = evaluate(

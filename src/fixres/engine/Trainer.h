@@ -25,7 +25,8 @@ struct RunSummary {
   EvalResult after;   // evaluation after the last epoch (count 0 without a val set)
   int64_t steps = 0;
   double seconds = 0;
-  bool stoppedEarly = false;  // --stop-after-steps reached
+  bool stoppedEarly = false;  // --stop-after-steps reached, or a stop signal
+  int stopSignal = 0;         // SIGTERM / SIGINT when the run stopped on one
 };
 
 class Trainer {
@@ -42,6 +43,7 @@ class Trainer {
   void logProgress(int64_t iteration, int64_t iterations, double loss, double lr, double imgPerSec,
                    double etaSeconds);
   void appendMetrics(const nlohmann::json& line);
+  int agreedStopSignal();
 
   RunConfig cfg_;
   distributed::Communicator& comm_;
@@ -52,6 +54,8 @@ class Trainer {
   std::unique_ptr<Schedule> schedule_;
   CheckpointState state_;
   double scaledLr_ = 0;
+  Precision precision_ = Precision::kFp32;
+  bool channelsLast_ = false;
   std::ofstream metrics_;
 };
 

@@ -287,7 +287,11 @@ const char* Decoder::Impl::pngDecode(uint8_t* out, int width, int height) {
     }
     png_free(png, buffer);
   }
-  // The end of the image data must be there (truncation shows up as a read error).
+  // Every row is decoded (a truncated image fails above). Like Pillow, which stops reading at
+  // the end of the image data, a damaged chunk after it is not an error. (This also replaces
+  // the error handler that frees `buffer`: fuzzing found a 16-bit grayscale PNG with a broken
+  // IEND chunk that freed it twice.)
+  if (setjmp(png_jmpbuf(png))) return nullptr;
   png_read_end(png, nullptr);
   return nullptr;
 }

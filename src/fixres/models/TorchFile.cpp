@@ -882,7 +882,9 @@ c10::IValue TorchArchive::read(bool lazy) {
       if (st.numel == 0) {
         base = at::empty({0}, opts);
       } else {
-        auto [data, size] = impl.record(path, st.s);
+        auto record = impl.record(path, st.s);  // (not a structured binding: captured below)
+        auto data = record.first;
+        auto size = record.second;
         int64_t bytes = st.numel * static_cast<int64_t>(c10::elementSize(st.dtype));
         FIXRES_CHECK(static_cast<int64_t>(size) >= bytes, WeightsError, path, ": record data/",
                      st.s, " has ", size, " bytes, expected ", bytes);
@@ -930,7 +932,9 @@ void TorchArchive::copyInto(const at::Tensor& src, at::Tensor& dst) {
   FIXRES_CHECK(src.sizes() == dst.sizes(), WeightsError, path_, ": shape ", src.sizes(),
                " does not match ", dst.sizes());
   if (src.numel() == 0) return;
-  auto [data, size] = impl_->record(path_, s.key);
+  auto record = impl_->record(path_, s.key);  // (not a structured binding: captured below)
+  auto data = record.first;
+  auto size = record.second;
   int64_t bytes = s.storageNumel * static_cast<int64_t>(c10::elementSize(s.dtype));
   FIXRES_CHECK(static_cast<int64_t>(size) >= bytes, WeightsError, path_, ": record data/", s.key,
                " has ", size, " bytes, expected ", bytes);

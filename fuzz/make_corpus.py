@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+"""Seed corpora of the fuzz targets (committed under fuzz/corpus/): small valid inputs of each
+format, so the fuzzer starts from deep inside the parsers.
+Usage: make_corpus.py OUT_DIR"""
+import io, os, struct, sys
+import numpy as np
+import torch
+from PIL import Image
+
+out = sys.argv[1]
+def put(target, name, data):
+    os.makedirs(os.path.join(out, target), exist_ok=True)
+    with open(os.path.join(out, target, name), "wb") as f:
+        f.write(data)
+
+rng = np.random.default_rng(0)
+rgb = Image.fromarray(rng.integers(0, 255, (12, 16, 3), dtype=np.uint8))
+def encoded(img, fmt, **kw):
+    b = io.BytesIO(); img.save(b, fmt, **kw); return b.getvalue()
+put("decode", "rgb.jpg", encoded(rgb, "JPEG", quality=80))
+put("decode", "progressive.jpg", encoded(rgb, "JPEG", progressive=True))
+put("decode", "gray.jpg", encoded(rgb.convert("L"), "JPEG"))
+put("decode", "cmyk.jpg", encoded(rgb.convert("CMYK"), "JPEG"))
+put("decode", "rgb.png", encoded(rgb, "PNG"))
+put("decode", "rgba.png", encoded(rgb.convert("RGBA"), "PNG"))
+put("decode", "palette.png", encoded(rgb.convert("P"), "PNG"))
+put("decode", "gray16.png", encoded(Image.fromarray(rng.integers(0, 65535, (8, 8), dtype=np.uint16)), "PNG"))
+
+def saved(obj):
+    b = io.BytesIO(); torch.save(obj, b); return b.getvalue()
+put("torchfile", "state_dict.pth", saved({"conv.weight": torch.randn(2, 1, 1, 1), "fc.bias": torch.zeros(2)}))
+put("torchfile", "fixres_layout.pth", saved({"model": {"module.fc.weight": torch.ones(2, 2)}, "epoch": 3}))
+put("torchfile", "mixed.pth", saved({"a": [1, 2.5, "x", None, True], "t": torch.arange(4, dtype=torch.int64),
+                                      "h": torch.ones(3, dtype=torch.float16), "v": torch.ones(4)[1:3]}))
+
+def idx(images, labels):
+    n, r, c = images.shape
+    a = struct.pack(">BBBBIII", 0, 0, 8, 3, n, r, c) + images.tobytes()
+    b = struct.pack(">BBBBI", 0, 0, 8, 1, n) + labels.tobytes()
+    return bytes([len(a) // 4]) + a + b if len(a) % 4 == 0 and len(a) // 4 < 256 else None
+put("idx", "three_4x4", idx(rng.integers(0, 255, (3, 4, 4), dtype=np.uint8), np.array([0, 1, 2], np.uint8)))
+put("idx", "two_6x6", idx(rng.integers(0, 255, (2, 6, 6), dtype=np.uint8), np.array([5, 9], np.uint8)))
+
+def npy(a):
+    b = io.BytesIO(); np.save(b, a); return b.getvalue()
+put("npy", "f32.npy", npy(rng.standard_normal((3, 4)).astype(np.float32)))
+put("npy", "i64.npy", npy(np.arange(5, dtype=np.int64)))
+put("npy", "f64_fortran.npy", npy(np.asfortranarray(rng.standard_normal((2, 3)))))
+put("npy", "u8_3d.npy", npy(rng.integers(0, 255, (2, 2, 2), dtype=np.uint8)))
