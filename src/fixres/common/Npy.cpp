@@ -80,20 +80,37 @@ torch::Tensor decodeNpy(const char* data, size_t size, const std::string& name) 
                name, ": .npy header without shape");
   std::vector<int64_t> shape;
   std::string dims = m[1];
+  FIXRES_CHECK(std::regex_match(dims, std::regex("\\s*([0-9]+\\s*,\\s*)*([0-9]+\\s*,?\\s*)?")),
+               DataError, name, ": .npy shape '(", dims, ")' is not a tuple of integers");
   std::regex num("[0-9]+");
+  // The element count is checked against the file size before anything is allocated, so a
+  // header claiming a huge shape is a DataError, not an allocation failure.
+  const size_t dataBytes = size - offset - headerLen;
+  size_t count = 1;
+  bool tooBig = false;
   for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator();
-       ++it)
-    shape.push_back(std::stoll(it->str()));
+       ++it) {
+    const std::string digits = it->str();
+    unsigned long long d = 0;
+    for (char c : digits) {
+      if (d > (1ULL << 40)) break;
+      d = d * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (d > (1ULL << 40) || (d > 0 && count > (size_t(1) << 50) / d)) tooBig = true;
+    if (!tooBig) count *= static_cast<size_t>(d);
+    shape.push_back(tooBig ? 0 : static_cast<int64_t>(d));
+  }
   torch::ScalarType type = torch::kFloat32;
   bool found = false;
   for (const auto& d : kDtypes)
     if (descr == d.descr) type = d.type, found = true;
   FIXRES_CHECK(found, DataError, name, ": unsupported .npy dtype '", descr, "'");
+  const size_t bytes = count * c10::elementSize(type);
+  FIXRES_CHECK(!tooBig && bytes == dataBytes, DataError, name, ": .npy data is ", dataBytes,
+               " bytes, header shape (", dims, ") says ",
+               tooBig ? std::string("far more") : std::to_string(bytes));
   auto t = torch::empty(shape, torch::dtype(type));
-  size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
-  FIXRES_CHECK(offset + headerLen + bytes == size, DataError, name, ": .npy data is ",
-               size - offset - headerLen, " bytes, header says ", bytes);
-  std::memcpy(t.data_ptr(), data + offset + headerLen, bytes);
+  if (bytes > 0) std::memcpy(t.data_ptr(), data + offset + headerLen, bytes);
   return t;
 }
 

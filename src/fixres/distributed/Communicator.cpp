@@ -327,6 +327,8 @@ std::unique_ptr<Communicator> connect(const WorldInfo& w, const ConnectOptions& 
       opts->devices.push_back(local.empty()
                                   ? c10d::ProcessGroupGloo::createDefaultDevice()
                                   : c10d::ProcessGroupGloo::createDeviceForHostname(local));
+    } else if (w.loopback) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     } else {
       opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     }

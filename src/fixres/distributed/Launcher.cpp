@@ -13,7 +13,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "fixres/common/Error.h"
@@ -59,7 +61,8 @@ void emit(int fd, const std::string& prefix, std::string& buffer, const char* da
   }
 }
 
-pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, int outPipe[2], int errPipe[2]) {
+pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, const std::string& localStore,
+            int outPipe[2], int errPipe[2]) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
     std::string kv(*e);
@@ -74,6 +77,7 @@ pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, int outPipe[2
   env["MASTER_ADDR"] = o.masterAddr;
   env["MASTER_PORT"] = std::to_string(o.masterPort);
   env["FIXRES_JOB_ID"] = o.jobId;
+  if (!localStore.empty()) env["FIXRES_LOCAL_STORE"] = localStore;
   std::vector<std::string> envStrings;
   for (auto& [k, v] : env) envStrings.push_back(k + "=" + v);
   std::vector<char*> envp, argv;
@@ -106,6 +110,10 @@ pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, int outPipe[2
     ::_exit(1);
   }
   return pid;
+}
+
+bool isLoopback(const std::string& addr) {
+  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
 }
 
 int codeOf(int status) {
@@ -160,6 +168,26 @@ int launchLocalRanks(const LaunchOptions& in) {
   ::sigaction(SIGTERM, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  // One node: fixres ranks meet through a file store in a private folder (mode 0700) rather
+  // than a TCP store, whose server would listen on every interface. MASTER_ADDR/PORT are still
+  // set for other programs.
+  std::string localStore, storeDir;
+  if (o.nnodes == 1 && isLoopback(o.masterAddr)) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/fixres-launch-XXXXXX";
+    FIXRES_CHECK(::mkdtemp(pattern.data()) != nullptr, DistributedError,
+                 "cannot create a private rendezvous folder ", pattern, ": ", std::strerror(errno));
+    storeDir = pattern;
+    localStore = pattern + "/store";
+  }
+  struct RemoveDir {
+    const std::string& dir;
+    ~RemoveDir() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } removeStoreDir{storeDir};
+
   std::vector<Child> children(o.nprocPerNode);
   for (int i = 0; i < o.nprocPerNode; ++i) {
     Child& c = children[i];
@@ -168,7 +196,7 @@ int launchLocalRanks(const LaunchOptions& in) {
     int outPipe[2], errPipe[2];
     FIXRES_CHECK(::pipe2(outPipe, O_CLOEXEC) == 0 && ::pipe2(errPipe, O_CLOEXEC) == 0,
                  InternalError, "pipe: ", std::strerror(errno));
-    c.pid = spawn(o, c, worldSize, outPipe, errPipe);
+    c.pid = spawn(o, c, worldSize, localStore, outPipe, errPipe);
     ::close(outPipe[1]);
     ::close(errPipe[1]);
     c.outFd = outPipe[0];

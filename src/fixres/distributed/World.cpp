@@ -69,6 +69,14 @@ void chooseStore(const ClusterFlags& flags, const Environment& env, WorldInfo& w
     return;
   }
   if (w.store != StoreKind::kNone || !w.distributed()) return;
+  // `fixres launch` on one node: a file store in a private folder, so the job opens no port
+  // reachable from other hosts (LibTorch's TCPStore server listens on every interface).
+  if (auto file = get(env, "FIXRES_LOCAL_STORE")) {
+    w.store = StoreKind::kFile;
+    w.storePath = *file;
+    w.loopback = true;
+    return;
+  }
   if (auto addr = get(env, "MASTER_ADDR")) {
     w.store = StoreKind::kTcp;
     w.masterAddr = *addr;

@@ -36,6 +36,7 @@ struct WorldInfo {
   std::string masterAddr;  // kTcp
   int masterPort = 0;      // kTcp
   std::string storePath;   // kFile
+  bool loopback = false;   // every rank on this host: Gloo listens on 127.0.0.1 only
   double timeoutSeconds = 300;
 
   bool distributed() const { return worldSize > 1; }

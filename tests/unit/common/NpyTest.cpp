@@ -73,6 +73,32 @@ TEST(Npy, BadFilesAreDataErrorsNamingTheFile) {
   }
 }
 
+// What numpy.load also rejects: a shape that is not a tuple of integers (a fuzzing finding: it
+// reached a memcpy to a null pointer) and a shape far larger than the data (must not allocate).
+TEST(Npy, MalformedShapesAreDataErrors) {
+  auto finding = readFile(std::string(FIXRES_SOURCE_DIR) +
+                          "/fuzz/corpus/npy/regression-empty-shape-memcpy.npy");
+  EXPECT_THROW(decodeNpy(finding.data(), finding.size(), "finding.npy"), DataError);
+  auto header = [](const std::string& dict) {
+    std::string h = dict;
+    while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+    h += '\n';
+    std::string out("\x93NUMPY\x01\x00", 8);
+    out += static_cast<char>(h.size() & 0xff);
+    out += static_cast<char>(h.size() >> 8);
+    return out + h;
+  };
+  auto huge =
+      header("{'descr': '<f4', 'fortran_order': False, 'shape': (4000000000, 4000000000), }") +
+      std::string(16, '\0');
+  EXPECT_THROW(decodeNpy(huge.data(), huge.size(), "huge.npy"), DataError);
+  auto ok =
+      header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }") + std::string(16, '\0');
+  EXPECT_EQ(decodeNpy(ok.data(), ok.size(), "ok.npy").sizes(), torch::IntArrayRef({2, 2}));
+  auto empty = header("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }");
+  EXPECT_EQ(decodeNpy(empty.data(), empty.size(), "empty.npy").numel(), 0);
+}
+
 TEST(Files, AtomicWriteReplacesAndFailureKeepsTheOldFile) {
   auto d = tempDir("atomic");
   writeFileAtomic(d + "/x", "first");

@@ -35,6 +35,26 @@ TEST(World, FixresFlagsWithSharedFolderMeetInAFileNamedAfterTheJob) {
   EXPECT_EQ(w.storePath, "/shared/fixres_rendezvous_job42");
 }
 
+TEST(World, LaunchOnOneNodeUsesItsPrivateFileStoreAndLoopback) {
+  Environment env{{"RANK", "1"},
+                  {"WORLD_SIZE", "2"},
+                  {"LOCAL_RANK", "1"},
+                  {"MASTER_ADDR", "127.0.0.1"},
+                  {"MASTER_PORT", "29500"},
+                  {"FIXRES_LOCAL_STORE", "/tmp/fixres-launch-abc/store"}};
+  auto w = detectWorld({}, env);
+  EXPECT_EQ(w.source, "torchrun");
+  EXPECT_EQ(w.store, StoreKind::kFile);
+  EXPECT_EQ(w.storePath, "/tmp/fixres-launch-abc/store");
+  EXPECT_TRUE(w.loopback);
+  // An explicit --dist-url still wins.
+  ClusterFlags f;
+  f.distUrl = "tcp://10.0.0.5:23456";
+  auto w2 = detectWorld(f, env);
+  EXPECT_EQ(w2.store, StoreKind::kTcp);
+  EXPECT_FALSE(w2.loopback);
+}
+
 TEST(World, DistUrlTcp) {
   ClusterFlags f;
   f.numTasks = 2;
