@@ -5,7 +5,7 @@ JOBS      ?= $(shell nproc)
 FIXRES    := $(BUILD_DIR)/bin/fixres
 CXX_SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build test test-long demo bench format format-check clean
+.PHONY: all deps configure build test test-long test-asan test-tsan fuzz demo bench format format-check clean
 
 all: build
 
@@ -26,8 +26,31 @@ test: deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE long
 
 test-long: deps
+	@scripts/install-deps.sh --fuzz
 	@$(MAKE) --no-print-directory build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/) running the fast tests.
+test-asan: deps
+	cmake --preset asan
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) -LE long
+
+# ThreadSanitizer build (build-tsan/) running the tests with threads of our own: the loader's
+# workers, the liveness heartbeat and the reducer's asynchronous all-reduces.
+test-tsan: deps
+	cmake --preset tsan
+	cmake --build build-tsan -j $(JOBS) --target fixres_unit_tests dist_worker
+	tests/sanitizers/tsan.sh build-tsan
+
+# libFuzzer targets (clang), FUZZ_SECONDS per target (default 600).
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@scripts/install-deps.sh --fuzz
+	fuzz/run.sh $(FUZZ_SECONDS)
 
 demo: deps
 	@$(MAKE) --no-print-directory build

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package fixres needs to build, test, benchmark and run its demo.
 # Idempotent: packages already installed are left alone; apt-get runs only when one is missing.
+# --fuzz adds clang and its libFuzzer runtime (make fuzz, make test-long).
 set -euo pipefail
 
 PACKAGES=(
@@ -12,6 +13,7 @@ PACKAGES=(
   python3-torch python3-torchvision python3-pil python3-numpy
   dataset-fashion-mnist gnuplot-nox iproute2 procps
 )
+if [ "${1:-}" = "--fuzz" ]; then PACKAGES+=(clang libclang-rt-14-dev); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -9,7 +9,7 @@ check DIR     loads weights and outputs written by fixres (round trip): for each
               and compares with DIR/<arch>_cpp_outputs.pth; also checks DIR/generic.pth.
               Prints one line per check; exit status 0 when all pass.
 """
-import argparse
+import os, argparse
 import collections
 import sys
 import zipfile
@@ -143,6 +143,13 @@ def make(out):
     with zipfile.ZipFile(f"{out}/bad_pickle.pth", "w") as z:  # data.pkl cut short
         z.writestr("archive/data.pkl", b"\x80\x02}q\x00(X\x0c\x00\x00\x00conv")
         z.writestr("archive/version", "3\n")
+    # A pickle that calls os.system when Python's (non weights_only) torch.load reads it: the
+    # classic malicious checkpoint. The command touches $FIXRES_PAYLOAD_MARKER, so a test can see
+    # whether it ran. Loading it must never run the command.
+    class Payload:
+        def __reduce__(self):
+            return (os.system, ('touch "$FIXRES_PAYLOAD_MARKER"',))
+    torch.save({"model": {"fc.weight": Payload(), "fc.bias": torch.zeros(10)}}, f"{out}/payload.pth")
     print("reference files written to", out)
 
 

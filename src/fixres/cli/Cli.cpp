@@ -3,6 +3,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <malloc.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -36,6 +38,11 @@ int runCli(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   // A file size limit makes write() fail with EFBIG (reported) instead of killing us.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Image buffers (decoded, resized: up to tens of MB) are allocated and freed for every sample.
+  // Keep them in the heap instead of a fresh mmap each time, and do not hand freed memory back
+  // to the kernel at every free: page faults were about 9% of the data pipeline's time.
+  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   CLI::App app{"fixres: FixRes (train low, test high, fine-tune at the test resolution) in C++",
                "fixres"};
   app.set_version_flag("--version", fixresVersion());

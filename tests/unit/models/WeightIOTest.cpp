@@ -199,6 +199,22 @@ TEST(WeightIO, BadFilesAreWeightsErrorsWithClearMessages) {
   expectWeightsError(load(ref + "/no_state_dict.pth"),
                      {"no state dict found", "no 'model' entry", "epoch: Int"});
 
+  // A pickle carrying a callable (os.system): Python's torch.load runs it (shown first, so the
+  // file is known to be live), our loader refuses the file and runs nothing.
+  const std::string marker = dir + "/payload_ran";
+  ::setenv("FIXRES_PAYLOAD_MARKER", marker.c_str(), 1);
+  ASSERT_EQ(
+      testing::runCommand(std::string(FIXRES_PYTHON) +
+                          " -c \"import torch,sys; torch.load(sys.argv[1], weights_only=False)\" " +
+                          ref + "/payload.pth"),
+      0);
+  ASSERT_TRUE(std::filesystem::exists(marker)) << "the payload did not run in Python";
+  std::filesystem::remove(marker);
+  expectWeightsError(load(ref + "/payload.pth"), {"payload.pth", "fc.weight"});
+  EXPECT_NO_THROW(readTorchFile(ref + "/payload.pth"));  // read as data: the call is not made
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "loading ran the pickle's command";
+  ::unsetenv("FIXRES_PAYLOAD_MARKER");
+
   // The model is untouched by a failed strict load.
   auto fresh = createModel("resnet_tiny", 10);
   auto before = stateDict(*fresh);
@@ -249,6 +265,18 @@ TEST(WeightIO, WriteIsAtomicAndKeepsTheOldFileOnFailure) {
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
   EXPECT_TRUE(torch::equal(readTorchFile(path).toTensor(), torch::ones({3})));
+
+  // A symlink planted at the destination is replaced, never written through: its target (say,
+  // another user's file) keeps its contents.
+  const std::string victim = dir + "/victim";
+  spit(victim, "precious");
+  const std::string link = dir + "/linked.pth";
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  writeTorchFile(link, c10::IValue(torch::ones({2})));
+  EXPECT_EQ(slurp(victim), "precious");
+  struct stat lst {};
+  ASSERT_EQ(::lstat(link.c_str(), &lst), 0);
+  EXPECT_TRUE(S_ISREG(lst.st_mode));
 
   // Unwritable destination directory.
   expectWeightsError([&] { writeTorchFile(dir + "/no/such/dir/x.pth", c10::IValue(int64_t{1})); },
