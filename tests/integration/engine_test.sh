@@ -32,6 +32,17 @@ run "$FIXRES" eval --imnet-path "$D" --architecture $ARCH --weight-path "$R/chec
   --input-size 32,48 --batch 5 --json "$WORK/eval.json"
 expect_code 0; expect_out "^ +32 "; expect_out "^ +48 "; expect_file "$WORK/eval.json"
 TOP1=$("$PY" -c "import json;print('%.3f'%json.load(open('$WORK/eval.json'))['results'][0]['top1'])")
+# uint8 batches normalised where the model runs (the GPU path, here on the CPU): same results.
+run "$FIXRES" eval --imnet-path "$D" --architecture $ARCH --weight-path "$R/checkpoint.pth" \
+  --input-size 32,48 --batch 5 --normalize-on device --json "$WORK/eval_dev.json"
+expect_code 0
+run "$PY" -c "
+import json
+a, b = (json.load(open(f))['results'] for f in ('$WORK/eval.json', '$WORK/eval_dev.json'))
+assert [r['top1'] for r in a] == [r['top1'] for r in b], (a, b)
+assert all(abs(x['loss'] - y['loss']) < 1e-5 for x, y in zip(a, b)), (a, b)
+print('same')"
+expect_code 0
 
 # extract + eval-softmax agrees with eval at the same size.
 run "$FIXRES" extract --dataset-path "$D/val" --architecture $ARCH --weight-path "$R/checkpoint.pth" \
@@ -60,6 +71,17 @@ expect_code 0; expect_out "\[rank 0\] +32 +$TOP1 .* 12$"
 run "$FIXRES" launch --nproc-per-node 2 -- train --imnet-path "$D" "${COMMON[@]}" --input-size 32 \
   --epochs 1 --batch 2 --shared-folder-path "$WORK/runs" --job-id t2
 expect_code 0; expect_file "$WORK/runs/train/t2/checkpoint.pth"
+
+# gradient accumulation, bf16 autocast and channels-last through the whole loop (CPU autocast):
+# the run counts optimizer steps (6 batches of 4 = 3 steps of 2 x 4 images) and records options.
+run "$FIXRES" train --imnet-path "$D" "${COMMON[@]}" --input-size 32 --epochs 1 --batch 4 \
+  --sampler distributed --accumulation-steps 2 --precision bf16 --memory-format channels-last \
+  --shared-folder-path "$WORK/runs" --job-id acc
+expect_code 0; expect_out "train: 3 steps"; expect_out "after: size 32 top1"
+grep -q '"accumulation_steps": 2' "$WORK/runs/train/acc/config.json" || bad "config.json lacks accumulation_steps"
+grep -q '"precision": "bf16"' "$WORK/runs/train/acc/config.json" || bad "config.json lacks precision"
+run "$FIXRES" train --imnet-path "$D" "${COMMON[@]}" --precision fp16 --shared-folder-path "$WORK/runs" --job-id bad
+expect_code 2; expect_err "precision"
 
 # resume: interrupted after 3 steps then resumed == uninterrupted (bitwise on CPU).
 for job in full part; do

@@ -50,6 +50,7 @@ struct EvalFlags {
   bool testFlip = false;
   std::string precision = "auto";
   std::string memoryFormat = "auto";
+  std::string normalizeOn = "auto";
   bool cpu = false;
 };
 void addEvalFlags(CLI::App& app, EvalFlags& flags);

@@ -10,6 +10,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
+#include "fixres/image/Ops.h"
 #include "fixres/image/Rng.h"
 
 namespace fixres::data {
@@ -73,6 +74,7 @@ struct Loader::Slot {
   int64_t count = 0;  // samples in this batch
   int64_t done = 0;
   torch::Tensor images;                           // fixed-size outputs: count x 3 x S x S
+  torch::Tensor lighting;                         // uint8 outputs: count x 3 lighting offsets
   std::vector<image::TransformedImage> variable;  // val-nocrop outputs, collated at the end
   std::vector<char> ok;                           // per sample: produced (not skipped)
   std::exception_ptr error;                       // fatal error of the lowest failing sample
@@ -170,6 +172,7 @@ void Loader::initSlot(Slot& s, int64_t batch) {
     s.images = imageOptions_.pinned_memory()
                    ? torch::empty({s.count, 3, size, size}, imageOptions_)
                    : BufferPool::tensor(pool_, {s.count, 3, size, size}, imageOptions_);
+    if (options_.uint8Output) s.lighting = torch::zeros({s.count, 3}, torch::kFloat32);
   } else {
     s.variable.resize(static_cast<size_t>(s.count));
   }
@@ -188,6 +191,11 @@ void Loader::processSample(Slot& s, int64_t k) {
     if (s.images.defined()) {
       if (options_.uint8Output) {
         transform_.writeUint8(t, s.images[j].data_ptr<uint8_t>());
+        if (transform_.options().lightingStd > 0.0f) {
+          const auto offset = image::lightingOffset(t.lightingAlpha);
+          float* dst = s.lighting.data_ptr<float>() + 3 * j;
+          for (int c = 0; c < 3; ++c) dst[c] = offset[c];
+        }
       } else {
         transform_.writeFloat(t, s.images[j].data_ptr<float>());
       }
@@ -292,7 +300,14 @@ std::optional<Batch> Loader::collate(Slot& s) {
     labels[i] = dataset_->label(static_cast<size_t>(indices[i]));
   }
   if (s.images.defined()) {
-    out.images = n == s.count ? s.images : s.images.index_select(0, torch::tensor(keep));
+    if (n == s.count) {
+      out.images = s.images;
+      out.lighting = s.lighting;
+    } else {
+      auto rows = torch::tensor(keep);
+      out.images = s.images.index_select(0, rows);
+      if (s.lighting.defined()) out.lighting = s.lighting.index_select(0, rows);
+    }
     return out;
   }
   // Variable sizes (val-nocrop): pad to the largest height and width of the batch with zeros.
@@ -315,6 +330,20 @@ std::optional<Batch> Loader::collate(Slot& s) {
     out.images[i].narrow(1, 0, th).narrow(2, 0, tw).copy_(one);
   }
   return out;
+}
+
+torch::Tensor normalizeOnDevice(const torch::Tensor& images, const torch::Tensor& lighting,
+                                const image::TransformOptions& t) {
+  FIXRES_CHECK(images.scalar_type() == torch::kUInt8 && images.dim() == 4, UsageError,
+               "normalizeOnDevice needs a uint8 N x 3 x H x W batch");
+  auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(images.device());
+  auto x = images.to(torch::kFloat32).div_(255.0f);
+  if (t.lightingStd > 0.0f && lighting.defined()) {
+    x.add_(lighting.to(opts).view({-1, 3, 1, 1})).div_(1.0f + t.lightingStd);
+  }
+  auto mean = torch::tensor({t.mean[0], t.mean[1], t.mean[2]}, opts).view({1, 3, 1, 1});
+  auto std = torch::tensor({t.std[0], t.std[1], t.std[2]}, opts).view({1, 3, 1, 1});
+  return x.sub_(mean).div_(std);
 }
 
 }  // namespace fixres::data

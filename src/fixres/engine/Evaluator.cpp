@@ -21,6 +21,7 @@ data::Loader makeEvalLoader(std::shared_ptr<const data::Dataset> dataset, const 
   lo.seed = o.seed;
   lo.badImages = o.skipBadImages ? data::BadImagePolicy::kSkip : data::BadImagePolicy::kFail;
   lo.pinMemory = o.device.is_cuda();
+  lo.uint8Output = o.normalizeOnDevice && o.transform.kind != image::TransformKind::kValNoCrop;
   return data::Loader(std::move(dataset), sampler, o.transform, lo);
 }
 
@@ -59,6 +60,8 @@ EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> 
   distributed::MetricSums sums;
   while (auto batch = loader.next()) {
     auto x = batch->images.to(o.device, /*non_blocking=*/true);
+    if (x.scalar_type() == torch::kUInt8)
+      x = data::normalizeOnDevice(x, batch->lighting, o.transform);
     if (o.channelsLast) x = x.contiguous(at::MemoryFormat::ChannelsLast);
     auto y = batch->labels.to(o.device);
     torch::Tensor logits;
@@ -97,7 +100,9 @@ Extraction extract(models::ResNet& model, std::shared_ptr<const data::Dataset> d
   loader.startEpoch(0);
   std::vector<torch::Tensor> idx, logits, emb;
   while (auto batch = loader.next()) {
-    auto x = batch->images.to(o.device);
+    auto x = batch->images.to(o.device, /*non_blocking=*/true);
+    if (x.scalar_type() == torch::kUInt8)
+      x = data::normalizeOnDevice(x, batch->lighting, o.transform);
     if (o.channelsLast) x = x.contiguous(at::MemoryFormat::ChannelsLast);
     AutocastGuard autocast(o.device, o.precision);
     auto [l, e] = model->forwardWithEmbedding(x);

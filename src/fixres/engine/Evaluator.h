@@ -26,7 +26,8 @@ struct EvalOptions {
   torch::Device device = torch::kCPU;
   bool channelsLast = false;  // inputs in channels-last (the model converted by the caller)
   Precision precision = Precision::kFp32;
-  int64_t limit = -1;  // evaluate only the first `limit` images (smoke tests)
+  bool normalizeOnDevice = false;  // uint8 batches, normalised on `device` (fixed-size outputs)
+  int64_t limit = -1;              // evaluate only the first `limit` images (smoke tests)
 };
 
 struct EvalResult {

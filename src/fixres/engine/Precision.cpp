@@ -62,6 +62,13 @@ bool parseChannelsLast(const std::string& text, const torch::Device& device) {
               "'");
 }
 
+bool parseNormalizeOnDevice(const std::string& text, const torch::Device& device) {
+  if (text == "auto") return device.is_cuda();
+  if (text == "cpu") return false;
+  if (text == "device") return true;
+  FIXRES_FAIL(UsageError, "--normalize-on must be auto, cpu or device, got '", text, "'");
+}
+
 const char* precisionName(Precision p) {
   return p == Precision::kBf16 ? "bf16" : "fp32";
 }

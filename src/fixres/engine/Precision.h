@@ -16,6 +16,9 @@ Precision parsePrecision(const std::string& text, const torch::Device& device);
 // for channels-last.
 bool parseChannelsLast(const std::string& text, const torch::Device& device);
 const char* precisionName(Precision p);
+// "auto" | "cpu" | "device" (UsageError naming --normalize-on otherwise); true for device:
+// the loader hands over uint8 batches that are normalised where the model runs.
+bool parseNormalizeOnDevice(const std::string& text, const torch::Device& device);
 
 // Converts the model's 4-d parameters and buffers to channels-last in place.
 void useChannelsLast(torch::nn::Module& model);

@@ -20,6 +20,8 @@ void RunConfig::validate() const {
       memoryFormat == "auto" || memoryFormat == "contiguous" || memoryFormat == "channels-last",
       UsageError, "--memory-format must be auto, contiguous or channels-last, got '", memoryFormat,
       "'");
+  FIXRES_CHECK(normalizeOn == "auto" || normalizeOn == "cpu" || normalizeOn == "device", UsageError,
+               "--normalize-on must be auto, cpu or device, got '", normalizeOn, "'");
   FIXRES_CHECK(workers >= 1, UsageError, "--workers must be >= 1, got ", workers);
   FIXRES_CHECK(epochs >= 1, UsageError, "--epochs must be >= 1, got ", epochs);
   FIXRES_CHECK(learningRate > 0, UsageError, "--learning-rate must be > 0, got ", learningRate);
@@ -74,6 +76,7 @@ nlohmann::json RunConfig::toJson() const {
           {"test_flip", testFlip},
           {"precision", precision},
           {"memory_format", memoryFormat},
+          {"normalize_on", normalizeOn},
           {"seed", seed},
           {"stop_after_steps", stopAfterSteps},
           {"run_dir", runDir}};

@@ -52,6 +52,7 @@ struct RunConfig {
   bool testFlip = false;              // evaluation: average logits with the flipped image
   std::string precision = "auto";     // auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16
   std::string memoryFormat = "auto";  // auto (channels-last on CUDA) | contiguous | channels-last
+  std::string normalizeOn = "auto";   // auto (device on CUDA) | cpu | device: where uint8 -> float
   uint64_t seed = 0;
   int64_t stopAfterSteps = -1;  // stop (checkpointed) after this many optimizer steps in total
   // outputs

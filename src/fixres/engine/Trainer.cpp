@@ -46,6 +46,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, torch::Device d
   model_->to(device_);
   precision_ = parsePrecision(cfg_.precision, device_);
   channelsLast_ = parseChannelsLast(cfg_.memoryFormat, device_);
+  normalizeOnDevice_ = parseNormalizeOnDevice(cfg_.normalizeOn, device_);
   if (channelsLast_) useChannelsLast(*model_);
 
   // The reference's linear scaling counts the images of one optimizer step.
@@ -91,6 +92,7 @@ EvalOptions Trainer::evalOptions(int size) const {
   o.device = device_;
   o.precision = precision_;
   o.channelsLast = channelsLast_;
+  o.normalizeOnDevice = normalizeOnDevice_;
   return o;
 }
 
@@ -179,6 +181,7 @@ RunSummary Trainer::run() {
   lo.seed = cfg_.seed;
   lo.badImages = cfg_.skipBadImages ? data::BadImagePolicy::kSkip : data::BadImagePolicy::kFail;
   lo.pinMemory = device_.is_cuda();
+  lo.uint8Output = normalizeOnDevice_ && tf.kind != image::TransformKind::kValNoCrop;
   data::Loader loader(train_, sampler, tf, lo);
 
   const int accumulation = cfg_.accumulationSteps;
@@ -224,6 +227,7 @@ RunSummary Trainer::run() {
         auto batch = loader.next();
         if (!batch) break;
         auto x = batch->images.to(device_, true);
+        if (x.scalar_type() == torch::kUInt8) x = data::normalizeOnDevice(x, batch->lighting, tf);
         if (channelsLast_) x = x.contiguous(at::MemoryFormat::ChannelsLast);
         auto y = batch->labels.to(device_, true);
         loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;

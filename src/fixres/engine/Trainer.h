@@ -56,6 +56,7 @@ class Trainer {
   double scaledLr_ = 0;
   Precision precision_ = Precision::kFp32;
   bool channelsLast_ = false;
+  bool normalizeOnDevice_ = false;
   std::ofstream metrics_;
 };
 

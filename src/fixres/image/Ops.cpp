@@ -297,16 +297,26 @@ std::array<float, 3> sampleLightingAlpha(float alphaStd, Rng& rng) {
   return alpha;
 }
 
-void applyLighting(float* chw, int height, int width, float alphaStd,
-                   const std::array<float, 3>& alpha) {
-  if (alphaStd == 0.0f) return;
+std::array<float, 3> lightingOffset(const std::array<float, 3>& alpha) {
   static const float kEigVal[3] = {0.2175f, 0.0188f, 0.0045f};
   static const float kEigVec[3][3] = {
       {-0.5675f, 0.7192f, 0.4009f}, {-0.5808f, -0.0045f, -0.8140f}, {-0.5836f, -0.6948f, 0.4203f}};
-  const size_t plane = size_t(height) * width;
+  std::array<float, 3> out{};
   for (int c = 0; c < 3; ++c) {
     float rgb = 0.0f;
     for (int j = 0; j < 3; ++j) rgb += kEigVec[c][j] * alpha[j] * kEigVal[j];
+    out[c] = rgb;
+  }
+  return out;
+}
+
+void applyLighting(float* chw, int height, int width, float alphaStd,
+                   const std::array<float, 3>& alpha) {
+  if (alphaStd == 0.0f) return;
+  const auto offset = lightingOffset(alpha);
+  const size_t plane = size_t(height) * width;
+  for (int c = 0; c < 3; ++c) {
+    const float rgb = offset[c];
     float* p = chw + c * plane;
     for (size_t i = 0; i < plane; ++i) p[i] = (p[i] + rgb) / (1.0f + alphaStd);
   }

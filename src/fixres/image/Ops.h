@@ -61,6 +61,9 @@ void toChwUint8(const ImageView& im, bool flip, uint8_t* out, const uint8_t* val
 // in [0, 1] (before normalisation): x += eigvec * (alpha * eigval), x /= 1 + alphaStd, with
 // alpha ~ N(0, alphaStd) per channel (sampleLightingAlpha) and the ImageNet eigen decomposition.
 std::array<float, 3> sampleLightingAlpha(float alphaStd, Rng& rng);
+// The per-channel offset (in [0, 1] units) AlexNet lighting adds to every pixel for `alpha`:
+// applyLighting computes (x + offset[c]) / (1 + alphaStd).
+std::array<float, 3> lightingOffset(const std::array<float, 3>& alpha);
 void applyLighting(float* chw, int height, int width, float alphaStd,
                    const std::array<float, 3>& alpha);
 

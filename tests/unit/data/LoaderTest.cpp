@@ -82,6 +82,35 @@ TEST_F(DataLoader, SameBatchesForAnyThreadCountInSamplerOrder) {
   }
 }
 
+// uint8 batches normalised by LibTorch ops (what runs on the GPU) equal the loader's own float
+// batches: for `val`, and for `full` with AlexNet lighting (per-sample offsets carried along).
+TEST_F(DataLoader, Uint8BatchesNormalisedOnDeviceEqualFloatBatches) {
+  auto ds = openImageFolder(good_);
+  for (auto kind : {image::TransformKind::kVal, image::TransformKind::kFull}) {
+    auto t = transform(kind);
+    if (kind == image::TransformKind::kFull) t.lightingStd = 0.1f;
+    std::vector<std::vector<Batch>> runs;
+    for (bool u8 : {false, true}) {
+      LoaderOptions o;
+      o.batchSize = 4;
+      o.threads = 2;
+      o.seed = 5;
+      o.uint8Output = u8;
+      Loader loader(ds, makeDistributedSampler(ds->size(), 0, 1, true, 3, true), t, o);
+      runs.push_back(epoch(loader, 0));
+    }
+    ASSERT_EQ(runs[0].size(), runs[1].size());
+    for (size_t b = 0; b < runs[0].size(); ++b) {
+      ASSERT_EQ(runs[1][b].images.scalar_type(), torch::kUInt8);
+      auto x = normalizeOnDevice(runs[1][b].images, runs[1][b].lighting, t);
+      const double diff = (x - runs[0][b].images).abs().max().item<double>();
+      EXPECT_LT(diff, 1e-5) << image::transformKindName(kind) << " batch " << b;
+      if (kind == image::TransformKind::kFull)
+        EXPECT_GT(runs[1][b].lighting.abs().max().item<double>(), 0.0);  // lighting was drawn
+    }
+  }
+}
+
 TEST_F(DataLoader, AugmentationDependsOnEpochAndSeed) {
   auto ds = openImageFolder(good_);
   auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, true);

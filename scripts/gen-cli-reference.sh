@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Writes docs/cli-reference.md from the --help of every subcommand (run after changing flags).
+# Usage: scripts/gen-cli-reference.sh [FIXRES_BINARY]
+set -euo pipefail
+FIXRES=${1:-build/bin/fixres}
+OUT="$(cd "$(dirname "$0")/.." && pwd)/docs/cli-reference.md"
+{
+  echo "# fixres command-line reference"
+  echo
+  echo "Generated from \`--help\` by scripts/gen-cli-reference.sh. Defaults are shown after \`=\`."
+  echo "Exit codes and global conventions: docs/cli.md."
+  echo
+  echo "## fixres"
+  echo; echo '```'; "$FIXRES" --help; echo '```'
+  for sub in train finetune eval extract eval-softmax launch "bench train" "bench allreduce" \
+    "bench data" version suggest-resolution import sweep; do
+    echo; echo "## fixres $sub"
+    echo; echo '```'; $FIXRES $sub --help; echo '```'
+  done
+} >"$OUT"
+echo "wrote $OUT"
