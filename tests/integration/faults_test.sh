@@ -28,7 +28,7 @@ start_ranks() {
 }
 # Waits until job $1 has a step of epoch 1 in its metrics (its checkpoint_0.pth is written).
 wait_epoch1() {
-  for _ in $(seq 1 1500); do
+  for _ in $(seq 1 4000); do
     grep -q '"epoch":1,' "$RUNS/train/$1/metrics.jsonl" 2>/dev/null && return 0
     sleep 0.02
   done
@@ -97,7 +97,7 @@ expect_code 0
 "$FIXRES" "${BIG[@]}" --job-id bigkill >"$WORK/bigkill.out" 2>"$WORK/bigkill.err" &
 BP=$!
 hit=0
-for _ in $(seq 1 3000); do
+for _ in $(seq 1 20000); do
   # The second write (epoch 0's per-epoch copy) starts once checkpoint.pth exists.
   if [ -e "$RUNS/train/bigkill/checkpoint.pth" ] && compgen -G "$RUNS/train/bigkill/.*.tmp-*" >/dev/null; then
     kill -9 $BP; hit=1; break
