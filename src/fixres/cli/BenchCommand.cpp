@@ -2,6 +2,7 @@
 // peer comparisons (bench/): train (the real training step), allreduce (bucketed reducer vs
 // plain per-tensor all-reduce), data (decode + transform + collate).
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "fixres/cli/Command.h"
@@ -87,6 +88,66 @@ Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
           }};
 }
 
+Command addBenchEval(CLI::App& bench) {
+  auto* sub = bench.add_subcommand(
+      "eval", "Inference throughput (forward only, eval mode, no gradients) on random data");
+  struct State {
+    std::string architecture = "resnet50";
+    std::string precision = "auto", memoryFormat = "auto";
+    int inputSize = 224, batch = 64, steps = 10, warmup = 2;
+    int64_t numClasses = 1000;
+    bool cpu = false;
+  };
+  auto s = std::make_shared<State>();
+  sub->add_option("--architecture", s->architecture, "Model")->capture_default_str();
+  sub->add_option("--input-size", s->inputSize, "Resolution")->capture_default_str();
+  sub->add_option("--batch", s->batch, "Batch")->capture_default_str();
+  sub->add_option("--steps", s->steps, "Timed batches")->capture_default_str();
+  sub->add_option("--warmup", s->warmup, "Untimed batches first")->capture_default_str();
+  sub->add_option("--num-classes", s->numClasses, "Classifier size")->capture_default_str();
+  sub->add_option("--precision", s->precision, "auto (bf16 on CUDA), fp32 or bf16")
+      ->capture_default_str();
+  sub->add_option("--memory-format", s->memoryFormat,
+                  "auto (channels-last on CUDA), contiguous or channels-last")
+      ->capture_default_str();
+  sub->add_flag("--cpu", s->cpu, "CPU even when CUDA is available");
+  return {sub, [s]() -> int {
+            FIXRES_CHECK(s->steps >= 1 && s->batch >= 1 && s->inputSize >= 8, UsageError,
+                         "--steps, --batch and --input-size must be positive");
+            auto device = deviceFor(distributed::WorldInfo{}, s->cpu);
+            const auto precision = engine::parsePrecision(s->precision, device);
+            const bool channelsLast = engine::parseChannelsLast(s->memoryFormat, device);
+            torch::manual_seed(0);
+            auto model = models::createModel(s->architecture, s->numClasses);
+            model->to(device);
+            model->eval();
+            if (channelsLast) engine::useChannelsLast(*model);
+            auto x = torch::randn({s->batch, 3, s->inputSize, s->inputSize},
+                                  torch::TensorOptions().device(device))
+                         .contiguous(channelsLast ? at::MemoryFormat::ChannelsLast
+                                                  : at::MemoryFormat::Contiguous);
+            torch::NoGradGuard noGrad;
+            engine::AutocastGuard autocast(device, precision);
+            // The logits add up on the device and are read back once at the end, which waits
+            // for every batch (no per-batch synchronisation, as in PyTorch's eager loop).
+            torch::Tensor acc = torch::zeros({}, torch::TensorOptions().device(device));
+            auto once = [&] { acc.add_(model->forward(x).sum().to(torch::kFloat)); };
+            for (int i = 0; i < s->warmup; ++i) once();
+            double checksum = acc.item<double>();
+            auto t0 = Clock::now();
+            for (int i = 0; i < s->steps; ++i) once();
+            checksum += acc.item<double>();
+            double dt = since(t0);
+            std::printf("bench eval %s size %d batch %d, %d threads, %s, %s, %s: %.4f s/batch\n",
+                        s->architecture.c_str(), s->inputSize, s->batch, torch::get_num_threads(),
+                        device.str().c_str(), engine::precisionName(precision),
+                        channelsLast ? "channels-last" : "contiguous", dt / s->steps);
+            FIXRES_CHECK(std::isfinite(checksum), InternalError, "non-finite logits in bench eval");
+            std::printf("%.2f img/s\n", static_cast<double>(s->steps) * s->batch / dt);
+            return 0;
+          }};
+}
+
 Command addBenchAllreduce(CLI::App& bench, GlobalOptions&) {
   auto* sub = bench.add_subcommand(
       "allreduce", "Gradient all-reduce of a model's parameters: bucketed reducer vs per-tensor");
@@ -153,16 +214,18 @@ Command addBenchAllreduce(CLI::App& bench, GlobalOptions&) {
 void addBenchDataSubcommand(CLI::App& bench, GlobalOptions& global, std::function<int()>& action);
 
 Command addBenchCommand(CLI::App& parent, GlobalOptions& global) {
-  auto* sub = parent.add_subcommand("bench", "Benchmarks: train step, all-reduce, data pipeline");
+  auto* sub =
+      parent.add_subcommand("bench", "Benchmarks: train step, eval, all-reduce, data pipeline");
   sub->require_subcommand(1);
-  std::vector<Command> subs = {addBenchTrain(*sub, global), addBenchAllreduce(*sub, global)};
+  std::vector<Command> subs = {addBenchTrain(*sub, global), addBenchEval(*sub),
+                               addBenchAllreduce(*sub, global)};
   auto dataAction = std::make_shared<std::function<int()>>();
   addBenchDataSubcommand(*sub, global, *dataAction);
   return {sub, [subs, dataAction]() -> int {
             for (const auto& c : subs)
               if (c.app->parsed()) return c.run();
             if (*dataAction) return (*dataAction)();
-            FIXRES_FAIL(UsageError, "bench needs a benchmark: train, allreduce or data");
+            FIXRES_FAIL(UsageError, "bench needs a benchmark: train, eval, allreduce or data");
           }};
 }
 

@@ -123,6 +123,9 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, ModelFlags& model,
 torch::Device deviceFor(const distributed::WorldInfo& world, bool cpuOnly) {
   if (!cpuOnly && torch::cuda::is_available()) {
     int n = static_cast<int>(torch::cuda::device_count());
+    // Fixed input shapes (every batch but an epoch's last): let cuDNN time its algorithms once
+    // per shape and keep the fastest, as PyTorch's torch.backends.cudnn.benchmark = True.
+    at::globalContext().setBenchmarkCuDNN(true);
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(world.localRank % n));
   }
   return torch::kCPU;
