@@ -11,11 +11,12 @@
 set -euo pipefail
 FIXRES=${1:-build/bin/fixres}
 SEED=${DEMO_SEED:-0}
-EPOCHS=${DEMO_EPOCHS:-3}
+EPOCHS=${DEMO_EPOCHS:-20}
 ITERS=${DEMO_ITERS:-150}        # iterations per training epoch (x batch images)
 FT_ITERS=${DEMO_FT_ITERS:-60}   # fine-tuning iterations at each test resolution
-TRAIN_SIZE=${DEMO_TRAIN_SIZE:-16}
-SIZES=${DEMO_SIZES:-12,16,20,24,28,32}
+TRAIN_SIZE=${DEMO_TRAIN_SIZE:-24}
+# Default: the sweep's own choice, multiples of the network's stride (8) from 0.6x to 1.8x.
+SIZES=${DEMO_SIZES:-}
 DATA=${DEMO_DATA:-data/fashion-mnist}
 OUT=${DEMO_OUT:-runs/demo/seed$SEED}
 ARCH=${DEMO_ARCH:-resnet_tiny}
@@ -42,7 +43,7 @@ WEIGHTS="$OUT/train/train/checkpoint.pth"
 
 echo "== 3. sweep test resolutions on the held-out split (with FixRes fine-tuning at each)"
 "$FIXRES" sweep --imnet-path "$DATA" --split holdout --architecture "$ARCH" --weight-path "$WEIGHTS" \
-  --train-size "$TRAIN_SIZE" --sizes "$SIZES" --finetune --finetune-epochs 1 --finetune-iterations "$FT_ITERS" --finetune-lr 0.01 \
+  --train-size "$TRAIN_SIZE" ${SIZES:+--sizes "$SIZES"} --finetune --finetune-epochs 1 --finetune-iterations "$FT_ITERS" --finetune-lr 0.01 \
   --absolute-lr --batch "$BATCH" --workers 2 --seed "$SEED" --out "$OUT/sweep" | tee "$OUT/sweep.txt"
 BEST=$(/usr/bin/python3 -c "import json;print(json.load(open('$OUT/sweep/sweep.json'))['best_finetuned'])")
 

@@ -7,17 +7,20 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
   echo "SKIP: dataset-fashion-mnist is not installed (make deps installs it)"; exit 77
 fi
 export DEMO_LIMIT_TRAIN=600 DEMO_LIMIT_VAL=200 DEMO_HOLDOUT=100 DEMO_EPOCHS=1 DEMO_ITERS=4 \
-  DEMO_FT_ITERS=2 DEMO_SIZES=12,16,20 DEMO_BATCH=32 DEMO_DATA="$WORK/data" DEMO_OUT="$WORK/out" \
+  DEMO_FT_ITERS=2 DEMO_BATCH=32 DEMO_DATA="$WORK/data" DEMO_OUT="$WORK/out" \
   DEMO_THREADS=1
 run bash "$SRC/scripts/demo.sh" "$FIXRES"
 expect_code 0
-expect_out "^\| train res, no fine-tuning \| 16 \| [0-9.]+ \|$"
-expect_out "^\| chosen res, FixRes fine-tuned \| (12|16|20) \| [0-9.]+ \|$"
+expect_out "^\| train res, no fine-tuning \| 24 \| [0-9.]+ \|$"
+expect_out "^\| chosen res, FixRes fine-tuned \| (16|24|32|40) \| [0-9.]+ \|$"
 expect_out "FixRes gain: [-+][0-9.]+ points"
 expect_file "$WORK/out/sweep/sweep.svg"
 expect_file "$WORK/out/report.md"
 grep -q "<svg" "$WORK/out/sweep/sweep.svg" || bad "sweep.svg is not an SVG"
 grep -q "polyline" "$WORK/out/sweep/sweep.svg" || bad "sweep.svg has no curve"
+# The sweep's default sizes: multiples of resnet_tiny's stride (8) from 0.6x to 1.8x of 24 px.
+grep -qE "^ +16 .*$" "$WORK/out/sweep.txt" && grep -qE "^ +40 " "$WORK/out/sweep.txt" &&
+  ! grep -qE "^ +(12|20|28|36) " "$WORK/out/sweep.txt" || bad "sweep sizes are not 16,24,32,40"
 # The import is cached: a second run finds it.
 run "$FIXRES" import --out "$WORK/data" --holdout 100 --limit-train 600 --limit-val 200
 expect_code 0; expect_out "already imported"

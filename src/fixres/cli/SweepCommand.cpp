@@ -1,6 +1,7 @@
 // `fixres sweep`: top-1 over a range of test resolutions, optionally after FixRes fine-tuning
 // at each one; table, JSON and an SVG plot with the train resolution and the apparent-size
 // suggestion marked.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -45,7 +46,8 @@ Command addSweepCommand(CLI::App& parent, GlobalOptions&) {
   sub->add_option("--train-size", s->trainSize, "The resolution the model was trained at")
       ->capture_default_str();
   sub->add_option("--sizes", s->sizes,
-                  "Test resolutions, comma-separated (default: 0.6x..1.8x train size)");
+                  "Test resolutions, comma-separated (default: the multiples of the network's "
+                  "stride from 0.6x to 1.8x the train size, and the train size)");
   sub->add_flag("--finetune", s->finetune,
                 "Also fine-tune (classifier + last BN) at each resolution");
   sub->add_option("--finetune-epochs", s->finetuneEpochs, "Fine-tuning epochs per resolution")
@@ -67,8 +69,7 @@ Command addSweepCommand(CLI::App& parent, GlobalOptions&) {
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "sweep needs --weight-path");
             std::vector<int> sizes;
             if (s->sizes.empty()) {
-              for (double f : {0.6, 0.8, 1.0, 1.15, 1.3, 1.45, 1.6, 1.8})
-                sizes.push_back(static_cast<int>(std::lround(f * s->trainSize)));
+              sizes = engine::sweepSizes(s->trainSize, models::outputStride(s->model.architecture));
             } else {
               sizes = parseSizes(s->sizes, "--sizes");
             }

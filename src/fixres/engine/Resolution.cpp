@@ -1,6 +1,7 @@
 // Apparent object size analysis for choosing the test resolution.
 #include "fixres/engine/Resolution.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -84,6 +85,17 @@ ResolutionAnalysis simulateResolution(int trainSize, int width, int height, doub
     sum += std::min(width, height) / std::sqrt(w * h);
   }
   return finish(sum / samples, trainSize, cropRatio, multiple);
+}
+
+std::vector<int> sweepSizes(int trainSize, int stride) {
+  FIXRES_CHECK(trainSize >= 1 && stride >= 1, UsageError, "train size and stride must be positive");
+  std::vector<int> sizes;
+  const int lo = std::max(stride, (trainSize * 3 / 5 + stride - 1) / stride * stride);
+  for (int v = lo; 5 * v <= 9 * trainSize; v += stride) sizes.push_back(v);
+  if (std::find(sizes.begin(), sizes.end(), trainSize) == sizes.end()) {
+    sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), trainSize), trainSize);
+  }
+  return sizes;
 }
 
 }  // namespace fixres::engine

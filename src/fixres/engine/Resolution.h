@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace fixres::engine {
 
@@ -25,5 +26,11 @@ ResolutionAnalysis simulateResolution(int trainSize, int imageWidth, int imageHe
                                       double ratioMin = 3.0 / 4.0, double ratioMax = 4.0 / 3.0,
                                       double cropRatio = 224.0 / 256.0, int64_t samples = 200000,
                                       uint64_t seed = 0, int multiple = 1);
+
+// Test resolutions for a sweep: the multiples of the network's output stride from 0.6x to 1.8x
+// the train size (rounded up at the low end), plus the train size itself if it is not one.
+// Other sizes make the strided convolutions reach the zero padding on the right and bottom
+// edges, which a model trained at a multiple never saw: accuracy drops for that reason alone.
+std::vector<int> sweepSizes(int trainSize, int stride);
 
 }  // namespace fixres::engine

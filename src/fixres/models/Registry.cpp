@@ -77,6 +77,10 @@ ResNet createModel(const std::string& name, int64_t numClasses) {
   return ResNet(modelConfig(name, numClasses));
 }
 
+int outputStride(const std::string& name) {
+  return modelConfig(name, 1).smallStem ? 8 : 32;
+}
+
 int64_t parameterCount(const std::string& name, int64_t numClasses) {
   ResNetConfig c = modelConfig(name, numClasses);
   int64_t exp = c.bottleneck ? 4 : 1;

@@ -23,5 +23,7 @@ std::vector<std::string> knownArchitectures();
 // Number of parameters (weights only, no buffers) of the named architecture, from its shapes
 // without building it.
 int64_t parameterCount(const std::string& name, int64_t numClasses = 1000);
+// Total downsampling of the last feature map: 32 (torchvision stem), 8 (small-image stem).
+int outputStride(const std::string& name);
 
 }  // namespace fixres::models

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
+
+#include "fixres/common/Error.h"
 
 namespace fixres::engine {
 namespace {
@@ -41,6 +44,19 @@ TEST(Resolution, FixedScaleGivesExactMagnification) {
   auto sim = simulateResolution(100, 400, 400, 0.25, 0.25, 1.0, 1.0, 1.0, 1000);
   EXPECT_NEAR(sim.expectedInvSqrtScale, 2.0, 1e-9);
   EXPECT_NEAR(sim.suggested, 200.0, 1e-6);
+}
+
+// Sweep sizes: multiples of the stride in [0.6, 1.8] x train size (written out by hand).
+TEST(Resolution, SweepSizesAreStrideMultiplesAroundTheTrainSize) {
+  // ResNet-50 (stride 32) trained at 224: 0.6 x 224 = 134.4 -> 160; 1.8 x 224 = 403.2 -> 384.
+  EXPECT_EQ(sweepSizes(224, 32), (std::vector<int>{160, 192, 224, 256, 288, 320, 352, 384}));
+  // The small-image stem (stride 8) trained at 24: 14.4 -> 16; 43.2 -> 40.
+  EXPECT_EQ(sweepSizes(24, 8), (std::vector<int>{16, 24, 32, 40}));
+  // A train size off the grid is added in order: 0.6 x 20 = 12 -> 16; 36 -> 32.
+  EXPECT_EQ(sweepSizes(20, 8), (std::vector<int>{16, 20, 24, 32}));
+  // The lowest size is at least one stride.
+  EXPECT_EQ(sweepSizes(8, 8).front(), 8);
+  EXPECT_THROW(sweepSizes(0, 8), UsageError);
 }
 
 }  // namespace
