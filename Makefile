@@ -5,7 +5,7 @@ JOBS      ?= $(shell nproc)
 FIXRES    := $(BUILD_DIR)/bin/fixres
 CXX_SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build test test-long test-asan test-tsan fuzz demo bench format format-check clean
+.PHONY: all deps configure build test test-long test-asan test-tsan fuzz demo demo-seeds bench format format-check clean
 
 all: build
 
@@ -55,6 +55,13 @@ fuzz: deps
 demo: deps
 	@$(MAKE) --no-print-directory build
 	scripts/demo.sh $(FIXRES)
+
+# The demo with seeds 0, 1 and 2 (about 5 minutes each on 2 cores), then the tables of
+# docs/results.md: mean and spread over seeds.
+demo-seeds: deps
+	@$(MAKE) --no-print-directory build
+	for s in 0 1 2; do DEMO_SEED=$$s scripts/demo.sh $(FIXRES) || exit 1; done
+	scripts/demo_summary.py runs/demo/seed0 runs/demo/seed1 runs/demo/seed2
 
 bench: deps
 	@$(MAKE) --no-print-directory build

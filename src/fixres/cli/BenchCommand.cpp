@@ -105,11 +105,7 @@ Command addBenchEval(CLI::App& bench) {
   sub->add_option("--steps", s->steps, "Timed batches")->capture_default_str();
   sub->add_option("--warmup", s->warmup, "Untimed batches first")->capture_default_str();
   sub->add_option("--num-classes", s->numClasses, "Classifier size")->capture_default_str();
-  sub->add_option("--precision", s->precision, "auto (bf16 on CUDA), fp32 or bf16")
-      ->capture_default_str();
-  sub->add_option("--memory-format", s->memoryFormat,
-                  "auto (channels-last on CUDA), contiguous or channels-last")
-      ->capture_default_str();
+  addNumericsOptions(*sub, s->precision, s->memoryFormat, nullptr, "Options");
   sub->add_flag("--cpu", s->cpu, "CPU even when CUDA is available");
   return {sub, [s]() -> int {
             FIXRES_CHECK(s->steps >= 1 && s->batch >= 1 && s->inputSize >= 8, UsageError,

@@ -45,19 +45,7 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, ModelFlags& model,
                  "Micro-batches of --batch whose gradients add up to one optimizer step")
       ->capture_default_str()
       ->group("Optimisation");
-  app.add_option("--precision", c.precision,
-                 "auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16")
-      ->capture_default_str()
-      ->group("Optimisation");
-  app.add_option("--memory-format", c.memoryFormat,
-                 "auto (channels-last on CUDA), contiguous or channels-last")
-      ->capture_default_str()
-      ->group("Optimisation");
-  app.add_option("--normalize-on", c.normalizeOn,
-                 "auto (device on CUDA), cpu or device: where uint8 images become normalised "
-                 "floats (device: 4x smaller batches to copy)")
-      ->capture_default_str()
-      ->group("Data");
+  addNumericsOptions(app, c.precision, c.memoryFormat, &c.normalizeOn, "Optimisation");
   app.add_option("--transform", c.trainTransform, "Train transform: full, torch, val, v2-train")
       ->capture_default_str()
       ->group("Data");
@@ -120,6 +108,25 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, ModelFlags& model,
       ->group("Output");
 }
 
+void addNumericsOptions(CLI::App& app, std::string& precision, std::string& memoryFormat,
+                        std::string* normalizeOn, const std::string& group) {
+  app.add_option("--precision", precision,
+                 "auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16")
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--memory-format", memoryFormat,
+                 "auto (channels-last on CUDA), contiguous or channels-last")
+      ->capture_default_str()
+      ->group(group);
+  if (normalizeOn) {
+    app.add_option("--normalize-on", *normalizeOn,
+                   "auto (device on CUDA), cpu or device: where uint8 images become normalised "
+                   "floats (device: 4x smaller batches to copy)")
+        ->capture_default_str()
+        ->group("Data");
+  }
+}
+
 torch::Device deviceFor(const distributed::WorldInfo& world, bool cpuOnly) {
   if (!cpuOnly && torch::cuda::is_available()) {
     int n = static_cast<int>(torch::cuda::device_count());
@@ -173,14 +180,7 @@ void addEvalFlags(CLI::App& app, EvalFlags& f) {
       ->group("Data");
   app.add_flag("--test-flip", f.testFlip, "Average logits with the horizontally flipped image")
       ->group("Data");
-  app.add_option("--precision", f.precision,
-                 "auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16")
-      ->capture_default_str();
-  app.add_option("--memory-format", f.memoryFormat,
-                 "auto (channels-last on CUDA), contiguous or channels-last")
-      ->capture_default_str();
-  app.add_option("--normalize-on", f.normalizeOn, "auto (device on CUDA), cpu or device")
-      ->capture_default_str();
+  addNumericsOptions(app, f.precision, f.memoryFormat, &f.normalizeOn, "Options");
   app.add_flag("--cpu", f.cpu, "Run on the CPU even when CUDA is available");
 }
 

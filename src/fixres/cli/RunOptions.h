@@ -55,6 +55,11 @@ struct EvalFlags {
 };
 void addEvalFlags(CLI::App& app, EvalFlags& flags);
 
+// --precision and --memory-format (in `group`); with `normalizeOn`, also --normalize-on (in
+// "Data"). One declaration for train, finetune, eval, extract and bench.
+void addNumericsOptions(CLI::App& app, std::string& precision, std::string& memoryFormat,
+                        std::string* normalizeOn, const std::string& group);
+
 // Evaluation options of the val transform at `size` (UsageError on a bad --resize-mode).
 engine::EvalOptions valOptions(int size, const EvalFlags& flags, torch::Device device);
 

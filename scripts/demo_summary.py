@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""Aggregates demo runs over seeds (scripts/demo.sh with DEMO_SEED=0, 1, 2 ...) into the
+markdown tables of docs/results.md: the held-out sweep and the test-set rows, mean and sample
+standard deviation over seeds, and the FixRes gain per seed.
+Usage: demo_summary.py RUN_DIR [RUN_DIR ...]   (each holding summary.json and sweep/sweep.json)
+"""
+import json
+import statistics
+import sys
+
+
+def ms(values):
+    mean = statistics.mean(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{mean:.2f} ± {sd:.2f}"
+
+
+def main(dirs):
+    sweeps = [json.load(open(f"{d}/sweep/sweep.json")) for d in dirs]
+    summaries = [json.load(open(f"{d}/summary.json")) for d in dirs]
+    seeds = [s["seed"] for s in summaries]
+    train = summaries[0]["train_size"]
+    print(f"Seeds {', '.join(map(str, seeds))}; train resolution {train} px.\n")
+    print("Held-out split (top-1, mean ± sd over seeds):\n")
+    print("| test res | no fine-tuning | FixRes fine-tuned |")
+    print("|---|---|---|")
+    sizes = [r["size"] for r in sweeps[0]["rows"]]
+    for i, size in enumerate(sizes):
+        plain = [s["rows"][i]["top1"] for s in sweeps]
+        tuned = [s["rows"][i]["top1_finetuned"] for s in sweeps]
+        label = f"**{size} (train)**" if size == train else str(size)
+        print(f"| {label} | {ms(plain)} | {ms(tuned)} |")
+    print(f"\nBest resolution on the held-out split per seed: without fine-tuning "
+          f"{[s['best_plain'] for s in sweeps]}, with fine-tuning {[s['best_finetuned'] for s in sweeps]}.\n")
+    print("Test set (10,000 images), resolutions chosen on the held-out split:\n")
+    print("| setting | test res per seed | top-1 per seed | mean ± sd |")
+    print("|---|---|---|---|")
+    names = [row[0] for row in summaries[0]["rows"]]
+    for k, name in enumerate(names):
+        res = [s["rows"][k][1] for s in summaries]
+        top = [s["rows"][k][2] for s in summaries]
+        print(f"| {name} | {', '.join(map(str, res))} | {', '.join(f'{t:.2f}' for t in top)} | {ms(top)} |")
+    gain = [s["rows"][3][2] - s["rows"][0][2] for s in summaries]
+    res_only = [s["rows"][3][2] - s["rows"][1][2] for s in summaries]
+    print(f"\nFixRes gain (chosen resolution fine-tuned minus train resolution, no fine-tuning), "
+          f"per seed: {', '.join(f'{g:+.2f}' for g in gain)}; mean {ms(gain)} points.")
+    print(f"Of which the resolution (chosen minus train resolution, both fine-tuned): "
+          f"{', '.join(f'{g:+.2f}' for g in res_only)}; mean {ms(res_only)} points.")
+    base = [s["rows"][0][2] for s in summaries]
+    print(f"Run-to-run noise of the baseline (train resolution, no fine-tuning): sd "
+          f"{statistics.stdev(base) if len(base) > 1 else 0.0:.2f} points.")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: demo_summary.py RUN_DIR [RUN_DIR ...]")
+    main(sys.argv[1:])
