@@ -103,7 +103,9 @@ struct Decoder::Impl {
 
   // Each returns nullptr on success, else a message (owned by this Impl).
   const char* jpegOpen(int* width, int* height);
-  const char* jpegDecode(uint8_t* out, const Rect& region, bool cropped);
+  // Rows region.top .. bottom into `wide` (resized to the decoded row width x region.height);
+  // *left: the column of region.left in those rows (jpeg_crop_scanline widens the crop).
+  const char* jpegDecode(Image& wide, const Rect& region, bool cropped, int* left);
   const char* pngOpen(int* width, int* height);
   const char* pngDecode(uint8_t* out, int width, int height);
 };
@@ -141,11 +143,13 @@ const char* Decoder::Impl::jpegOpen(int* width, int* height) {
   return nullptr;
 }
 
-// Writes region.width x region.height RGB pixels to `out`. `cropped` uses libjpeg-turbo's
-// jpeg_crop_scanline / jpeg_skip_scanlines with a margin of two chroma samples around the region
-// (none fails the tests: the upsampler treats the crop border as an image edge), so that chroma
-// upsampling at the region's border sees the same neighbours as in a full decode.
-const char* Decoder::Impl::jpegDecode(uint8_t* out, const Rect& region, bool cropped) {
+// Decodes the rows of `region` at the width libjpeg decodes them (the whole width, or the
+// crop's when `cropped`), straight into `wide`: no copy of RGB rows. `cropped` uses
+// libjpeg-turbo's jpeg_crop_scanline / jpeg_skip_scanlines with a margin of two chroma samples
+// around the region (none fails the tests: the upsampler treats the crop border as an image
+// edge), so that chroma upsampling at the region's border sees the same neighbours as in a full
+// decode.
+const char* Decoder::Impl::jpegDecode(Image& wide, const Rect& region, bool cropped, int* left) {
   if (setjmp(jerr.jump)) return jerr.message;
   jpeg_start_decompress(&cinfo);
   const int fullWidth = static_cast<int>(cinfo.output_width);
@@ -166,28 +170,26 @@ const char* Decoder::Impl::jpegDecode(uint8_t* out, const Rect& region, bool cro
     }
   }
   const int rowWidth = static_cast<int>(cinfo.output_width);  // after a crop: xwidth
-  const int colOffset = region.left - static_cast<int>(xoff);
+  *left = region.left - static_cast<int>(xoff);
+  wide.width = rowWidth;
+  wide.height = region.height;
+  wide.pixels.resize(size_t(rowWidth) * region.height * 3);  // keeps a reused buffer's capacity
   // One scanline buffer from libjpeg's pool: freed with the decompressor, longjmp-safe.
   JSAMPARRAY line = (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
                                                static_cast<JDIMENSION>(rowWidth * comps), 1);
   const int lastRow = region.top + region.height;  // exclusive
-  const bool direct = comps == 3 && colOffset == 0 && rowWidth == region.width;
   for (int y = firstRow; y < lastRow; ++y) {
-    uint8_t* dst = out + static_cast<size_t>(y - region.top) * region.width * 3;
-    if (direct && y >= region.top) {
-      JSAMPROW row = dst;
+    if (comps == 3 && y >= region.top) {
+      JSAMPROW row = wide.row(y - region.top);
       jpeg_read_scanlines(&cinfo, &row, 1);
       continue;
     }
     jpeg_read_scanlines(&cinfo, line, 1);
     if (y < region.top) continue;
-    const uint8_t* src = line[0] + static_cast<size_t>(colOffset) * comps;
-    if (comps == 3) {
-      std::memcpy(dst, src, static_cast<size_t>(region.width) * 3);
-    } else if (comps == 1) {
-      grayToRgb(src, dst, region.width);
+    if (comps == 1) {
+      grayToRgb(line[0], wide.row(y - region.top), rowWidth);
     } else {
-      cmykInvertedToRgb(src, dst, region.width);
+      cmykInvertedToRgb(line[0], wide.row(y - region.top), rowWidth);
     }
   }
   if (jerr.truncated) {
@@ -331,12 +333,17 @@ Image Decoder::decode() {
 }
 
 Image Decoder::decodeRegion(const Rect& r) {
-  Image out;
-  decodeRegionInto(r, out);
+  Image buffer;
+  const ImageView v = decodeRegionView(r, buffer);
+  if (v.data == buffer.pixels.data() && v.width == buffer.width && v.height == buffer.height) {
+    return buffer;
+  }
+  Image out(v.width, v.height, Uninitialized{});
+  for (int y = 0; y < v.height; ++y) std::memcpy(out.row(y), v.row(y), size_t(v.width) * 3);
   return out;
 }
 
-void Decoder::decodeRegionInto(const Rect& r, Image& out) {
+ImageView Decoder::decodeRegionView(const Rect& r, Image& buffer) {
   FIXRES_CHECK(!impl_->used, InternalError, name_, ": Decoder used twice");
   impl_->used = true;
   FIXRES_CHECK(r.left >= 0 && r.top >= 0 && r.width > 0 && r.height > 0 &&
@@ -344,22 +351,26 @@ void Decoder::decodeRegionInto(const Rect& r, Image& out) {
                InternalError, name_, ": region ", r.left, ",", r.top, " ", r.width, "x", r.height,
                " outside the image ", width_, "x", height_);
   const bool whole = r.left == 0 && r.top == 0 && r.width == width_ && r.height == height_;
-  out.width = r.width;
-  out.height = r.height;
-  out.pixels.resize(size_t(r.width) * r.height * 3);  // keeps the capacity of a reused image
   if (impl_->isJpeg && (whole || endsWithEoi(impl_->data, impl_->size))) {
-    const char* error = impl_->jpegDecode(out.pixels.data(), r, !whole);
+    int left = 0;
+    const char* error = impl_->jpegDecode(buffer, r, !whole, &left);
     FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
-    return;
+    return ImageView(buffer).sub(left, 0, r.width, r.height);
   }
-  Image full(width_, height_, Uninitialized{});
-  const char* error =
-      impl_->isJpeg ? impl_->jpegDecode(full.pixels.data(), Rect{0, 0, width_, height_}, false)
-                    : impl_->pngDecode(full.pixels.data(), width_, height_);
-  FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
-  for (int y = 0; y < r.height; ++y) {
-    std::memcpy(out.row(y), full.row(r.top + y) + size_t(r.left) * 3, size_t(r.width) * 3);
+  // PNG, or a JPEG without its end marker (where a truncation must be reported, not cropped
+  // away): the whole image, then the region.
+  if (impl_->isJpeg) {
+    int left = 0;
+    const char* error = impl_->jpegDecode(buffer, Rect{0, 0, width_, height_}, false, &left);
+    FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
+  } else {
+    buffer.width = width_;
+    buffer.height = height_;
+    buffer.pixels.resize(size_t(width_) * height_ * 3);
+    const char* error = impl_->pngDecode(buffer.pixels.data(), width_, height_);
+    FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
   }
+  return ImageView(buffer).sub(r.left, r.top, r.width, r.height);
 }
 
 std::vector<uint8_t> readFile(const std::string& path) {

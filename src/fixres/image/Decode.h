@@ -52,8 +52,10 @@ class Decoder {
   // Only `region` (clamped by the caller inside the image): identical pixels to decode() then
   // cropping, but JPEG skips the IDCT and colour conversion of rows and columns outside it.
   Image decodeRegion(const Rect& region);
-  // The same into `out`, reusing its buffer (no allocation when its capacity suffices).
-  void decodeRegionInto(const Rect& region, Image& out);
+  // The same as a view into `buffer` (reused: no allocation when its capacity suffices), whose
+  // rows may be wider than the region: the decoder writes them in place, without a copy. Valid
+  // while `buffer` lives and is not modified.
+  ImageView decodeRegionView(const Rect& region, Image& buffer);
 
   struct Impl;
 

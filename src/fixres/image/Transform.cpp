@@ -152,15 +152,13 @@ struct EncodedSource {
   int width() const { return decoder.width(); }
   int height() const { return decoder.height(); }
   Image full() { return decoder.decode(); }
-  const Image& region(const Rect& r, bool cropped) {
-    // Reused per thread: the region buffer is the largest allocation of a train sample.
+  // A view valid until the next call on this thread: the buffer is reused per thread (it is the
+  // largest allocation of a train sample).
+  ImageView region(const Rect& r, bool cropped) {
     thread_local Image buffer;
-    if (cropped) {
-      decoder.decodeRegionInto(r, buffer);
-    } else {
-      buffer = cropZeroFill(ImageView(decoder.decode()), r);
-    }
-    return buffer;
+    if (cropped) return decoder.decodeRegionView(r, buffer);
+    buffer = cropZeroFill(ImageView(decoder.decode()), r);
+    return ImageView(buffer);
   }
 };
 
@@ -169,7 +167,11 @@ struct DecodedSource {
   int width() const { return image.width; }
   int height() const { return image.height; }
   Image full() { return image; }
-  Image region(const Rect& r, bool) const { return cropZeroFill(ImageView(image), r); }
+  Image scratch;
+  ImageView region(const Rect& r, bool) {
+    scratch = cropZeroFill(ImageView(image), r);
+    return ImageView(scratch);
+  }
 };
 
 }  // namespace
@@ -211,8 +213,8 @@ TransformedImage Transform::run(Source& src, uint64_t seed) const {
     case TransformKind::kTorch:
     case TransformKind::kFull: {
       const Rect crop = sampleResizedCrop(src.width(), src.height(), rng);
-      const Image& region = src.region(crop, options_.croppedDecode);
-      out.image = resize(ImageView(region), s, s, options_.filter);
+      const ImageView region = src.region(crop, options_.croppedDecode);
+      out.image = resize(region, s, s, options_.filter);
       out.flip = rng.uniform() < 0.5;
       if (kind == TransformKind::kFull) {
         applyColorJitter(out.image, sampleColorJitter(rng, 0.3f, 0.3f, 0.3f, options_.hue),
@@ -232,9 +234,9 @@ TransformedImage Transform::run(Source& src, uint64_t seed) const {
       const int y0 = std::max(0, crop.top), y1 = std::min(size[1], crop.top + s);
       const Rect window{x0, y0, x1 - x0, y1 - y0};
       const Rect need = resizeSourceRect(w, h, size[0], size[1], window, options_.filter);
-      const Image& part = src.region(need, options_.croppedDecode);
-      Image inner = resizeWindowPartial(ImageView(part), need, w, h, size[0], size[1], window,
-                                        options_.filter);
+      const ImageView part = src.region(need, options_.croppedDecode);
+      Image inner =
+          resizeWindowPartial(part, need, w, h, size[0], size[1], window, options_.filter);
       if (x1 - x0 == s && y1 - y0 == s) {
         out.image = std::move(inner);
       } else {
@@ -276,7 +278,7 @@ TransformedImage Transform::apply(const uint8_t* data, size_t size, const std::s
 }
 
 TransformedImage Transform::apply(const Image& decoded, uint64_t seed) const {
-  DecodedSource src{decoded};
+  DecodedSource src{decoded, {}};
   return run(src, seed);
 }
 
