@@ -13,7 +13,7 @@ FIXRES=${1:-build/bin/fixres}
 SEED=${DEMO_SEED:-0}
 EPOCHS=${DEMO_EPOCHS:-20}
 ITERS=${DEMO_ITERS:-150}        # iterations per training epoch (x batch images)
-FT_ITERS=${DEMO_FT_ITERS:-60}   # fine-tuning iterations at each test resolution
+FT_ITERS=${DEMO_FT_ITERS:-300}  # fine-tuning iterations at each test resolution
 TRAIN_SIZE=${DEMO_TRAIN_SIZE:-24}
 # Default: the sweep's own choice, multiples of the network's stride (8) from 0.6x to 1.8x.
 SIZES=${DEMO_SIZES:-}

@@ -12,7 +12,7 @@ OUT="$(cd "$(dirname "$0")/.." && pwd)/docs/cli-reference.md"
   echo
   echo "## fixres"
   echo; echo '```'; "$FIXRES" --help; echo '```'
-  for sub in train finetune eval extract eval-softmax launch "bench train" "bench allreduce" \
+  for sub in train finetune eval extract eval-softmax launch "bench train" "bench eval" "bench allreduce" \
     "bench data" version suggest-resolution import sweep; do
     echo; echo "## fixres $sub"
     echo; echo '```'; $FIXRES $sub --help; echo '```'
