@@ -2,11 +2,12 @@
 # Data pipeline benchmark: our loader vs the PIL/torchvision peer on the same JPEG folder, in the
 # same run. Usage: bench/data_bench.sh [BUILD_DIR] [--threads "1 2 4"] [--per-class N] [--size S]
 # Prints markdown tables: single thread, ours vs peer, both per wall-clock second and per CPU-second
-# (the peer through bench/peer_cpu.py), each the best of REPEATS alternating runs (a shared
-# machine only ever slows a run down), then thread scaling of `full` for ours (wall clock).
+# (the peer through bench/peer_cpu.py), each the median of REPEATS alternating runs (on a shared
+# machine the peer's rate swings by up to 3x from run to run, ours much less: a best-of-N would
+# favour the noisier side), then thread scaling of `full` for ours (wall clock, median).
 set -euo pipefail
 BUILD=${1:-build}; shift || true
-THREADS="1 2"; PER_CLASS=64; SIZE=224; SECONDS_PER=4; PASSES=2; REPEATS=3
+THREADS="1 2"; PER_CLASS=64; SIZE=224; SECONDS_PER=4; PASSES=2; REPEATS=5
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) THREADS="$2"; shift 2 ;;
@@ -41,25 +42,33 @@ peer() {  # kind [cpu] -> img/s
   fi
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
-max() { awk -v a="$1" -v b="$2" 'BEGIN{print (a > b ? a : b)}'; }
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
+RAW=""
 echo "| kind | ours img/s (wall) | peer img/s (wall) | ratio | ours img/CPU-s | peer img/CPU-s | ratio |"
 echo "|---|---|---|---|---|---|---|"
 for kind in full torch val; do
-  o=0; p=0; oc=0; pc=0
+  os=""; ps=""; ocs=""; pcs=""
   for _ in $(seq "$REPEATS"); do
-    o=$(max "$o" "$(ours "$kind" 1)"); p=$(max "$p" "$(peer "$kind")")
-    oc=$(max "$oc" "$(ours "$kind" 1 --cpu-time)"); pc=$(max "$pc" "$(peer "$kind" cpu)")
+    os="$os $(ours "$kind" 1)"; ps="$ps $(peer "$kind")"
+    ocs="$ocs $(ours "$kind" 1 --cpu-time)"; pcs="$pcs $(peer "$kind" cpu)"
   done
+  o=$(echo "$os" | median); p=$(echo "$ps" | median)
+  oc=$(echo "$ocs" | median); pc=$(echo "$pcs" | median)
+  RAW="$RAW
+$kind: ours$os | peer$ps | ours per CPU-s$ocs | peer per CPU-s$pcs"
   echo "| $kind | $o | $p | $(ratio "$o" "$p") | $oc | $pc | $(ratio "$oc" "$pc") |"
 done
+echo
+echo "Runs (img/s), in order:$RAW"
 echo
 echo "| threads | ours full (img/s) | efficiency |"
 echo "|---|---|---|"
 base=""
 for t in $THREADS; do
-  o=0
-  for _ in $(seq "$REPEATS"); do o=$(max "$o" "$(ours full "$t")"); done
+  os=""
+  for _ in $(seq "$REPEATS"); do os="$os $(ours full "$t")"; done
+  o=$(echo "$os" | median)
   [ -z "$base" ] && base=$(awk -v a="$o" -v t="$t" 'BEGIN{print a/t}')
   echo "| $t | $o | $(awk -v a="$o" -v b="$base" -v t="$t" 'BEGIN{printf "%.0f%%", 100*a/(b*t)}') |"
 done
