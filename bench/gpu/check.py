@@ -5,7 +5,7 @@
       torchvision ResNet-50 with random weights (seed 0) saved as a state dict.
   check.py logits CPU_DIR GPU_DIR ARCH
       logits written by `fixres extract` on the CPU in fp32 and on the GPU (bf16, channels-last)
-      for the same weights and images: relative L2 error < 0.05, same top-1 on >= 90% of images (random weights: near ties).
+      for the same weights and images: relative L2 error < 0.05, same top-1 on >= 85% of images (random weights: many near ties).
   check.py finetune BEFORE.pth AFTER_CHECKPOINT.pth
       a FixRes fine-tuning run changed the classifier and the last BatchNorm's running
       statistics, and nothing else (every other tensor bitwise equal).
@@ -38,9 +38,9 @@ def logits(cpu_dir, gpu_dir, arch):
         sys.exit(1)
     rel = np.linalg.norm(a - b) / np.linalg.norm(a)
     agree = float(np.mean(a.argmax(1) == b.argmax(1)))
-    ok = rel < 0.05 and agree >= 0.9
+    ok = rel < 0.05 and agree >= 0.85
     print(f"logits: GPU bf16 channels-last vs CPU fp32 on {a.shape[0]} images: relative L2 "
-          f"{rel:.4f} (< 0.05), top-1 agreement {agree:.3f} (>= 0.9): {'ok' if ok else 'FAIL'}")
+          f"{rel:.4f} (< 0.05), top-1 agreement {agree:.3f} (>= 0.85): {'ok' if ok else 'FAIL'}")
     sys.exit(0 if ok else 1)
 
 

@@ -3,9 +3,12 @@
 # check correctness on the GPU, then benchmark fixres and the PyTorch peer in the same run and
 # print the tables (docs/performance.md takes them as printed).
 #
-# Usage: bench/gpu/run.sh [--quick] [--skip-build]
-#   --quick       fewer steps and a 2,048-image folder (a smoke run of the whole script)
-#   --skip-build  reuse build-gpu/
+# Usage: bench/gpu/run.sh [--quick] [--skip-build] [--cpu-smoke BUILD_DIR]
+#   --quick        fewer steps and a 2,048-image folder
+#   --skip-build   reuse build-gpu/
+#   --cpu-smoke D  the whole script on the CPU with D's binaries, tiny sizes and no GPU peer:
+#                  checks the script itself (tests/integration/gpu_script_test.sh), measures
+#                  nothing
 # Environment: PYTHON (default python3: the one with PyTorch + CUDA), OUT (default runs/gpu),
 #   DEBS (default .debs: Debian packages the host lacks, fetched beforehand with
 #   `bench/gpu/fetch-debs.sh`; unpacked into a private prefix, never into /).
@@ -16,20 +19,32 @@ PY=${PYTHON:-python3}
 OUT=${OUT:-$ROOT/runs/gpu}
 DEBS=${DEBS:-$ROOT/.debs}
 BUILD=$ROOT/build-gpu
-QUICK=0; SKIP_BUILD=0
-for a in "$@"; do
-  case "$a" in
-    --quick) QUICK=1 ;;
-    --skip-build) SKIP_BUILD=1 ;;
-    *) echo "bench/gpu/run.sh: unknown argument '$a'" >&2; exit 2 ;;
+QUICK=0; SKIP_BUILD=0; SMOKE=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1; shift ;;
+    --skip-build) SKIP_BUILD=1; shift ;;
+    --cpu-smoke) SMOKE=1; SKIP_BUILD=1; BUILD=${2:?--cpu-smoke needs a build folder}; shift 2 ;;
+    *) echo "bench/gpu/run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$OUT"
 FIXRES=$BUILD/bin/fixres
 PEERS=$ROOT/bench/peers
 NPROC=$(nproc)
+# Sizes: model-only train and eval resolutions, batch, timed steps, JPEG count, end-to-end size
+# and steps, and the precision flags of "the GPU run" (bf16 channels-last on the GPU).
+TRAIN_SIZES="128 160 224"; EVAL_SIZES="224 320 384 448"; BATCH=256; E2E_SIZE=224
+NUMERICS=(--precision bf16 --memory-format channels-last)
+PEER_DEV=(--bf16 --channels-last)
 if [ "$QUICK" = 1 ]; then STEPS=6; IMAGES=2048; E2E_STEPS=6; else STEPS=30; IMAGES=20480; E2E_STEPS=40; fi
+if [ "$SMOKE" = 1 ]; then
+  TRAIN_SIZES="64"; EVAL_SIZES="64"; BATCH=4; E2E_SIZE=64; STEPS=1; IMAGES=64; E2E_STEPS=2
+  NUMERICS=(--precision fp32 --memory-format contiguous)
+  PEER_DEV=(--device cpu)
+fi
 log() { echo "== $(date +%T) $*"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a/b; else printf "n/a" }'; }
 
 # ---- 1. build ---------------------------------------------------------------------------------
 if [ "$SKIP_BUILD" = 0 ]; then
@@ -53,7 +68,7 @@ DATA=$OUT/jpegs
 if [ ! -d "$DATA/train" ]; then
   log "make $IMAGES ImageNet-shaped JPEGs"
   "$PY" "$PEERS/make_jpeg_folder.py" "$DATA/train" --classes 16 --per-class $((IMAGES / 16)) --seed 0 >/dev/null
-  "$PY" "$PEERS/make_jpeg_folder.py" "$DATA/val" --classes 16 --per-class 16 --seed 1 >/dev/null
+  "$PY" "$PEERS/make_jpeg_folder.py" "$DATA/val" --classes 16 --per-class $((SMOKE ? 2 : 16)) --seed 1 >/dev/null
 fi
 cat "$DATA"/train/*/* >/dev/null  # into the page cache
 
@@ -61,71 +76,89 @@ cat "$DATA"/train/*/* >/dev/null  # into the page cache
 # (The unit and integration tests compare with Debian's Python packages: they run in CI, on the CPU.)
 log "GPU checks"
 "$PY" "$ROOT/bench/gpu/check.py" weights "$OUT/r50.pth" 16
+CHECK_SIZE=$((SMOKE ? 64 : 224))
 for dev in cpu gpu; do
-  flag=""; [ "$dev" = cpu ] && flag="--cpu --precision fp32 --memory-format contiguous"
-  # shellcheck disable=SC2086
+  flags=(--precision bf16 --memory-format channels-last)  # the GPU path (the CPU in a smoke run)
+  [ "$dev" = cpu ] && flags=(--cpu --precision fp32 --memory-format contiguous)
   "$FIXRES" -q extract --dataset-path "$DATA/val" --architecture resnet50 --weight-path "$OUT/r50.pth" \
-    --input-size 224 --batch 64 --workers 8 --save-path "$OUT/extract_$dev" $flag >/dev/null
+    --input-size "$CHECK_SIZE" --batch 16 --workers 8 --save-path "$OUT/extract_$dev" "${flags[@]}" >/dev/null
 done
 "$PY" "$ROOT/bench/gpu/check.py" logits "$OUT/extract_cpu" "$OUT/extract_gpu" resnet50
 rm -rf "$OUT/ft"
 "$FIXRES" -q finetune --imnet-path "$DATA" --architecture resnet50 --weight-path "$OUT/r50.pth" \
-  --input-size 224 --batch 64 --workers 8 --epochs 1 --iteration-cap 5 --eval-every 1 \
+  --input-size "$CHECK_SIZE" --batch 16 --workers 8 --epochs 1 --iteration-cap 3 --eval-every 1 \
   --shared-folder-path "$OUT/ft" --job-id ft >/dev/null
 "$PY" "$ROOT/bench/gpu/check.py" finetune "$OUT/r50.pth" "$OUT/ft/finetune/ft/checkpoint.pth"
 
 # ---- 4. model-only throughput, ours and the peer in the same run -------------------------------
-log "model-only benchmarks (ResNet-50, batch 256, bf16 autocast, channels-last)"
+log "model-only benchmarks (ResNet-50, batch $BATCH, ${NUMERICS[*]})"
 declare -A OURS
-for r in 128 160 224; do
-  OURS[train_$r]=$("$FIXRES" -q bench train --architecture resnet50 --batch 256 --input-size $r \
-    --precision bf16 --channels-last --steps $STEPS --warmup 8 | tail -1 | awk '{print $1}')
+for r in $TRAIN_SIZES; do
+  cl=(); [ "${NUMERICS[3]}" = channels-last ] && cl=(--channels-last)
+  OURS[train_$r]=$("$FIXRES" -q bench train --architecture resnet50 --batch "$BATCH" --input-size "$r" \
+    --precision "${NUMERICS[1]}" "${cl[@]}" --steps "$STEPS" --warmup 2 | tail -1 | awk '{print $1}')
 done
-for r in 224 320 384 448; do
-  OURS[eval_$r]=$("$FIXRES" -q bench eval --architecture resnet50 --batch 256 --input-size $r \
-    --precision bf16 --memory-format channels-last --steps $STEPS --warmup 5 | tail -1 | awk '{print $1}')
+for r in $EVAL_SIZES; do
+  OURS[eval_$r]=$("$FIXRES" -q bench eval --architecture resnet50 --batch "$BATCH" --input-size "$r" \
+    "${NUMERICS[@]}" --steps "$STEPS" --warmup 2 | tail -1 | awk '{print $1}')
 done
-log "peer: PyTorch eager (bench/peers/gpu_resnet50_peer.py)"
-"$PY" "$PEERS/gpu_resnet50_peer.py" "$OUT/peer.json" >"$OUT/peer.log" 2>&1 || { tail "$OUT/peer.log"; exit 1; }
-peer() { "$PY" -c "import json; print(round(json.load(open('$OUT/peer.json'))['$1'], 1))"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
+if [ "$SMOKE" = 0 ]; then
+  log "peer: PyTorch eager (bench/peers/gpu_resnet50_peer.py)"
+  "$PY" "$PEERS/gpu_resnet50_peer.py" "$OUT/peer.json" >"$OUT/peer.log" 2>&1 || { tail "$OUT/peer.log"; exit 1; }
+fi
+peer() {
+  if [ -s "$OUT/peer.json" ] && [ "$SMOKE" = 0 ]; then
+    "$PY" -c "import json; print(round(json.load(open('$OUT/peer.json'))['$1'], 1))"
+  else
+    echo "n/a"
+  fi
+}
 echo
-echo "| ResNet-50, batch 256, bf16 channels-last | fixres img/s | PyTorch img/s | ratio |"
+echo "| ResNet-50, batch $BATCH, ${NUMERICS[*]} | fixres img/s | PyTorch img/s | ratio |"
 echo "|---|---|---|---|"
-for r in 128 160 224; do
+for r in $TRAIN_SIZES; do
   p=$(peer "train_bf16_cl_$r"); echo "| train $r | ${OURS[train_$r]} | $p | $(ratio "${OURS[train_$r]}" "$p") |"
 done
-for r in 224 320 384 448; do
+for r in $EVAL_SIZES; do
   p=$(peer "eval_bf16_cl_$r"); echo "| eval $r | ${OURS[eval_$r]} | $p | $(ratio "${OURS[eval_$r]}" "$p") |"
 done
 
 # ---- 5. end to end from JPEGs: `full` at 224, the trainer vs DataLoader + PIL workers ---------
-log "end to end: $IMAGES JPEGs, full transform at 224, batch 256"
+log "end to end: $IMAGES JPEGs, full transform at $E2E_SIZE, batch $BATCH"
 MEM=$OUT/gpu_memory.csv
-nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 200 >"$MEM" 2>/dev/null &
-SMI=$!
+: >"$MEM"
+SMI=""
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 200 >"$MEM" 2>/dev/null &
+  SMI=$!
+fi
+stop_smi() { [ -n "$SMI" ] && kill "$SMI" 2>/dev/null; true; }
 rm -rf "$OUT/e2e"
-"$FIXRES" -q train --imnet-path "$DATA" --architecture resnet50 --input-size 224 --batch 256 \
+"$FIXRES" -q train --imnet-path "$DATA" --architecture resnet50 --input-size "$E2E_SIZE" --batch "$BATCH" \
   --workers "$NPROC" --transform full --sampler distributed --epochs 1 --eval-every 100 \
-  --stop-after-steps $((E2E_STEPS + 10)) --log-every 5 --shared-folder-path "$OUT/e2e" --job-id e2e \
-  >"$OUT/e2e.log" 2>&1 & OPID=$!
-wait $OPID || { tail "$OUT/e2e.log"; kill $SMI; exit 1; }
+  "${NUMERICS[@]}" --stop-after-steps $((E2E_STEPS + 10)) --log-every 1 \
+  --shared-folder-path "$OUT/e2e" --job-id e2e >"$OUT/e2e.log" 2>&1 &
+OPID=$!
+wait $OPID || { tail "$OUT/e2e.log"; stop_smi; exit 1; }
 ours_e2e=$("$PY" -c "
 import json, statistics
 rows = [json.loads(l) for l in open('$OUT/e2e/train/e2e/metrics.jsonl')]
 v = [r['images_per_s'] for r in rows if 'images_per_s' in r and r.get('step', 0) > 10]
 print(round(statistics.median(v), 1))")
-ours_mem=$(awk -F', ' -v p=$OPID '$1==p && $2>m {m=$2} END{print m+0}' "$MEM")
-"$PY" "$PEERS/e2e_train_peer.py" "$DATA/train" --size 224 --batch 256 --workers "$NPROC" \
-  --steps $E2E_STEPS --bf16 --channels-last >"$OUT/e2e_peer.log" 2>&1 & PPID_=$!
-wait $PPID_ || { tail "$OUT/e2e_peer.log"; kill $SMI; exit 1; }
-kill $SMI || true
+mem() { awk -F', ' -v p="$1" '$1==p && $2>m {m=$2} END{if (m) print m; else print "n/a"}' "$MEM"; }
+ours_mem=$(mem $OPID)
+"$PY" "$PEERS/e2e_train_peer.py" "$DATA/train" --size "$E2E_SIZE" --batch "$BATCH" --workers "$NPROC" \
+  --steps "$E2E_STEPS" --warmup 10 "${PEER_DEV[@]}" >"$OUT/e2e_peer.log" 2>&1 &
+PEER_PID=$!
+wait $PEER_PID || { tail "$OUT/e2e_peer.log"; stop_smi; exit 1; }
+stop_smi
 peer_e2e=$(tail -1 "$OUT/e2e_peer.log" | awk '{print $1}')
-peer_mem=$(awk -F', ' -v p=$PPID_ '$1==p && $2>m {m=$2} END{print m+0}' "$MEM")
+peer_mem=$(mem $PEER_PID)
 echo
-echo "| end to end, full at 224, batch 256 | img/s | vs model-only train 224 | GPU memory (nvidia-smi peak, MiB) |"
+echo "| end to end, full at $E2E_SIZE, batch $BATCH | img/s | vs model-only train $E2E_SIZE | GPU memory (nvidia-smi peak, MiB) |"
 echo "|---|---|---|---|"
-echo "| fixres train | $ours_e2e | $(ratio "$ours_e2e" "${OURS[train_224]}") | $ours_mem |"
+ref=${OURS[train_$E2E_SIZE]:-0}
+echo "| fixres train | $ours_e2e | $(ratio "$ours_e2e" "$ref") | $ours_mem |"
 echo "| PyTorch DataLoader + PIL ($NPROC workers) | $peer_e2e | | $peer_mem |"
 echo "ratio fixres / peer, end to end: $(ratio "$ours_e2e" "$peer_e2e")"
 log "done; logs in $OUT"
