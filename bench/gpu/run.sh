@@ -36,11 +36,13 @@ NPROC=$(nproc)
 # and steps, and the precision flags of "the GPU run" (bf16 channels-last on the GPU).
 TRAIN_SIZES="128 160 224"; EVAL_SIZES="224 320 384 448"; BATCH=256; E2E_SIZE=224
 NUMERICS=(--precision bf16 --memory-format channels-last)
+TRAIN_NUMERICS=(--precision bf16 --channels-last)  # `bench train` spells channels-last as a flag
 PEER_DEV=(--bf16 --channels-last)
 if [ "$QUICK" = 1 ]; then STEPS=6; IMAGES=2048; E2E_STEPS=6; else STEPS=30; IMAGES=20480; E2E_STEPS=40; fi
 if [ "$SMOKE" = 1 ]; then
   TRAIN_SIZES="64"; EVAL_SIZES="64"; BATCH=4; E2E_SIZE=64; STEPS=1; IMAGES=64; E2E_STEPS=2
   NUMERICS=(--precision fp32 --memory-format contiguous)
+  TRAIN_NUMERICS=(--precision fp32)
   PEER_DEV=(--device cpu)
 fi
 log() { echo "== $(date +%T) $*"; }
@@ -94,9 +96,8 @@ rm -rf "$OUT/ft"
 log "model-only benchmarks (ResNet-50, batch $BATCH, ${NUMERICS[*]})"
 declare -A OURS
 for r in $TRAIN_SIZES; do
-  cl=(); [ "${NUMERICS[3]}" = channels-last ] && cl=(--channels-last)
   OURS[train_$r]=$("$FIXRES" -q bench train --architecture resnet50 --batch "$BATCH" --input-size "$r" \
-    --precision "${NUMERICS[1]}" "${cl[@]}" --steps "$STEPS" --warmup 2 | tail -1 | awk '{print $1}')
+    "${TRAIN_NUMERICS[@]}" --steps "$STEPS" --warmup 2 | tail -1 | awk '{print $1}')
 done
 for r in $EVAL_SIZES; do
   OURS[eval_$r]=$("$FIXRES" -q bench eval --architecture resnet50 --batch "$BATCH" --input-size "$r" \

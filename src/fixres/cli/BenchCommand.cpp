@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <utility>
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Options.h"
@@ -20,68 +22,85 @@ double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// What a model-throughput benchmark runs: which model, on what random batch, how many times.
+struct BenchShape {
+  std::string architecture = "resnet50";
+  int inputSize = 224, batch = 32, steps = 10, warmup = 2;
+  int64_t numClasses = 1000;
+  bool cpu = false;
+};
+
+void addBenchShapeOptions(CLI::App& sub, BenchShape& b, const char* unit) {
+  sub.add_option("--architecture", b.architecture, "Model")->capture_default_str();
+  sub.add_option("--input-size", b.inputSize, "Resolution")->capture_default_str();
+  sub.add_option("--batch", b.batch, "Batch per process")->capture_default_str();
+  sub.add_option("--steps", b.steps, std::string("Timed ") + unit)->capture_default_str();
+  sub.add_option("--warmup", b.warmup, std::string("Untimed ") + unit + " first")
+      ->capture_default_str();
+  sub.add_option("--num-classes", b.numClasses, "Classifier size")->capture_default_str();
+  sub.add_flag("--cpu", b.cpu, "CPU even when CUDA is available");
+}
+
+// The model (seeded, on `device`, channels-last if asked) and a random input batch.
+std::pair<models::ResNet, torch::Tensor> benchModel(const BenchShape& b, torch::Device device,
+                                                    bool channelsLast) {
+  FIXRES_CHECK(b.steps >= 1 && b.batch >= 1 && b.inputSize >= 8, UsageError,
+               "--steps, --batch and --input-size must be positive");
+  torch::manual_seed(0);
+  auto model = models::createModel(b.architecture, b.numClasses);
+  model->to(device);
+  if (channelsLast) engine::useChannelsLast(*model);
+  auto x =
+      torch::randn({b.batch, 3, b.inputSize, b.inputSize}, torch::TensorOptions().device(device))
+          .contiguous(channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
+  return {model, x};
+}
+
 Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
   auto* sub = bench.add_subcommand(
       "train", "The training step (forward, loss, backward, reduce, SGD) on random data");
   struct State {
-    std::string architecture = "resnet50";
-    int inputSize = 224, batch = 32, steps = 10, warmup = 2;
-    int64_t numClasses = 1000;
-    bool channelsLast = false, cpu = false, finetune = false;
+    BenchShape shape;
+    bool channelsLast = false, finetune = false;
     std::string precision = "fp32";
     ClusterOptions cluster;
   };
   auto s = std::make_shared<State>();
-  sub->add_option("--architecture", s->architecture, "Model")->capture_default_str();
-  sub->add_option("--input-size", s->inputSize, "Resolution")->capture_default_str();
-  sub->add_option("--batch", s->batch, "Batch per process")->capture_default_str();
-  sub->add_option("--steps", s->steps, "Timed steps")->capture_default_str();
-  sub->add_option("--warmup", s->warmup, "Untimed steps first")->capture_default_str();
-  sub->add_option("--num-classes", s->numClasses, "Classifier size")->capture_default_str();
+  addBenchShapeOptions(*sub, s->shape, "steps");
   sub->add_flag("--channels-last", s->channelsLast, "NHWC memory format");
   sub->add_option("--precision", s->precision, "fp32, bf16 (autocast) or auto")
       ->capture_default_str();
   sub->add_flag("--finetune", s->finetune, "The FixRes fine-tuning step (classifier only)");
-  sub->add_flag("--cpu", s->cpu, "CPU even when CUDA is available");
   addClusterOptions(*sub, s->cluster);
   return {sub, [s, &global]() -> int {
-            FIXRES_CHECK(s->steps >= 1 && s->batch >= 1 && s->inputSize >= 8, UsageError,
-                         "--steps, --batch and --input-size must be positive");
+            const BenchShape& b = s->shape;
             distributed::WorldInfo world;
-            auto comm = connectWorld(s->cluster, world, !s->cpu && torch::cuda::is_available());
-            auto device = deviceFor(world, s->cpu);
-            torch::manual_seed(0);
-            auto model = models::createModel(s->architecture, s->numClasses);
-            model->to(device);
-            auto fmt =
-                s->channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
-            if (s->channelsLast) engine::useChannelsLast(*model);
+            auto comm = connectWorld(s->cluster, world, !b.cpu && torch::cuda::is_available());
+            auto device = deviceFor(world, b.cpu);
+            auto [model, x] = benchModel(b, device, s->channelsLast);
             engine::StepOptions so;
             so.finetune = s->finetune;
             so.precision = engine::parsePrecision(s->precision, device);
             engine::TrainStep step(model, so, *comm);
             step.setTrainingMode();
-            auto x = torch::randn({s->batch, 3, s->inputSize, s->inputSize},
-                                  torch::TensorOptions().device(device))
-                         .contiguous(fmt);
-            auto y = torch::randint(0, s->numClasses, {s->batch},
+            auto y = torch::randint(0, b.numClasses, {b.batch},
                                     torch::TensorOptions().dtype(torch::kLong).device(device));
-            for (int i = 0; i < s->warmup; ++i) step.step(x, y, 0.01);
+            for (int i = 0; i < b.warmup; ++i) step.step(x, y, 0.01);
             if (device.is_cuda()) torch::cuda::synchronize();
             comm->barrier();
             auto t0 = Clock::now();
-            for (int i = 0; i < s->steps; ++i) step.step(x, y, 0.01);
+            for (int i = 0; i < b.steps; ++i) step.step(x, y, 0.01);
             if (device.is_cuda()) torch::cuda::synchronize();
             comm->barrier();
             double dt = since(t0);
-            double ips = static_cast<double>(s->steps) * s->batch * comm->worldSize() / dt;
+            double ips = static_cast<double>(b.steps) * b.batch * comm->worldSize() / dt;
             if (comm->rank() == 0) {
               std::printf(
                   "bench train %s size %d batch %d x %d processes, %d threads, %s, %s: %.3f "
                   "s/step\n",
-                  s->architecture.c_str(), s->inputSize, s->batch, comm->worldSize(),
+                  b.architecture.c_str(), b.inputSize, b.batch, comm->worldSize(),
                   torch::get_num_threads(), device.str().c_str(),
-                  engine::precisionName(so.precision), dt / s->steps);
+                  engine::precisionName(so.precision), dt / b.steps);
               std::printf("%.2f img/s\n", ips);
             }
             return 0;
@@ -92,54 +111,40 @@ Command addBenchEval(CLI::App& bench) {
   auto* sub = bench.add_subcommand(
       "eval", "Inference throughput (forward only, eval mode, no gradients) on random data");
   struct State {
-    std::string architecture = "resnet50";
+    BenchShape shape;
     std::string precision = "auto", memoryFormat = "auto";
-    int inputSize = 224, batch = 64, steps = 10, warmup = 2;
-    int64_t numClasses = 1000;
-    bool cpu = false;
   };
   auto s = std::make_shared<State>();
-  sub->add_option("--architecture", s->architecture, "Model")->capture_default_str();
-  sub->add_option("--input-size", s->inputSize, "Resolution")->capture_default_str();
-  sub->add_option("--batch", s->batch, "Batch")->capture_default_str();
-  sub->add_option("--steps", s->steps, "Timed batches")->capture_default_str();
-  sub->add_option("--warmup", s->warmup, "Untimed batches first")->capture_default_str();
-  sub->add_option("--num-classes", s->numClasses, "Classifier size")->capture_default_str();
+  s->shape.batch = 64;
+  addBenchShapeOptions(*sub, s->shape, "batches");
   addNumericsOptions(*sub, s->precision, s->memoryFormat, nullptr, "Options");
-  sub->add_flag("--cpu", s->cpu, "CPU even when CUDA is available");
   return {sub, [s]() -> int {
-            FIXRES_CHECK(s->steps >= 1 && s->batch >= 1 && s->inputSize >= 8, UsageError,
-                         "--steps, --batch and --input-size must be positive");
-            auto device = deviceFor(distributed::WorldInfo{}, s->cpu);
+            const BenchShape& b = s->shape;
+            auto device = deviceFor(distributed::WorldInfo{}, b.cpu);
             const auto precision = engine::parsePrecision(s->precision, device);
             const bool channelsLast = engine::parseChannelsLast(s->memoryFormat, device);
-            torch::manual_seed(0);
-            auto model = models::createModel(s->architecture, s->numClasses);
-            model->to(device);
+            auto setup = benchModel(b, device, channelsLast);  // (lambdas cannot capture bindings)
+            models::ResNet& model = setup.first;
+            const torch::Tensor& x = setup.second;
             model->eval();
-            if (channelsLast) engine::useChannelsLast(*model);
-            auto x = torch::randn({s->batch, 3, s->inputSize, s->inputSize},
-                                  torch::TensorOptions().device(device))
-                         .contiguous(channelsLast ? at::MemoryFormat::ChannelsLast
-                                                  : at::MemoryFormat::Contiguous);
             torch::NoGradGuard noGrad;
             engine::AutocastGuard autocast(device, precision);
-            // The logits add up on the device and are read back once at the end, which waits
-            // for every batch (no per-batch synchronisation, as in PyTorch's eager loop).
+            // The logits add up on the device; reading the sum waits for every batch queued so
+            // far (no per-batch synchronisation, as in PyTorch's eager loop).
             torch::Tensor acc = torch::zeros({}, torch::TensorOptions().device(device));
             auto once = [&] { acc.add_(model->forward(x).sum().to(torch::kFloat)); };
-            for (int i = 0; i < s->warmup; ++i) once();
-            double checksum = acc.item<double>();
+            for (int i = 0; i < b.warmup; ++i) once();
+            acc.item<double>();
             auto t0 = Clock::now();
-            for (int i = 0; i < s->steps; ++i) once();
-            checksum += acc.item<double>();
+            for (int i = 0; i < b.steps; ++i) once();
+            const double checksum = acc.item<double>();
             double dt = since(t0);
             std::printf("bench eval %s size %d batch %d, %d threads, %s, %s, %s: %.4f s/batch\n",
-                        s->architecture.c_str(), s->inputSize, s->batch, torch::get_num_threads(),
+                        b.architecture.c_str(), b.inputSize, b.batch, torch::get_num_threads(),
                         device.str().c_str(), engine::precisionName(precision),
-                        channelsLast ? "channels-last" : "contiguous", dt / s->steps);
+                        channelsLast ? "channels-last" : "contiguous", dt / b.steps);
             FIXRES_CHECK(std::isfinite(checksum), InternalError, "non-finite logits in bench eval");
-            std::printf("%.2f img/s\n", static_cast<double>(s->steps) * s->batch / dt);
+            std::printf("%.2f img/s\n", static_cast<double>(b.steps) * b.batch / dt);
             return 0;
           }};
 }

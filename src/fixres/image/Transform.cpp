@@ -167,10 +167,12 @@ struct DecodedSource {
   int width() const { return image.width; }
   int height() const { return image.height; }
   Image full() { return image; }
-  Image scratch;
-  ImageView region(const Rect& r, bool) {
-    scratch = cropZeroFill(ImageView(image), r);
-    return ImageView(scratch);
+  // Regions (RandomResizedCrop boxes, resize source spans) lie inside the image: a view, no copy.
+  ImageView region(const Rect& r, bool) const {
+    FIXRES_CHECK(r.left >= 0 && r.top >= 0 && r.left + r.width <= image.width &&
+                     r.top + r.height <= image.height,
+                 InternalError, "transform: region outside the decoded image");
+    return ImageView(image).sub(r.left, r.top, r.width, r.height);
   }
 };
 
@@ -278,7 +280,7 @@ TransformedImage Transform::apply(const uint8_t* data, size_t size, const std::s
 }
 
 TransformedImage Transform::apply(const Image& decoded, uint64_t seed) const {
-  DecodedSource src{decoded, {}};
+  DecodedSource src{decoded};
   return run(src, seed);
 }
 
