@@ -32,7 +32,7 @@ echo "# $N JPEGs (make_jpeg_folder.py, seed 0), size $SIZE, $(nproc) CPU(s), loa
 
 ours() {  # kind threads [--cpu-time] -> img/s
   FIXRES_THREADS=1 "$FIXRES" -q bench data --dataset-path "$DIR/imgs" --kind "$1" --input-size "$SIZE" \
-    --threads "$2" --seconds "$SECONDS_PER" ${3:-} | tail -1 | awk '{print $1}'
+    --workers "$2" --seconds "$SECONDS_PER" ${3:-} | tail -1 | awk '{print $1}'
 }
 peer() {  # kind [cpu] -> img/s
   if [ "${2:-}" = cpu ]; then

@@ -1,34 +1,42 @@
-// torch.save archives (weights, checkpoints) from arbitrary bytes: a value or a WeightsError.
-// The reader works on files, so each input is written to a private temporary file first.
-#include <unistd.h>
+// torch.save reading from arbitrary bytes: a value or a WeightsError. Inputs starting with "PK"
+// go through the zip archive (in memory) and data.pkl; all others straight to the Unpickler,
+// with tensors as shape-only meta tensors, so the pickle interpreter sees every input.
+#include <ATen/ATen.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <string>
 
 #include "fixres/common/Error.h"
+#include "fixres/models/StorageResolver.h"
 #include "fixres/models/TorchFile.h"
+#include "fixres/models/Unpickler.h"
 
-static std::string tempPath() {
-  static std::string path = [] {
-    char name[] = "/tmp/fixres-fuzz-torchfile-XXXXXX";
-    int fd = ::mkstemp(name);
-    if (fd >= 0) ::close(fd);
-    return std::string(name);
-  }();
-  return path;
-}
+namespace {
+
+// Storages without data: allocates nothing however large the pickle says they are.
+class MetaStorages final : public fixres::models::StorageResolver {
+ public:
+  at::Tensor tensor(const fixres::models::StorageRef& storage, int64_t offset,
+                    c10::IntArrayRef sizes, c10::IntArrayRef strides) override {
+    return at::empty_strided(sizes, strides,
+                             at::TensorOptions().dtype(storage.dtype).device(at::kMeta));
+  }
+};
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string path = tempPath();
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return 0;
-  std::fwrite(data, 1, size, f);
-  std::fclose(f);
   try {
-    auto value = fixres::models::readTorchFile(path);
-    (void)value;
+    if (size >= 2 && data[0] == 'P' && data[1] == 'K') {
+      fixres::models::TorchArchive archive(data, size, "fuzz.pth");
+      auto value = archive.read(/*lazy=*/false);
+      (void)value;
+    } else {
+      MetaStorages storages;
+      fixres::models::Unpickler unpickler(reinterpret_cast<const char*>(data), size, storages);
+      auto value = unpickler.parse();
+      (void)value;
+    }
   } catch (const fixres::Error&) {
   }
   return 0;

@@ -32,6 +32,14 @@ put("torchfile", "state_dict.pth", saved({"conv.weight": torch.randn(2, 1, 1, 1)
 put("torchfile", "fixres_layout.pth", saved({"model": {"module.fc.weight": torch.ones(2, 2)}, "epoch": 3}))
 put("torchfile", "mixed.pth", saved({"a": [1, 2.5, "x", None, True], "t": torch.arange(4, dtype=torch.int64),
                                       "h": torch.ones(3, dtype=torch.float16), "v": torch.ones(4)[1:3]}))
+# Bare pickles go straight to the unpickler: data.pkl of a torch.save file, and plain values
+# with each protocol.
+import pickle, zipfile
+with zipfile.ZipFile(io.BytesIO(saved({"w": torch.ones(2, 2), "v": torch.arange(6)[1:4]}))) as z:
+    put("torchfile", "data.pkl", z.read([n for n in z.namelist() if n.endswith("/data.pkl")][0]))
+plain = {"a": [1, -2, 2**40, 2.5, None, True], "b": (b"\x00\xff", "x"), "s": {1, 2}, "f": frozenset({3})}
+for proto in range(0, 6):
+    put("torchfile", "plain_p%d.pkl" % proto, pickle.dumps(plain if proto else plain["a"], protocol=proto))
 
 def idx(images, labels):
     n, r, c = images.shape

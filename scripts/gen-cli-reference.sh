@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Writes docs/cli-reference.md from the --help of every subcommand (run after changing flags).
-# Usage: scripts/gen-cli-reference.sh [FIXRES_BINARY]
+# Usage: scripts/gen-cli-reference.sh [FIXRES_BINARY] [OUTPUT]   (default docs/cli-reference.md;
+# tests/integration/cli_test.sh checks that the committed file equals a fresh one)
 set -euo pipefail
 FIXRES=${1:-build/bin/fixres}
-OUT="$(cd "$(dirname "$0")/.." && pwd)/docs/cli-reference.md"
+OUT=${2:-"$(cd "$(dirname "$0")/.." && pwd)/docs/cli-reference.md"}
 {
   echo "# fixres command-line reference"
   echo

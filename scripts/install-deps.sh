@@ -9,7 +9,7 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread
   libjpeg62-turbo-dev libpng-dev
   libcli11-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev
   python3-torch python3-torchvision python3-pil python3-numpy
   dataset-fashion-mnist gnuplot-nox iproute2 procps
 )

@@ -36,7 +36,7 @@ NPROC=$(nproc)
 # and steps, and the precision flags of "the GPU run" (bf16 channels-last on the GPU).
 TRAIN_SIZES="128 160 224"; EVAL_SIZES="224 320 384 448"; BATCH=256; E2E_SIZE=224
 NUMERICS=(--precision bf16 --memory-format channels-last)
-TRAIN_NUMERICS=(--precision bf16 --channels-last)  # `bench train` spells channels-last as a flag
+TRAIN_NUMERICS=(--precision bf16 --memory-format channels-last)
 PEER_DEV=(--bf16 --channels-last)
 if [ "$QUICK" = 1 ]; then STEPS=6; IMAGES=2048; E2E_STEPS=6; else STEPS=30; IMAGES=20480; E2E_STEPS=40; fi
 if [ "$SMOKE" = 1 ]; then

@@ -37,4 +37,27 @@ expect_code 2; expect_err_lines 1
 run "$FIXRES" --threads -2 version
 expect_code 2; expect_err_lines 1; expect_err "threads"
 
+# A bad choice is refused while parsing: exit 2 naming the value and the flag, before any data
+# is read (the data folder does not exist: reading it would be exit 3) or any folder is made.
+for flag in "--transform bogus-kind" "--sampler bogus-sampler" "--lr-schedule bogus-schedule" \
+  "--precision bogus-precision" "--resize-mode bogus-resize"; do
+  set -- $flag
+  run "$FIXRES" train --imnet-path "$WORK/no-such-data" --shared-folder-path "$WORK/runs" \
+    --job-id j "$1" "$2"
+  expect_code 2; expect_err_lines 1; expect_err "^fixres: error: $1: unknown .*'$2' \(valid: "
+done
+[ -e "$WORK/runs" ] && bad "a refused run created its run folder"
+run "$FIXRES" eval --dataset-path "$WORK/no-such-data" --weight-path "$WORK/none.pth" \
+  --memory-format bogus-format
+expect_code 2; expect_err_lines 1; expect_err "bogus-format"
+# --help lists the valid values of every choice.
+run "$FIXRES" train --help
+expect_code 0; expect_out "\{torch,full,val,val-nocrop,v2-train,v2-test\}"; expect_out "\{ra,distributed\}"
+
+# docs/cli-reference.md is what scripts/gen-cli-reference.sh generates from this binary.
+run bash "$SRC/scripts/gen-cli-reference.sh" "$FIXRES" "$WORK/cli-reference.md"
+expect_code 0
+diff -u "$SRC/docs/cli-reference.md" "$WORK/cli-reference.md" >"$WORK/cli-reference.diff" ||
+  bad "docs/cli-reference.md is out of date: run scripts/gen-cli-reference.sh ($(wc -l <"$WORK/cli-reference.diff") diff lines)"
+
 finish

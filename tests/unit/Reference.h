@@ -1,31 +1,55 @@
-// Test helpers: temporary folders and the Python reference scripts (tests/reference/*.py, run
-// with Debian's /usr/bin/python3, which has torch, torchvision and PIL).
+// Test helpers: temporary folders, the Python reference scripts (tests/reference/*.py, run with
+// Debian's /usr/bin/python3, which has torch, torchvision and PIL) and their cached outputs, the
+// model reference files of models_reference.py, and tensor comparison.
 #pragma once
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/wait.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace fixres::testing {
 
+// A fresh folder <temp dir>/<prefix>XXXXXX, removed with its contents when the process exits.
 inline std::string makeTempDir(const std::string& prefix) {
   std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
-  std::vector<char> buf(pattern.begin(), pattern.end());
-  buf.push_back('\0');
-  const char* dir = mkdtemp(buf.data());
-  if (!dir) throw std::runtime_error("mkdtemp failed for " + pattern);
-  return dir;
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw std::runtime_error("mkdtemp failed for " + pattern);
+  static std::vector<std::string> made;
+  static const bool registered = [] {
+    std::atexit([] {
+      for (const auto& dir : made) {
+        std::error_code ignored;  // a test may have removed it already
+        std::filesystem::remove_all(dir, ignored);
+      }
+    });
+    return true;
+  }();
+  (void)registered;
+  made.push_back(pattern);
+  return pattern;
+}
+
+// Runs a shell command; returns its exit status (its output goes to the test log).
+inline int runCommand(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
 // Runs tests/reference/<script> with `args`; returns its stdout, or "" and a test failure.
@@ -57,6 +81,9 @@ inline std::string readText(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// The marker cachedReference() leaves in its folder once the script has succeeded.
+inline constexpr const char* kReferenceComplete = ".complete";
+
 // Runs tests/reference/<script> once per (script text, arguments) and machine: the outputs stay
 // in a folder under the temp directory, shared by every test process (ctest runs each test in
 // its own process; the scripts take seconds). "{dir}" in argsTemplate becomes that folder; the
@@ -73,7 +100,7 @@ inline std::string cachedReference(const std::string& script, const std::string&
   const std::string lockPath = dir.string() + ".lock";
   const int fd = open(lockPath.c_str(), O_CREAT | O_RDWR, 0644);
   if (fd >= 0) flock(fd, LOCK_EX);
-  const std::filesystem::path done = dir / ".complete";
+  const std::filesystem::path done = dir / kReferenceComplete;
   const std::filesystem::path out = dir / ".stdout";
   if (!std::filesystem::exists(done)) {
     std::filesystem::remove_all(dir);
@@ -106,6 +133,41 @@ inline std::vector<float> readFloats(const std::string& path) {
   std::vector<float> out(bytes.size() / sizeof(float));
   std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
   return out;
+}
+
+// ---- model reference files ---------------------------------------------------------------
+
+inline std::string referenceScript() {
+  return std::string(FIXRES_SOURCE_DIR) + "/tests/reference/models_reference.py";
+}
+
+// The folder holding the files of `models_reference.py make` (weights, inputs and expected
+// outputs per architecture, bad weight files), made once per version of the script and shared
+// by the test processes (see cachedReference()). std::runtime_error when the script fails.
+inline const std::string& referenceDir() {
+  static const std::string dir = [] {
+    std::string made;
+    cachedReference("models_reference.py", "make {dir}", &made);
+    if (!std::filesystem::exists(std::filesystem::path(made) / kReferenceComplete)) {
+      throw std::runtime_error("reference script failed: " + referenceScript() + " make " + made);
+    }
+    return made;
+  }();
+  return dir;
+}
+
+// dict[key] of a reference file read with readTorchFile (a dict of tensors).
+inline at::Tensor referenceTensor(const c10::IValue& dict, const std::string& key) {
+  auto d = dict.toGenericDict();
+  auto it = d.find(c10::IValue(key));
+  if (it == d.end()) throw std::runtime_error("reference file lacks " + key);
+  return it->value().toTensor();
+}
+
+// ||a - b|| / ||b|| in double precision.
+inline double relErr(const at::Tensor& a, const at::Tensor& b) {
+  auto ad = a.to(at::kDouble), bd = b.to(at::kDouble);
+  return (ad - bd).norm().item<double>() / std::max(bd.norm().item<double>(), 1e-30);
 }
 
 }  // namespace fixres::testing

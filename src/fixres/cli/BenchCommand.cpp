@@ -12,6 +12,7 @@
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Log.h"
 #include "fixres/distributed/GradReducer.h"
+#include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/TrainStep.h"
 #include "fixres/models/Registry.h"
 
@@ -24,66 +25,65 @@ double since(Clock::time_point t) {
 
 // What a model-throughput benchmark runs: which model, on what random batch, how many times.
 struct BenchShape {
-  std::string architecture = "resnet50";
+  engine::ModelSpec model;
   int inputSize = 224, batch = 32, steps = 10, warmup = 2;
-  int64_t numClasses = 1000;
+  engine::NumericsOptions numerics;
   bool cpu = false;
+  BenchShape() {
+    model.architecture = "resnet50";
+    model.numClasses = 1000;
+  }
 };
 
-void addBenchShapeOptions(CLI::App& sub, BenchShape& b, const char* unit) {
-  sub.add_option("--architecture", b.architecture, "Model")->capture_default_str();
-  sub.add_option("--input-size", b.inputSize, "Resolution")->capture_default_str();
-  sub.add_option("--batch", b.batch, "Batch per process")->capture_default_str();
-  sub.add_option("--steps", b.steps, std::string("Timed ") + unit)->capture_default_str();
-  sub.add_option("--warmup", b.warmup, std::string("Untimed ") + unit + " first")
+void addBenchShapeOptions(CLI::App& sub, BenchShape& b) {
+  addShared(sub, "--architecture", b.model.architecture);
+  addShared(sub, "--input-size", b.inputSize);
+  addShared(sub, "--batch", b.batch);
+  sub.add_option("--steps", b.steps, "Timed iterations (train: steps, eval: batches)")
       ->capture_default_str();
-  sub.add_option("--num-classes", b.numClasses, "Classifier size")->capture_default_str();
-  sub.add_flag("--cpu", b.cpu, "CPU even when CUDA is available");
+  sub.add_option("--warmup", b.warmup, "Untimed iterations first")->capture_default_str();
+  addShared(sub, "--num-classes", b.model.numClasses);
+  addNumericsOptions(sub, b.numerics, false);
+  addSharedFlag(sub, "--cpu", b.cpu);
 }
 
-// The model (seeded, on `device`, channels-last if asked) and a random input batch.
-std::pair<models::ResNet, torch::Tensor> benchModel(const BenchShape& b, torch::Device device,
-                                                    bool channelsLast) {
+// The model (seeded, built as every subcommand builds it) and a random input batch.
+std::pair<models::ResNet, torch::Tensor> benchModel(const BenchShape& b,
+                                                    const engine::RunDevice& run) {
   FIXRES_CHECK(b.steps >= 1 && b.batch >= 1 && b.inputSize >= 8, UsageError,
                "--steps, --batch and --input-size must be positive");
-  torch::manual_seed(0);
-  auto model = models::createModel(b.architecture, b.numClasses);
-  model->to(device);
-  if (channelsLast) engine::useChannelsLast(*model);
-  auto x =
-      torch::randn({b.batch, 3, b.inputSize, b.inputSize}, torch::TensorOptions().device(device))
-          .contiguous(channelsLast ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
+  auto model = engine::buildModel(b.model, b.model.numClasses, run).model;
+  auto x = torch::randn({b.batch, 3, b.inputSize, b.inputSize},
+                        torch::TensorOptions().device(run.device))
+               .contiguous(run.numerics.channelsLast ? at::MemoryFormat::ChannelsLast
+                                                     : at::MemoryFormat::Contiguous);
   return {model, x};
 }
 
-Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
+Command addBenchTrain(CLI::App& bench) {
   auto* sub = bench.add_subcommand(
       "train", "The training step (forward, loss, backward, reduce, SGD) on random data");
   struct State {
     BenchShape shape;
-    bool channelsLast = false, finetune = false;
-    std::string precision = "fp32";
+    bool finetune = false;
     ClusterOptions cluster;
   };
   auto s = std::make_shared<State>();
-  addBenchShapeOptions(*sub, s->shape, "steps");
-  sub->add_flag("--channels-last", s->channelsLast, "NHWC memory format");
-  sub->add_option("--precision", s->precision, "fp32, bf16 (autocast) or auto")
-      ->capture_default_str();
-  sub->add_flag("--finetune", s->finetune, "The FixRes fine-tuning step (classifier only)");
+  addBenchShapeOptions(*sub, s->shape);
+  addSharedFlag(*sub, "--finetune", s->finetune);
   addClusterOptions(*sub, s->cluster);
-  return {sub, [s, &global]() -> int {
+  return {sub, [s]() -> int {
             const BenchShape& b = s->shape;
-            distributed::WorldInfo world;
-            auto comm = connectWorld(s->cluster, world, !b.cpu && torch::cuda::is_available());
-            auto device = deviceFor(world, b.cpu);
-            auto [model, x] = benchModel(b, device, s->channelsLast);
+            auto rank = connectRank(s->cluster, b.cpu, b.numerics);
+            auto& comm = rank.comm;
+            const auto device = rank.run.device;
+            auto [model, x] = benchModel(b, rank.run);
             engine::StepOptions so;
             so.finetune = s->finetune;
-            so.precision = engine::parsePrecision(s->precision, device);
+            so.precision = rank.run.numerics.precision;
             engine::TrainStep step(model, so, *comm);
             step.setTrainingMode();
-            auto y = torch::randint(0, b.numClasses, {b.batch},
+            auto y = torch::randint(0, b.model.numClasses, {b.batch},
                                     torch::TensorOptions().dtype(torch::kLong).device(device));
             for (int i = 0; i < b.warmup; ++i) step.step(x, y, 0.01);
             if (device.is_cuda()) torch::cuda::synchronize();
@@ -98,7 +98,7 @@ Command addBenchTrain(CLI::App& bench, GlobalOptions& global) {
               std::printf(
                   "bench train %s size %d batch %d x %d processes, %d threads, %s, %s: %.3f "
                   "s/step\n",
-                  b.architecture.c_str(), b.inputSize, b.batch, comm->worldSize(),
+                  b.model.architecture.c_str(), b.inputSize, b.batch, comm->worldSize(),
                   torch::get_num_threads(), device.str().c_str(),
                   engine::precisionName(so.precision), dt / b.steps);
               std::printf("%.2f img/s\n", ips);
@@ -112,18 +112,17 @@ Command addBenchEval(CLI::App& bench) {
       "eval", "Inference throughput (forward only, eval mode, no gradients) on random data");
   struct State {
     BenchShape shape;
-    std::string precision = "auto", memoryFormat = "auto";
   };
   auto s = std::make_shared<State>();
   s->shape.batch = 64;
-  addBenchShapeOptions(*sub, s->shape, "batches");
-  addNumericsOptions(*sub, s->precision, s->memoryFormat, nullptr, "Options");
+  addBenchShapeOptions(*sub, s->shape);
   return {sub, [s]() -> int {
             const BenchShape& b = s->shape;
-            auto device = deviceFor(distributed::WorldInfo{}, b.cpu);
-            const auto precision = engine::parsePrecision(s->precision, device);
-            const bool channelsLast = engine::parseChannelsLast(s->memoryFormat, device);
-            auto setup = benchModel(b, device, channelsLast);  // (lambdas cannot capture bindings)
+            const auto run = engine::makeRunDevice(0, b.cpu, b.numerics);
+            const auto device = run.device;
+            const auto precision = run.numerics.precision;
+            const bool channelsLast = run.numerics.channelsLast;
+            auto setup = benchModel(b, run);  // (lambdas cannot capture bindings)
             models::ResNet& model = setup.first;
             const torch::Tensor& x = setup.second;
             model->eval();
@@ -140,8 +139,9 @@ Command addBenchEval(CLI::App& bench) {
             const double checksum = acc.item<double>();
             double dt = since(t0);
             std::printf("bench eval %s size %d batch %d, %d threads, %s, %s, %s: %.4f s/batch\n",
-                        b.architecture.c_str(), b.inputSize, b.batch, torch::get_num_threads(),
-                        device.str().c_str(), engine::precisionName(precision),
+                        b.model.architecture.c_str(), b.inputSize, b.batch,
+                        torch::get_num_threads(), device.str().c_str(),
+                        engine::precisionName(precision),
                         channelsLast ? "channels-last" : "contiguous", dt / b.steps);
             FIXRES_CHECK(std::isfinite(checksum), InternalError, "non-finite logits in bench eval");
             std::printf("%.2f img/s\n", static_cast<double>(b.steps) * b.batch / dt);
@@ -149,7 +149,7 @@ Command addBenchEval(CLI::App& bench) {
           }};
 }
 
-Command addBenchAllreduce(CLI::App& bench, GlobalOptions&) {
+Command addBenchAllreduce(CLI::App& bench) {
   auto* sub = bench.add_subcommand(
       "allreduce", "Gradient all-reduce of a model's parameters: bucketed reducer vs per-tensor");
   struct State {
@@ -159,15 +159,14 @@ Command addBenchAllreduce(CLI::App& bench, GlobalOptions&) {
     ClusterOptions cluster;
   };
   auto s = std::make_shared<State>();
-  sub->add_option("--architecture", s->architecture, "Model whose gradients are reduced")
-      ->capture_default_str();
+  addShared(*sub, "--architecture", s->architecture);
   sub->add_option("--iters", s->iters, "Timed iterations")->capture_default_str();
   sub->add_option("--bucket-mb", s->bucketMb, "Bucket size in MB")->capture_default_str();
   addClusterOptions(*sub, s->cluster);
   return {
       sub, [s]() -> int {
-        distributed::WorldInfo world;
-        auto comm = connectWorld(s->cluster, world, torch::cuda::is_available());
+        auto rank = connectRank(s->cluster, false, engine::NumericsOptions{});
+        auto& comm = rank.comm;
         auto model = models::createModel(s->architecture, 1000);
         model->to(comm->device());
         std::vector<torch::Tensor> params;
@@ -212,16 +211,15 @@ Command addBenchAllreduce(CLI::App& bench, GlobalOptions&) {
 }  // namespace
 
 // Defined in BenchDataCommand.cpp: `fixres bench data`.
-void addBenchDataSubcommand(CLI::App& bench, GlobalOptions& global, std::function<int()>& action);
+void addBenchDataSubcommand(CLI::App& bench, std::function<int()>& action);
 
-Command addBenchCommand(CLI::App& parent, GlobalOptions& global) {
+Command addBenchCommand(CLI::App& parent) {
   auto* sub =
       parent.add_subcommand("bench", "Benchmarks: train step, eval, all-reduce, data pipeline");
   sub->require_subcommand(1);
-  std::vector<Command> subs = {addBenchTrain(*sub, global), addBenchEval(*sub),
-                               addBenchAllreduce(*sub, global)};
+  std::vector<Command> subs = {addBenchTrain(*sub), addBenchEval(*sub), addBenchAllreduce(*sub)};
   auto dataAction = std::make_shared<std::function<int()>>();
-  addBenchDataSubcommand(*sub, global, *dataAction);
+  addBenchDataSubcommand(*sub, *dataAction);
   return {sub, [subs, dataAction]() -> int {
             for (const auto& c : subs)
               if (c.app->parsed()) return c.run();

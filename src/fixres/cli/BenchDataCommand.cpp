@@ -2,27 +2,21 @@
 #include <cstdio>
 
 #include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
 #include "fixres/data/BenchData.h"
 
 namespace fixres::cli {
 
-void addBenchDataSubcommand(CLI::App& bench, GlobalOptions& global, std::function<int()>& action) {
+void addBenchDataSubcommand(CLI::App& bench, std::function<int()>& action) {
   auto* sub =
       bench.add_subcommand("data", "Data pipeline throughput: decode + transform + collate");
   auto o = std::make_shared<data::BenchDataOptions>();
-  auto kind = std::make_shared<std::string>("full");
-  sub->add_option("--dataset-path", o->datasetPath, "Image folder (class sub-folders)")->required();
-  sub->add_option("--kind", *kind, "Transform set: torch, full, val, val-nocrop, v2-train, v2-test")
-      ->capture_default_str();
-  sub->add_option("--input-size", o->inputSize, "Output resolution S")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--threads", o->threads, "Loader worker threads")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--batch", o->batchSize, "Batch size")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  o->kind = image::TransformKind::kFull;
+  addShared(*sub, "--dataset-path", o->datasetPath)->required();
+  addChoice(*sub, "--kind", o->kind, image::transformKinds(), "Transform set");
+  addShared(*sub, "--input-size", o->inputSize)->check(CLI::PositiveNumber);
+  addShared(*sub, "--workers", o->threads)->check(CLI::PositiveNumber);
+  addShared(*sub, "--batch", o->batchSize)->check(CLI::PositiveNumber);
   sub->add_option("--seconds", o->minSeconds, "Minimum measuring time (whole passes)")
       ->capture_default_str();
   sub->add_flag("--from-disk", o->fromDisk,
@@ -33,17 +27,14 @@ void addBenchDataSubcommand(CLI::App& bench, GlobalOptions& global, std::functio
   sub->add_flag("--uint8", o->uint8Output, "uint8 output (normalisation left to the GPU)");
   sub->add_flag("!--no-cropped-decode", o->croppedDecode,
                 "Decode whole JPEGs for RandomResizedCrop instead of the crop region");
-  sub->callback([sub, o, kind, cpuTime, &action]() {
-    (void)sub;
-    action = [o, kind, cpuTime]() {
-      o->kind = image::parseTransformKind(*kind);
+  sub->callback([o, cpuTime, &action]() {
+    action = [o, cpuTime]() {
       double cpuRate = 0.0;
       const double rate = data::benchData(*o, &cpuRate);
       std::printf("%.1f img/s\n", *cpuTime ? cpuRate : rate);
       return 0;
     };
   });
-  (void)global;
 }
 
 }  // namespace fixres::cli

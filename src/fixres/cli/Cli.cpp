@@ -3,9 +3,6 @@
 
 #include <c10/util/Exception.h>
 
-#include <malloc.h>
-
-#include <csignal>
 #include <cstdlib>
 #include <iostream>
 
@@ -33,37 +30,25 @@ int fail(ExitCode code, const std::string& message) {
 
 }  // namespace
 
-int runCli(int argc, char** argv) {
-  // A peer that vanished must surface as an error from the socket, not kill us with SIGPIPE.
-  std::signal(SIGPIPE, SIG_IGN);
-  // A file size limit makes write() fail with EFBIG (reported) instead of killing us.
-  std::signal(SIGXFSZ, SIG_IGN);
-  // Image buffers (decoded, resized: up to tens of MB) are allocated and freed for every sample.
-  // Keep them in the heap instead of a fresh mmap each time, and do not hand freed memory back
-  // to the kernel at every free: page faults were about 9% of the data pipeline's time.
-  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  CLI::App app{"fixres: FixRes (train low, test high, fine-tune at the test resolution) in C++",
-               "fixres"};
+std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global) {
   app.set_version_flag("--version", fixresVersion());
   app.require_subcommand(1);
   app.fallthrough();
-  GlobalOptions global;
   addGlobalOptions(app, global);
-
-  std::vector<Command> commands = {
-      addTrainCommand(app, global),
-      addFinetuneCommand(app, global),
-      addEvalCommand(app, global),
-      addExtractCommand(app, global),
-      addEvalSoftmaxCommand(app, global),
-      addLaunchCommand(app, global),
-      addBenchCommand(app, global),
-      addVersionCommand(app, global),
-      addSuggestResolutionCommand(app, global),
-      addImportCommand(app, global),
-      addSweepCommand(app, global),
+  return {
+      addTrainCommand(app),   addFinetuneCommand(app),    addEvalCommand(app),
+      addExtractCommand(app), addEvalSoftmaxCommand(app), addLaunchCommand(app),
+      addBenchCommand(app),   addVersionCommand(app),     addSuggestResolutionCommand(app),
+      addImportCommand(app),  addSweepCommand(app),
   };
+}
+
+int runCli(int argc, char** argv) {
+  configureProcess();
+  CLI::App app{"fixres: FixRes (train low, test high, fine-tune at the test resolution) in C++",
+               "fixres"};
+  GlobalOptions global;
+  std::vector<Command> commands = buildCli(app, global);
 
   try {
     app.parse(argc, argv);

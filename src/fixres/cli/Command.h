@@ -23,17 +23,20 @@ struct Command {
   std::function<int()> run;  // returns the process exit code
 };
 
-Command addVersionCommand(CLI::App& parent, GlobalOptions& global);
-Command addTrainCommand(CLI::App& parent, GlobalOptions& global);
-Command addFinetuneCommand(CLI::App& parent, GlobalOptions& global);  // in TrainCommand.cpp
-Command addEvalCommand(CLI::App& parent, GlobalOptions& global);
-Command addExtractCommand(CLI::App& parent, GlobalOptions& global);
-Command addEvalSoftmaxCommand(CLI::App& parent, GlobalOptions& global);  // in ExtractCommand.cpp
-Command addLaunchCommand(CLI::App& parent, GlobalOptions& global);
-Command addBenchCommand(CLI::App& parent, GlobalOptions& global);
-Command addSuggestResolutionCommand(CLI::App& parent, GlobalOptions& global);
-Command addImportCommand(CLI::App& parent, GlobalOptions& global);
-Command addSweepCommand(CLI::App& parent, GlobalOptions& global);
+Command addVersionCommand(CLI::App& parent);
+Command addTrainCommand(CLI::App& parent);
+Command addFinetuneCommand(CLI::App& parent);  // in TrainCommand.cpp
+Command addEvalCommand(CLI::App& parent);
+Command addExtractCommand(CLI::App& parent);
+Command addEvalSoftmaxCommand(CLI::App& parent);  // in ExtractCommand.cpp
+Command addLaunchCommand(CLI::App& parent);
+Command addBenchCommand(CLI::App& parent);
+Command addSuggestResolutionCommand(CLI::App& parent);
+Command addImportCommand(CLI::App& parent);
+Command addSweepCommand(CLI::App& parent);
+
+// The whole command tree on `app`: global options (bound to `global`) and every subcommand.
+std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global);
 
 // Builds the whole CLI, parses argv, runs the chosen subcommand; maps every error to one
 // "fixres: error: ..." line on stderr and its exit code.

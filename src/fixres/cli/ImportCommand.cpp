@@ -3,18 +3,19 @@
 #include <iostream>
 
 #include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
 #include "fixres/data/Import.h"
 
 namespace fixres::cli {
 
-Command addImportCommand(CLI::App& parent, GlobalOptions&) {
+Command addImportCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand(
       "import", "Turn IDX files (Fashion-MNIST from the Debian package) into an image folder");
   auto o = std::make_shared<data::ImportOptions>();
   auto generic = std::make_shared<bool>(false);
   sub->add_option("--source", o->sourceDir, "Folder with the IDX files (train-*, t10k-*)")
       ->capture_default_str();
-  sub->add_option("--out", o->outDir, "Output image folder")->required();
+  addShared(*sub, "--out", o->outDir)->required();
   sub->add_option("--holdout", o->holdout, "Last N training images go to holdout/")
       ->capture_default_str();
   sub->add_option("--limit-train", o->limitTrain, "Use only the first N training images");

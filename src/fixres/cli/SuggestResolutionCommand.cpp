@@ -3,12 +3,13 @@
 #include <cstdio>
 
 #include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
 #include "fixres/common/Error.h"
 #include "fixres/engine/Resolution.h"
 
 namespace fixres::cli {
 
-Command addSuggestResolutionCommand(CLI::App& parent, GlobalOptions&) {
+Command addSuggestResolutionCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand(
       "suggest-resolution", "Test resolution matching apparent object sizes of RRC training");
   struct State {
@@ -17,7 +18,7 @@ Command addSuggestResolutionCommand(CLI::App& parent, GlobalOptions&) {
     std::string imageSize;
   };
   auto s = std::make_shared<State>();
-  sub->add_option("--train-size", s->trainSize, "Train resolution K_train")->capture_default_str();
+  addShared(*sub, "--train-size", s->trainSize);
   sub->add_option("--scale-min", s->scaleMin, "RandomResizedCrop minimum area fraction")
       ->capture_default_str();
   sub->add_option("--scale-max", s->scaleMax, "RandomResizedCrop maximum area fraction")

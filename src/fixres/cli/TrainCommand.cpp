@@ -4,7 +4,6 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunOptions.h"
-#include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/engine/Trainer.h"
 
@@ -13,7 +12,6 @@ namespace {
 
 struct RunState {
   engine::RunConfig cfg;
-  ModelFlags model;
   ClusterOptions cluster;
   std::string imnetPath;
   bool cpu = false;
@@ -23,17 +21,9 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
                       engine::RunMode mode) {
   auto* sub = parent.add_subcommand(name, help);
   auto s = std::make_shared<RunState>();
-  s->cfg.mode = mode;
-  if (mode == engine::RunMode::kFinetune) {
-    // FixRes ResNet-50 fine-tuning recipe.
-    s->cfg.inputSize = 384;
-    s->cfg.epochs = 56;
-    s->cfg.learningRate = 1e-3;
-    s->cfg.trainTransform = "val";
-    s->cfg.sampler = "distributed";
-  }
+  s->cfg = engine::RunConfig::forMode(mode);
   sub->set_config("--config", "", "TOML/INI file with any of these options (flags override it)");
-  addTrainingOptions(*sub, s->cfg, s->model, s->imnetPath);
+  addTrainingOptions(*sub, s->cfg, s->imnetPath, s->cpu);
   addClusterOptions(*sub, s->cluster);
   if (mode == engine::RunMode::kFinetune) {
     sub->add_flag("--finetune-bn-affine", s->cfg.finetuneBnAffine,
@@ -42,24 +32,16 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
     sub->add_option("--eval-size", s->cfg.evalSize, "Evaluation resolution (0: --input-size)")
         ->group("Data");
   }
-  sub->add_flag("--test-flip", s->cfg.testFlip, "Evaluate with horizontal-flip averaging")
-      ->group("Data");
-  sub->add_flag("--cpu", s->cpu, "Run on the CPU even when CUDA is available");
-  return {sub, [s, name]() -> int {
-            distributed::WorldInfo world;
-            auto comm = connectWorld(s->cluster, world, !s->cpu && torch::cuda::is_available());
+  return {sub, [s, name, mode]() -> int {
             auto& c = s->cfg;
-            c.architecture = s->model.architecture;
-            c.weightPath = s->model.weightPath;
-            c.numClasses = s->model.numClasses;
-            c.skipClassifier = s->model.skipClassifier;
             c.trainPath = s->imnetPath + "/train";
             c.valPath = s->imnetPath + "/val";
-            c.runDir = runFolder(s->cluster.flags.sharedFolderPath, name, world.jobId);
+            auto rank = connectRank(s->cluster, s->cpu, c.numerics);
+            c.runDir = engine::runFolder(s->cluster.flags.sharedFolderPath, mode, rank.world.jobId);
             installStopHandlers();
-            engine::Trainer trainer(c, *comm, deviceFor(world, s->cpu));
+            engine::Trainer trainer(c, *rank.comm, rank.run);
             auto summary = trainer.run();
-            if (comm->rank() == 0) {
+            if (rank.comm->rank() == 0) {
               if (summary.before.count > 0)
                 std::cout << "before: size " << summary.before.inputSize << " top1 "
                           << summary.before.top1 << " top5 " << summary.before.top5 << "\n";
@@ -77,14 +59,14 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
 
 }  // namespace
 
-Command addTrainCommand(CLI::App& parent, GlobalOptions&) {
+Command addTrainCommand(CLI::App& parent) {
   return addRunCommand(parent, "train",
                        "Train from scratch (FixRes recipe: RandomResizedCrop 'full' at 224, "
                        "repeated augmentation x3)",
                        engine::RunMode::kTrain);
 }
 
-Command addFinetuneCommand(CLI::App& parent, GlobalOptions&) {
+Command addFinetuneCommand(CLI::App& parent) {
   return addRunCommand(parent, "finetune",
                        "FixRes fine-tuning: classifier + last BatchNorm statistics at the test "
                        "resolution",

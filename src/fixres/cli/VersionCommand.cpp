@@ -8,9 +8,9 @@
 
 namespace fixres::cli {
 
-Command addVersionCommand(CLI::App& parent, GlobalOptions& global) {
+Command addVersionCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand("version", "Print versions, CUDA availability and threads");
-  return {sub, [&global]() {
+  return {sub, []() {
             std::cout << "fixres " << fixresVersion() << "\n"
                       << "libtorch " << libtorchVersion() << "\n"
                       << "cuda " << (cudaAvailable() ? "available" : "unavailable") << " ("

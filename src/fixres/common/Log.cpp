@@ -27,9 +27,6 @@ void setLevel(Level l) {
 Level level() {
   return static_cast<Level>(gLevel.load());
 }
-int rank() {
-  return gRank;
-}
 
 void write(Level l, const std::string& line) {
   if (l <= Level::kInfo && gRank != 0 && !gAllRanks) return;

@@ -14,7 +14,6 @@ void setRank(int rank, int worldSize);
 void setAllRanks(bool allRanks);  // info() from every rank, not only rank 0
 void setLevel(Level level);
 Level level();
-int rank();
 
 // Writes one line (thread-safe). Rank filtering applies to kDebug and kInfo only.
 void write(Level level, const std::string& line);

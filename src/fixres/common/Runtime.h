@@ -5,6 +5,11 @@
 
 namespace fixres {
 
+// Process-wide settings every fixres process starts with: SIGPIPE and SIGXFSZ ignored (a
+// vanished peer or a file size limit surfaces as an error from the call, not a kill), and
+// malloc keeping image-sized buffers in the heap.
+void configureProcess();
+
 // Sets LibTorch's intra-op thread count. requested <= 0 means "all hardware threads"
 // (LibTorch's own default on Debian is 1). Returns the count in effect.
 int configureThreads(int requested);

@@ -33,9 +33,4 @@ int stopSignal() {
   return gStopSignal.load();
 }
 
-void requestStop(int signal) {
-  int expected = 0;
-  gStopSignal.compare_exchange_strong(expected, signal);
-}
-
 }  // namespace fixres

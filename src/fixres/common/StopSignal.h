@@ -8,7 +8,5 @@ namespace fixres {
 void installStopHandlers();
 // The signal number received (SIGTERM or SIGINT), 0 while none.
 int stopSignal();
-// Sets the flag as a signal would (tests, and a rank told by another rank to stop).
-void requestStop(int signal);
 
 }  // namespace fixres

@@ -1,4 +1,4 @@
-// SVG line chart.
+// SVG line chart: nice ticks, low-outlier clipping and non-overlapping mark labels.
 #include "fixres/common/SvgPlot.h"
 
 #include <algorithm>
@@ -7,13 +7,56 @@
 #include <limits>
 #include <sstream>
 
+#include "fixres/common/Error.h"
+
 namespace fixres {
 namespace {
-std::string fmt(double v) {
+
+constexpr double kMarkFont = 11;    // px, mark and outlier labels
+constexpr double kMarkRowH = 14;    // px between stacked mark label rows
+constexpr double kLabelGap = 8;     // px kept free between two labels in one row
+constexpr double kCharWidth = 0.6;  // em, a generous average glyph width for sans-serif
+constexpr double kMinClipGain = 3;  // clip low outliers only when the y span shrinks this much
+
+// Short, deterministic numbers for coordinates.
+std::string num(double v) {
   char b[32];
-  std::snprintf(b, sizeof(b), "%.4g", v);
+  std::snprintf(b, sizeof(b), "%.2f", v);
+  std::string s = b;
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  if (s == "-0") s = "0";
+  return s;
+}
+
+std::string fixed(double v, int decimals) {
+  char b[48];
+  std::snprintf(b, sizeof(b), "%.*f", decimals, v);
+  std::string s = b;
+  if (s.find_first_not_of("-0.") == std::string::npos) s = s.substr(s[0] == '-' ? 1 : 0);
+  return s;
+}
+
+// Data x values print without trailing zeros (16, 32.5).
+std::string shortNum(double v) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%.6g", v);
   return b;
 }
+
+// Decimals needed to print multiples of step exactly (0.25 -> 2, 2.5 -> 1, 5 -> 0).
+int decimalsOf(double step) {
+  for (int d = 0; d < 12; ++d) {
+    double scaled = step * std::pow(10.0, d);
+    if (std::fabs(scaled - std::round(scaled)) < 1e-6 * std::max(1.0, scaled)) return d;
+  }
+  return 12;
+}
+
+std::string withUnit(const std::string& value, const std::string& unit) {
+  return unit.empty() ? value : value + " " + unit;
+}
+
 std::string escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -23,70 +66,374 @@ std::string escape(const std::string& s) {
       o += "&gt;";
     else if (c == '&')
       o += "&amp;";
+    else if (c == '"')
+      o += "&quot;";
     else
       o += c;
   }
   return o;
 }
+
+double textWidth(const std::string& s, double fontSize) {
+  size_t glyphs = 0;
+  for (unsigned char c : s) glyphs += (c & 0xC0) != 0x80;  // UTF-8 code points
+  return static_cast<double>(glyphs) * kCharWidth * fontSize;
+}
+
+// The dash attributes of a mark line. The k-th line on the same x as earlier ones is shifted by
+// k half patterns, so that coinciding dashed lines alternate their colors instead of hiding.
+std::string dashOf(MarkStyle style, int sharing) {
+  const double period = style == MarkStyle::kDashed ? 10 : style == MarkStyle::kDotted ? 5 : 0;
+  if (period == 0) return "";
+  std::string d =
+      style == MarkStyle::kDashed ? " stroke-dasharray=\"6,4\"" : " stroke-dasharray=\"2,3\"";
+  if (sharing % 2) d += " stroke-dashoffset=\"" + num(period / 2) + "\"";
+  return d;
+}
+
+struct Interval {
+  double lo = 0, hi = 0;
+  bool overlaps(const Interval& o, double gap) const { return lo < o.hi + gap && o.lo < hi + gap; }
+  bool contains(double x, double margin) const { return x > lo - margin && x < hi + margin; }
+};
+
+struct PlacedMark {
+  const PlotMark* mark;
+  double px;       // line position
+  int row = 0;     // 0 = the row right above the plot
+  Interval box{};  // label extent in px
+  bool left = false;
+};
+
+// Stacks mark labels in rows above the plot. A label sits right of its line, or left of it when
+// that covers no line still to be placed. A placement is valid when the label does not overlap
+// another label of its row, the mark's line (which runs up through the rows below its own) does
+// not cross a label, and the label does not cover a line that runs through its row. Marks are
+// placed right to left, so no label placed earlier covers a line placed later, and a row one
+// above everything placed so far is valid for any label that fits in the picture.
+std::vector<PlacedMark> placeMarkLabels(std::vector<PlacedMark> marks, double width) {
+  std::stable_sort(marks.begin(), marks.end(),
+                   [](const PlacedMark& a, const PlacedMark& b) { return a.px > b.px; });
+  std::vector<PlacedMark> placed;
+  for (size_t i = 0; i < marks.size(); ++i) {
+    PlacedMark m = marks[i];
+    const double w = textWidth(m.mark->label, kMarkFont);
+    const Interval right{m.px + 4, m.px + 4 + w}, left{m.px - 4 - w, m.px - 4};
+    auto valid = [&](const Interval& box, int row) {
+      if (box.lo < 2 || box.hi > width - 2) return false;
+      for (size_t j = i + 1; j < marks.size(); ++j)
+        if (box.contains(marks[j].px, 2)) return false;
+      for (const PlacedMark& p : placed) {
+        if (p.row == row && p.box.overlaps(box, kLabelGap)) return false;
+        if (p.row < row && p.box.contains(m.px, 2)) return false;
+        if (p.row > row && box.contains(p.px, 2)) return false;
+      }
+      return true;
+    };
+    int top = 0;
+    for (const PlacedMark& p : placed) top = std::max(top, p.row + 1);
+    bool done = false;
+    for (int row = 0; row <= top && !done; ++row) {
+      for (bool useLeft : {false, true}) {
+        const Interval& box = useLeft ? left : right;
+        if (valid(box, row)) {
+          m.row = row, m.box = box, m.left = useLeft, done = true;
+          break;
+        }
+      }
+    }
+    if (!done) {  // too long for the picture on either side: keep it readable, on a row of its own
+      m.row = top, m.left = m.px > width / 2, m.box = m.left ? left : right;
+    }
+    placed.push_back(m);
+  }
+  return placed;
+}
+
+struct Point {
+  double x, y;
+  size_t series, index;  // index in the series' vectors: lines break where a point is missing
+};
+
 }  // namespace
 
+AxisTicks niceTicks(double lo, double hi, int maxIntervals, bool integerStep) {
+  FIXRES_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi, UsageError,
+               "niceTicks: need finite lo <= hi, got [", lo, ", ", hi, "]");
+  FIXRES_CHECK(std::isfinite(hi - lo), UsageError, "niceTicks: range too wide: [", lo, ", ", hi,
+               "]");
+  maxIntervals = std::clamp(maxIntervals, 1, 1000);
+  if (hi - lo <= 1e-12 * std::max(1.0, std::fabs(lo))) lo -= 1, hi += 1;
+  const double raw = (hi - lo) / maxIntervals;
+  AxisTicks t;
+  // Start one decade below the raw step so that no smaller valid step is skipped; the step grows
+  // until the widened axis needs at most maxIntervals intervals.
+  for (int k = static_cast<int>(std::floor(std::log10(raw))) - 1;; ++k) {
+    for (double m : {1.0, 2.0, 2.5, 5.0}) {
+      const double s = k >= 0 ? m * std::pow(10.0, k) : m / std::pow(10.0, -k);
+      if (integerStep && (s < 1 || std::fabs(s - std::round(s)) > 1e-9)) continue;
+      const double first = std::floor(lo / s + 1e-9), last = std::ceil(hi / s - 1e-9);
+      if (last - first > maxIntervals) continue;
+      t.step = s;
+      for (double i = first; i <= last + 0.5; i += 1) t.values.push_back(i * s);
+      t.first = t.values.front();
+      t.last = t.values.back();
+      return t;
+    }
+  }
+}
+
+DenseRange denseRange(const std::vector<double>& values, double madFactor) {
+  std::vector<double> v;
+  for (double x : values)
+    if (std::isfinite(x)) v.push_back(x);
+  DenseRange r;
+  if (v.empty()) return r;
+  std::sort(v.begin(), v.end());
+  r.lo = v.front();
+  r.hi = v.back();
+  const size_t n = v.size();
+  if (n < 5 || !(madFactor > 0)) return r;
+  auto median = [](const std::vector<double>& sorted) {
+    const size_t m = sorted.size() / 2;
+    return sorted.size() % 2 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2;
+  };
+  const double med = median(v);
+  std::vector<double> dev;
+  for (double x : v) dev.push_back(std::fabs(x - med));
+  std::sort(dev.begin(), dev.end());
+  const double fence = med - madFactor * median(dev);
+  const auto kept = std::lower_bound(v.begin(), v.end(), fence);
+  if (kept == v.begin()) return r;
+  // Clip only when it pays; otherwise the low values are part of the curve.
+  if (r.hi - r.lo < kMinClipGain * (r.hi - *kept)) return r;
+  r.lo = *kept;
+  r.clipped = true;
+  return r;
+}
+
 std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOptions& o) {
-  double x0 = std::numeric_limits<double>::max(), x1 = -x0, y0 = x0, y1 = -x0;
-  for (const auto& s : series) {
-    for (double v : s.x) x0 = std::min(x0, v), x1 = std::max(x1, v);
-    for (double v : s.y) y0 = std::min(y0, v), y1 = std::max(y1, v);
+  FIXRES_CHECK(o.width >= 320 && o.height >= 150, UsageError,
+               "plot size must be at least 320x150, got ", o.width, "x", o.height);
+  FIXRES_CHECK(o.outlierMadFactor > 0, UsageError, "plot outlierMadFactor must be positive, got ",
+               o.outlierMadFactor);
+
+  // ---- data ----
+  std::vector<Point> points;
+  std::vector<double> ys;
+  bool integerX = true;
+  for (size_t si = 0; si < series.size(); ++si) {
+    const PlotSeries& s = series[si];
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
+      points.push_back({s.x[i], s.y[i], si, i});
+      ys.push_back(s.y[i]);
+      integerX = integerX && std::fabs(s.x[i] - std::round(s.x[i])) < 1e-9;
+    }
   }
-  for (const auto& m : o.verticalMarks) x0 = std::min(x0, m.first), x1 = std::max(x1, m.first);
-  if (x0 > x1) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  if (x1 - x0 < 1e-9) x0 -= 1, x1 += 1;
-  if (y1 - y0 < 1e-9) y0 -= 1, y1 += 1;
-  const double pad = 0.08 * (y1 - y0);
-  y0 -= pad;
-  y1 += pad;
-  const int L = 70, R = 170, T = 40, B = 55;
-  const double pw = o.width - L - R, ph = o.height - T - B;
-  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * pw; };
-  auto py = [&](double y) { return T + (1 - (y - y0) / (y1 - y0)) * ph; };
+
+  // ---- marks: explicit ones, the legacy pairs, and the best point of highlighted series ----
+  std::vector<PlotMark> marks;
+  for (const auto& m : o.verticalMarks) marks.push_back({m.first, m.second});
+  for (const PlotMark& m : o.marks) marks.push_back(m);
+  std::vector<const Point*> best(series.size(), nullptr);
+  for (const Point& p : points)
+    if (series[p.series].highlightMax && (!best[p.series] || p.y > best[p.series]->y))
+      best[p.series] = &p;
+
+  // ---- ranges ----
+  double x0 = std::numeric_limits<double>::max(), x1 = -x0;
+  for (const Point& p : points) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x);
+  for (const PlotMark& m : marks)
+    if (std::isfinite(m.x)) x0 = std::min(x0, m.x), x1 = std::max(x1, m.x);
+  if (x0 > x1) x0 = 0, x1 = 1;
+  DenseRange dense = denseRange(ys, o.clipLowOutliers ? o.outlierMadFactor : 0);
+  if (ys.empty()) dense.lo = 0, dense.hi = 1;
+
+  // ---- layout: the label band above the plot depends on the x scale only ----
+  const double L = 70, R = 170, B = 55;
+  const double pw = o.width - L - R;
+  const AxisTicks xt = niceTicks(x0 - 0.02 * (x1 - x0), x1 + 0.02 * (x1 - x0),
+                                 std::max(2, static_cast<int>(pw / 60)), integerX);
+  auto px = [&](double x) { return L + (x - xt.first) / (xt.last - xt.first) * pw; };
+
+  // Generated labels print y values to a tenth of the order of magnitude of the y span, at
+  // least one decimal: 88.4 for a 2-point span, 0.8812 for 0.881..0.889.
+  const double ySpan = dense.hi - dense.lo;
+  const int valueDecimals =
+      ySpan > 0 ? std::clamp(1 - static_cast<int>(std::floor(std::log10(ySpan))), 1, 9) : 1;
+  std::vector<PlotMark> bestMarks;
+  for (size_t si = 0; si < series.size(); ++si) {
+    if (!best[si]) continue;
+    bestMarks.push_back({best[si]->x,
+                         "best " + withUnit(shortNum(best[si]->x), o.xUnit) + " (" +
+                             withUnit(fixed(best[si]->y, valueDecimals), o.yUnit) + ")",
+                         series[si].color, MarkStyle::kDashed});
+  }
+  std::vector<PlacedMark> toPlace;
+  for (const PlotMark& m : marks)
+    if (std::isfinite(m.x)) toPlace.push_back({&m, px(m.x)});
+  for (const PlotMark& m : bestMarks) toPlace.push_back({&m, px(m.x)});
+  const std::vector<PlacedMark> placed = placeMarkLabels(toPlace, o.width);
+  int rows = 0;
+  for (const PlacedMark& p : placed) rows = std::max(rows, p.row + 1);
+  const double T = 40 + rows * kMarkRowH;
+  // Many stacked labels on a small picture: keep the plot usable by growing the picture.
+  const double ph = std::max(40.0, o.height - T - B);
+  const double height = T + ph + B;
+
+  const double yPad = 0.04 * (dense.hi - dense.lo);
+  const AxisTicks yt = niceTicks(dense.lo - yPad, dense.hi + yPad,
+                                 std::max(2, std::min(10, static_cast<int>(ph / 40))));
+  auto py = [&](double y) { return T + (1 - (y - yt.first) / (yt.last - yt.first)) * ph; };
+  const double bottom = T + ph;
+  const auto below = [&](const Point& p) { return p.y < yt.first - 1e-9 * (yt.last - yt.first); };
+
+  // ---- frame, grid, ticks ----
   std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << o.width << "\" height=\"" << o.height
-    << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << o.width << "\" height=\""
+    << num(height) << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << o.width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
-    << escape(o.title) << "</text>\n"
-    << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << pw << "\" height=\"" << ph
-    << "\" fill=\"none\" stroke=\"#333\"/>\n";
-  for (int i = 0; i <= 5; ++i) {
-    double yv = y0 + (y1 - y0) * i / 5, xv = x0 + (x1 - x0) * i / 5;
-    s << "<line x1=\"" << L << "\" x2=\"" << L + pw << "\" y1=\"" << py(yv) << "\" y2=\"" << py(yv)
-      << "\" stroke=\"#ddd\"/>\n"
-      << "<text x=\"" << L - 6 << "\" y=\"" << py(yv) + 4 << "\" text-anchor=\"end\">" << fmt(yv)
-      << "</text>\n"
-      << "<text x=\"" << px(xv) << "\" y=\"" << T + ph + 18 << "\" text-anchor=\"middle\">"
-      << fmt(xv) << "</text>\n";
+    << "<text x=\"" << num(o.width / 2.0) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
+    << escape(o.title) << "</text>\n";
+  const int xDecimals = decimalsOf(xt.step), yDecimals = decimalsOf(yt.step);
+  for (double v : xt.values) {
+    s << "<line x1=\"" << num(px(v)) << "\" x2=\"" << num(px(v)) << "\" y1=\"" << num(T)
+      << "\" y2=\"" << num(bottom) << "\" stroke=\"#eee\"/>\n"
+      << "<text class=\"xtick\" x=\"" << num(px(v)) << "\" y=\"" << num(bottom + 18)
+      << "\" text-anchor=\"middle\">" << fixed(v, xDecimals) << "</text>\n";
   }
-  s << "<text x=\"" << L + pw / 2 << "\" y=\"" << o.height - 12 << "\" text-anchor=\"middle\">"
-    << escape(o.xLabel) << "</text>\n"
-    << "<text transform=\"translate(18," << T + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
-    << escape(o.yLabel) << "</text>\n";
-  for (const auto& m : o.verticalMarks) {
-    s << "<line x1=\"" << px(m.first) << "\" x2=\"" << px(m.first) << "\" y1=\"" << T << "\" y2=\""
-      << T + ph << "\" stroke=\"#888\" stroke-dasharray=\"5,4\"/>\n"
-      << "<text x=\"" << px(m.first) + 4 << "\" y=\"" << T + 14 << "\" fill=\"#555\">"
-      << escape(m.second) << "</text>\n";
+  for (double v : yt.values) {
+    s << "<line x1=\"" << L << "\" x2=\"" << num(L + pw) << "\" y1=\"" << num(py(v)) << "\" y2=\""
+      << num(py(v)) << "\" stroke=\"#ddd\"/>\n"
+      << "<text class=\"ytick\" x=\"" << L - 6 << "\" y=\"" << num(py(v) + 4)
+      << "\" text-anchor=\"end\">" << fixed(v, yDecimals) << "</text>\n";
   }
-  int legendY = T + 10;
+  s << "<rect x=\"" << L << "\" y=\"" << num(T) << "\" width=\"" << num(pw) << "\" height=\""
+    << num(ph) << "\" fill=\"none\" stroke=\"#333\"/>\n"
+    << "<text x=\"" << num(L + pw / 2) << "\" y=\"" << num(height - 12)
+    << "\" text-anchor=\"middle\">" << escape(o.xLabel) << "</text>\n"
+    << "<text transform=\"translate(18," << num(T + ph / 2)
+    << ") rotate(-90)\" text-anchor=\"middle\">" << escape(o.yLabel) << "</text>\n";
+
+  // ---- marks: lines from the plot bottom up to their label row ----
+  for (size_t i = 0; i < placed.size(); ++i) {
+    const PlacedMark& p = placed[i];
+    int sharing = 0;
+    for (size_t j = 0; j < i; ++j) sharing += std::fabs(placed[j].px - p.px) < 1;
+    const double baseline = T - 6 - p.row * kMarkRowH;
+    s << "<line class=\"mark\" x1=\"" << num(p.px) << "\" x2=\"" << num(p.px) << "\" y1=\""
+      << num(bottom) << "\" y2=\"" << num(baseline - 9) << "\" stroke=\"" << p.mark->color
+      << "\" stroke-width=\"1.3\"" << dashOf(p.mark->style, sharing) << "/>\n"
+      << "<text class=\"mark-label\" x=\"" << num(p.left ? p.box.hi : p.box.lo) << "\" y=\""
+      << num(baseline) << "\" font-size=\"" << kMarkFont << "\" fill=\"" << p.mark->color << "\""
+      << (p.left ? " text-anchor=\"end\"" : "") << ">" << escape(p.mark->label) << "</text>\n";
+  }
+
+  // ---- low outliers: placed first, the series' dashed lines end at their triangles ----
+  // Each gets a downward triangle on the bottom edge at its x and a label beside it; where labels
+  // would overlap they stack upwards, lower values first.
+  struct Outlier {
+    const Point* p;
+    double x, tip;  // triangle tip in px
+    bool left;      // label left of the triangle (near the right edge)
+    std::string text;
+  };
+  std::vector<Outlier> outliers;
+  for (const Point& p : points)
+    if (below(p)) outliers.push_back({&p, px(p.x), bottom, false, ""});
+  std::stable_sort(outliers.begin(), outliers.end(), [](const Outlier& a, const Outlier& b) {
+    return a.p->x != b.p->x ? a.p->x < b.p->x : a.p->y < b.p->y;
+  });
+  std::vector<std::pair<int, Interval>> taken;  // level, label extent
+  for (Outlier& u : outliers) {
+    u.text = withUnit(fixed(u.p->y, valueDecimals), o.yUnit) + " at " +
+             withUnit(shortNum(u.p->x), o.xUnit);
+    const double w = textWidth(u.text, kMarkFont);
+    u.left = u.x + 10 + w > L + pw;
+    const Interval box = u.left ? Interval{u.x - 10 - w, u.x + 6} : Interval{u.x - 6, u.x + 10 + w};
+    int level = 0;
+    for (bool clash = true; clash; level += clash) {
+      clash = false;
+      for (const auto& t : taken) clash = clash || (t.first == level && t.second.overlaps(box, 4));
+    }
+    taken.push_back({level, box});
+    u.tip = bottom - 4 - level * kMarkRowH;
+  }
+  auto tipOf = [&](const Point* p) {
+    for (const Outlier& u : outliers)
+      if (u.p == p) return u.tip;
+    return bottom;
+  };
+
+  // ---- series: solid lines between points on the axis, dashed ones down to clipped points ----
+  for (size_t si = 0; si < series.size(); ++si) {
+    const PlotSeries& ser = series[si];
+    std::vector<const Point*> own;
+    for (const Point& p : points)
+      if (p.series == si) own.push_back(&p);
+    std::string run;  // "x,y x,y ..." of the current stretch of points on the axis
+    size_t runLength = 0;
+    auto flush = [&] {
+      if (runLength >= 2)
+        s << "<polyline fill=\"none\" stroke=\"" << ser.color << "\" stroke-width=\"2\" points=\""
+          << run << "\"/>\n";
+      run.clear();
+      runLength = 0;
+    };
+    for (size_t i = 0; i < own.size(); ++i) {
+      const Point* p = own[i];
+      if (i > 0 && own[i - 1]->index + 1 != p->index) flush();
+      if (below(*p)) {
+        flush();
+        continue;
+      }
+      run += (runLength++ ? " " : "") + num(px(p->x)) + "," + num(py(p->y));
+    }
+    flush();
+    for (size_t i = 0; i + 1 < own.size(); ++i) {
+      const Point *a = own[i], *b = own[i + 1];
+      if (a->index + 1 != b->index) continue;
+      if (below(*a) == below(*b)) continue;  // both on the axis: solid; both below: not drawn
+      s << "<line x1=\"" << num(px(a->x)) << "\" y1=\"" << num(below(*a) ? tipOf(a) : py(a->y))
+        << "\" x2=\"" << num(px(b->x)) << "\" y2=\"" << num(below(*b) ? tipOf(b) : py(b->y))
+        << "\" stroke=\"" << ser.color << "\" stroke-width=\"1.5\" stroke-dasharray=\"4,3\"/>\n";
+    }
+    for (const Point* p : own)
+      if (!below(*p))
+        s << "<circle cx=\"" << num(px(p->x)) << "\" cy=\"" << num(py(p->y))
+          << "\" r=\"3.5\" fill=\"" << ser.color << "\"/>\n";
+    if (best[si] && !below(*best[si]))
+      s << "<circle class=\"best\" cx=\"" << num(px(best[si]->x)) << "\" cy=\""
+        << num(py(best[si]->y)) << "\" r=\"7\" fill=\"none\" stroke=\"" << ser.color
+        << "\" stroke-width=\"2\"/>\n";
+  }
+
+  for (const Outlier& u : outliers) {
+    const std::string& color = series[u.p->series].color;
+    s << "<path class=\"outlier\" d=\"M" << num(u.x - 5) << "," << num(u.tip - 8) << " L"
+      << num(u.x + 5) << "," << num(u.tip - 8) << " L" << num(u.x) << "," << num(u.tip)
+      << " Z\" fill=\"" << color << "\"/>\n"
+      << "<text class=\"outlier-label\" x=\"" << num(u.left ? u.x - 9 : u.x + 9) << "\" y=\""
+      << num(u.tip - 3) << "\" font-size=\"" << kMarkFont << "\" fill=\"" << color
+      << "\" stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\""
+      << (u.left ? " text-anchor=\"end\"" : "") << ">" << escape(u.text) << "</text>\n";
+  }
+  if (!outliers.empty()) {  // broken-axis mark on the y axis, near the bottom
+    const double yb = bottom - 12;
+    s << "<g class=\"axis-break\"><rect x=\"" << L - 6 << "\" y=\"" << num(yb - 3)
+      << "\" width=\"12\" height=\"5\" fill=\"white\"/><path d=\"M" << L - 6 << "," << num(yb)
+      << " l12,-4 M" << L - 6 << "," << num(yb + 5) << " l12,-4\" stroke=\"#333\"/></g>\n";
+  }
+
+  // ---- legend ----
+  double legendY = T + 10;
   for (const auto& ser : series) {
-    s << "<polyline fill=\"none\" stroke=\"" << ser.color << "\" stroke-width=\"2\" points=\"";
-    for (size_t i = 0; i < ser.x.size() && i < ser.y.size(); ++i)
-      s << px(ser.x[i]) << "," << py(ser.y[i]) << " ";
-    s << "\"/>\n";
-    for (size_t i = 0; i < ser.x.size() && i < ser.y.size(); ++i)
-      s << "<circle cx=\"" << px(ser.x[i]) << "\" cy=\"" << py(ser.y[i]) << "\" r=\"3.5\" fill=\""
-        << ser.color << "\"/>\n";
-    s << "<line x1=\"" << L + pw + 12 << "\" x2=\"" << L + pw + 32 << "\" y1=\"" << legendY
-      << "\" y2=\"" << legendY << "\" stroke=\"" << ser.color << "\" stroke-width=\"2\"/>\n"
-      << "<text x=\"" << L + pw + 38 << "\" y=\"" << legendY + 4 << "\">" << escape(ser.name)
-      << "</text>\n";
+    s << "<line x1=\"" << num(L + pw + 12) << "\" x2=\"" << num(L + pw + 32) << "\" y1=\""
+      << num(legendY) << "\" y2=\"" << num(legendY) << "\" stroke=\"" << ser.color
+      << "\" stroke-width=\"2\"/>\n"
+      << "<text x=\"" << num(L + pw + 38) << "\" y=\"" << num(legendY + 4) << "\">"
+      << escape(ser.name) << "</text>\n";
     legendY += 20;
   }
   s << "</svg>\n";

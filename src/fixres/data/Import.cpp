@@ -1,8 +1,6 @@
 // IDX -> PNG image folder.
 #include "fixres/data/Import.h"
 
-#include <png.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,15 +9,10 @@
 #include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
 #include "fixres/data/Dataset.h"
+#include "fixres/image/Encode.h"
 
 namespace fixres::data {
 namespace {
-
-void pngWrite(png_structp png, png_bytep data, png_size_t length) {
-  auto* out = static_cast<std::string*>(png_get_io_ptr(png));
-  out->append(reinterpret_cast<const char*>(data), length);
-}
-void pngFlush(png_structp) {}
 
 std::string findIdx(const std::string& dir, const std::string& stem) {
   for (const char* suffix : {".gz", ""}) {
@@ -42,9 +35,10 @@ int64_t exportSplit(const Dataset& ds, int64_t begin, int64_t end, const std::st
     for (size_t p = 0; p < gray.size(); ++p) gray[p] = im.pixels[p * 3];
     char name[32];
     std::snprintf(name, sizeof(name), "%06lld.png", static_cast<long long>(i));
-    writePng(dir + "/" + classNames.at(static_cast<size_t>(ds.label(static_cast<size_t>(i)))) +
-                 "/" + name,
-             im.width, im.height, 1, gray.data());
+    image::writePng(dir + "/" +
+                        classNames.at(static_cast<size_t>(ds.label(static_cast<size_t>(i)))) + "/" +
+                        name,
+                    im.width, im.height, 1, gray.data());
   }
   return end - begin;
 }
@@ -54,28 +48,6 @@ int64_t exportSplit(const Dataset& ds, int64_t begin, int64_t end, const std::st
 std::vector<std::string> fashionMnistClassNames() {
   return {"0_tshirt_top", "1_trouser", "2_pullover", "3_dress", "4_coat",
           "5_sandal",     "6_shirt",   "7_sneaker",  "8_bag",   "9_ankle_boot"};
-}
-
-void writePng(const std::string& path, int width, int height, int channels, const uint8_t* pixels) {
-  FIXRES_CHECK(channels == 1 || channels == 3, InternalError, "writePng: channels must be 1 or 3");
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png ? png_create_info_struct(png) : nullptr;
-  FIXRES_CHECK(png && info, InternalError, "libpng: out of memory");
-  std::string out;
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    FIXRES_FAIL(DataError, "cannot encode PNG ", path);
-  }
-  png_set_write_fn(png, &out, pngWrite, pngFlush);
-  png_set_IHDR(png, info, width, height, 8,
-               channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int y = 0; y < height; ++y)
-    png_write_row(png, const_cast<png_bytep>(pixels + static_cast<size_t>(y) * width * channels));
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
-  writeFile(path, out);  // bulk output: the folder is published atomically by importIdx
 }
 
 ImportReport importIdx(const ImportOptions& o) {

@@ -32,7 +32,4 @@ ImportReport importIdx(const ImportOptions& options);
 // Fashion-MNIST's ten class names, prefixed so that sorted order is label order.
 std::vector<std::string> fashionMnistClassNames();
 
-// An 8-bit grayscale or RGB PNG (channels 1 or 3); a plain write (no fsync).
-void writePng(const std::string& path, int width, int height, int channels, const uint8_t* pixels);
-
 }  // namespace fixres::data

@@ -332,18 +332,4 @@ std::optional<Batch> Loader::collate(Slot& s) {
   return out;
 }
 
-torch::Tensor normalizeOnDevice(const torch::Tensor& images, const torch::Tensor& lighting,
-                                const image::TransformOptions& t) {
-  FIXRES_CHECK(images.scalar_type() == torch::kUInt8 && images.dim() == 4, UsageError,
-               "normalizeOnDevice needs a uint8 N x 3 x H x W batch");
-  auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(images.device());
-  auto x = images.to(torch::kFloat32).div_(255.0f);
-  if (t.lightingStd > 0.0f && lighting.defined()) {
-    x.add_(lighting.to(opts).view({-1, 3, 1, 1})).div_(1.0f + t.lightingStd);
-  }
-  auto mean = torch::tensor({t.mean[0], t.mean[1], t.mean[2]}, opts).view({1, 3, 1, 1});
-  auto std = torch::tensor({t.std[0], t.std[1], t.std[2]}, opts).view({1, 3, 1, 1});
-  return x.sub_(mean).div_(std);
-}
-
 }  // namespace fixres::data

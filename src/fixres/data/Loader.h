@@ -44,15 +44,9 @@ struct Batch {
   torch::Tensor labels;   // int64 N
   torch::Tensor indices;  // int64 N, dataset indices
   // uint8 batches: float32 N x 3 per-sample lighting offsets ([0, 1] units, zero without
-  // lighting), for normalizeOnDevice.
+  // lighting), for engine::normalizeOnDevice.
   torch::Tensor lighting;
 };
-
-// The float32 batch the loader would have produced, from a uint8 batch (on any device, e.g. the
-// GPU after a 4x smaller copy): x / 255, plus the lighting offset and its scale when the
-// transform has lighting, then (x - mean) / std. Fixed-size batches only (val-nocrop pads).
-torch::Tensor normalizeOnDevice(const torch::Tensor& uint8Images, const torch::Tensor& lighting,
-                                const image::TransformOptions& transform);
 
 class Loader {
  public:
@@ -70,7 +64,6 @@ class Loader {
 
   int64_t batchesPerEpoch() const;
   int64_t skippedImages() const;  // images skipped (kSkip) so far in the current epoch
-  int64_t epoch() const { return epoch_; }
 
  private:
   struct Slot;

@@ -13,6 +13,12 @@ namespace fixres::data {
 
 Sampler::~Sampler() = default;
 
+const ChoiceTable<SamplerKind>& samplerKinds() {
+  static const ChoiceTable<SamplerKind> kTable = {
+      "sampler", {{"ra", SamplerKind::kRepeatedAug}, {"distributed", SamplerKind::kDistributed}}};
+  return kTable;
+}
+
 std::vector<int64_t> Sampler::streamPositions() const {
   std::vector<int64_t> positions(size());
   for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int64_t>(i);
@@ -52,7 +58,6 @@ class DistributedSampler : public Sampler {
     checkRank(n, rank, worldSize);
   }
   void setEpoch(int64_t epoch) override { epoch_ = epoch; }
-  int64_t epoch() const override { return epoch_; }
   size_t size() const override {
     const size_t w = static_cast<size_t>(worldSize_), r = static_cast<size_t>(rank_);
     if (pad_) return (n_ + w - 1) / w;
@@ -103,7 +108,6 @@ class RepeatedAugSampler : public Sampler {
     }
   }
   void setEpoch(int64_t epoch) override { epoch_ = epoch; }
-  int64_t epoch() const override { return epoch_; }
   size_t size() const override { return total_ / static_cast<size_t>(worldSize_); }
   std::vector<int64_t> indices() const override { return compute().first; }
   std::vector<int64_t> streamPositions() const override { return compute().second; }

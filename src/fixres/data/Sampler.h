@@ -7,13 +7,18 @@
 #include <memory>
 #include <vector>
 
+#include "fixres/common/Choice.h"
+
 namespace fixres::data {
+
+// ra: FixRes's repeated-augmentation sampler; distributed: torch's DistributedSampler.
+enum class SamplerKind { kRepeatedAug, kDistributed };
+const ChoiceTable<SamplerKind>& samplerKinds();  // ra, distributed
 
 class Sampler {
  public:
   virtual ~Sampler();
   virtual void setEpoch(int64_t epoch) = 0;
-  virtual int64_t epoch() const = 0;
   // This rank's dataset indices for the current epoch, in order.
   virtual std::vector<int64_t> indices() const = 0;
   // For each entry of indices(): its position in the epoch's global stream (all ranks, before

@@ -7,6 +7,8 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "fixres/distributed/World.h"
@@ -39,7 +41,9 @@ class Communicator {
 };
 
 enum class Backend { kAuto, kGloo, kNccl };
-Backend parseBackend(const std::string& name);  // auto | gloo | nccl (UsageError otherwise)
+// The name of each backend as the CLI spells it: auto, gloo, nccl (in that order).
+const std::vector<std::pair<std::string, Backend>>& backendNames();
+Backend parseBackend(const std::string& name);  // a name of backendNames() (UsageError otherwise)
 
 struct ConnectOptions {
   Backend backend = Backend::kAuto;  // auto: NCCL when the tensors live on CUDA, else Gloo

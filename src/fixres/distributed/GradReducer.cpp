@@ -77,12 +77,4 @@ void GradReducer::broadcastFromRoot(Communicator& comm, const std::vector<torch:
   }
 }
 
-void MetricSums::reduce(Communicator& comm) {
-  auto v = allReduceScalars(comm, {lossSum, top1, top5, count});
-  lossSum = v[0];
-  top1 = v[1];
-  top5 = v[2];
-  count = v[3];
-}
-
 }  // namespace fixres::distributed

@@ -36,10 +36,4 @@ class GradReducer {
   std::vector<Bucket> buckets_;
 };
 
-// Reduces the loss/accuracy sums of an epoch over the ranks (sums and counts, never means).
-struct MetricSums {
-  double lossSum = 0, top1 = 0, top5 = 0, count = 0;
-  void reduce(Communicator& comm);
-};
-
 }  // namespace fixres::distributed

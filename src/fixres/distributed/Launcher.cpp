@@ -149,7 +149,7 @@ int launchLocalRanks(const LaunchOptions& in) {
   FIXRES_CHECK(o.nnodes >= 1, UsageError, "--nnodes must be >= 1, got ", o.nnodes);
   FIXRES_CHECK(o.nodeRank >= 0 && o.nodeRank < o.nnodes, UsageError, "--node-rank ", o.nodeRank,
                " must be in [0, ", o.nnodes, ")");
-  FIXRES_CHECK(!o.arguments.empty(), UsageError,
+  FIXRES_CHECK(!o.executable.empty(), UsageError,
                "fixres launch needs a command after '--', e.g. fixres launch --nproc-per-node 2 "
                "-- train ...");
   FIXRES_CHECK(o.masterPort >= 0 && o.masterPort < 65536, UsageError, "--master-port ",
@@ -202,8 +202,9 @@ int launchLocalRanks(const LaunchOptions& in) {
     c.outFd = outPipe[0];
     c.errFd = errPipe[0];
   }
-  log::info("launch: ", o.nprocPerNode, " rank(s) on node ", o.nodeRank, "/", o.nnodes, ", world ",
-            worldSize, ", master ", o.masterAddr, ":", o.masterPort, ", job ", o.jobId);
+  log::info("launch: ", o.nprocPerNode, " rank(s) of ", o.executable, " on node ", o.nodeRank, "/",
+            o.nnodes, ", world ", worldSize, ", master ", o.masterAddr, ":", o.masterPort, ", job ",
+            o.jobId);
 
   int failedRank = -1, failedCode = 0;
   bool stopping = false;

@@ -16,8 +16,9 @@ struct LaunchOptions {
   int masterPort = 0;                  // 0: a free local port (single node only)
   std::string jobId;                   // default: "launch-<pid>"
   double graceSeconds = 10;            // SIGTERM -> SIGKILL delay when stopping ranks
-  std::string executable;              // the program to start (fixres itself)
-  std::vector<std::string> arguments;  // its arguments (the subcommand and flags)
+  std::string executable;              // path of the program to start (argv[0]): fixres itself or
+                                       // another program, checked by the caller; no PATH lookup
+  std::vector<std::string> arguments;  // its arguments (argv[1...]), may be empty
 };
 
 // Validates the options (UsageError naming the flag), runs the ranks, returns the exit code:

@@ -4,7 +4,8 @@
 #include "fixres/common/Log.h"
 #include "fixres/data/Loader.h"
 #include "fixres/data/Sampler.h"
-#include "fixres/distributed/GradReducer.h"
+#include "fixres/engine/Metrics.h"
+#include "fixres/engine/ModelInput.h"
 
 namespace fixres::engine {
 namespace {
@@ -15,23 +16,25 @@ data::Loader makeEvalLoader(std::shared_ptr<const data::Dataset> dataset, const 
   if (o.limit >= 0) n = std::min<size_t>(n, static_cast<size_t>(o.limit));
   auto sampler = data::makeDistributedSampler(n, comm.rank(), comm.worldSize(), /*shuffle=*/false,
                                               o.seed, /*padToEqual=*/false);
-  data::LoaderOptions lo;
-  lo.batchSize = o.batch;
-  lo.threads = o.workers;
-  lo.seed = o.seed;
-  lo.badImages = o.skipBadImages ? data::BadImagePolicy::kSkip : data::BadImagePolicy::kFail;
-  lo.pinMemory = o.device.is_cuda();
-  lo.uint8Output = o.normalizeOnDevice && o.transform.kind != image::TransformKind::kValNoCrop;
+  auto lo = loaderOptions(o.run, o.transform, o.batch, o.workers, o.seed, o.skipBadImages,
+                          /*dropLast=*/false);
   return data::Loader(std::move(dataset), sampler, o.transform, lo);
 }
 
-int64_t correctInTopK(const torch::Tensor& scores, const torch::Tensor& labels, int64_t k) {
-  k = std::min<int64_t>(k, scores.size(1));
-  auto top = std::get<1>(scores.topk(k, 1));
-  return top.eq(labels.view({-1, 1})).any(1).sum().item<int64_t>();
-}
-
 }  // namespace
+
+EvalOptions evalOptions(const EvalSettings& e, int size, const Preprocessing& preprocessing,
+                        const RunDevice& run, uint64_t seed) {
+  EvalOptions o;
+  o.transform = transformOptions(image::TransformKind::kVal, size, e.resizeMode, preprocessing);
+  o.batch = e.batch;
+  o.workers = e.workers;
+  o.skipBadImages = e.skipBadImages;
+  o.testFlip = e.testFlip;
+  o.seed = seed;
+  o.run = run;
+  return o;
+}
 
 nlohmann::json EvalResult::toJson() const {
   return {
@@ -44,12 +47,6 @@ torch::Tensor predictLogits(models::ResNet& model, const torch::Tensor& images, 
   return logits;
 }
 
-std::pair<double, double> topkAccuracy(const torch::Tensor& scores, const torch::Tensor& labels) {
-  const double n = std::max<int64_t>(1, labels.size(0));
-  return {100.0 * correctInTopK(scores, labels, 1) / n,
-          100.0 * correctInTopK(scores, labels, 5) / n};
-}
-
 EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> dataset,
                     const EvalOptions& o, distributed::Communicator& comm) {
   torch::NoGradGuard noGrad;
@@ -57,16 +54,12 @@ EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> 
   model->eval();
   auto loader = makeEvalLoader(std::move(dataset), o, comm);
   loader.startEpoch(0);
-  distributed::MetricSums sums;
+  MetricSums sums;
   while (auto batch = loader.next()) {
-    auto x = batch->images.to(o.device, /*non_blocking=*/true);
-    if (x.scalar_type() == torch::kUInt8)
-      x = data::normalizeOnDevice(x, batch->lighting, o.transform);
-    if (o.channelsLast) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-    auto y = batch->labels.to(o.device);
+    auto [x, y] = toModel(*batch, o.run, o.transform);
     torch::Tensor logits;
     {
-      AutocastGuard autocast(o.device, o.precision);
+      AutocastGuard autocast(o.run.device, o.run.numerics.precision);
       logits = predictLogits(model, x, o.testFlip).to(torch::kFloat32);
     }
     sums.lossSum +=
@@ -100,11 +93,8 @@ Extraction extract(models::ResNet& model, std::shared_ptr<const data::Dataset> d
   loader.startEpoch(0);
   std::vector<torch::Tensor> idx, logits, emb;
   while (auto batch = loader.next()) {
-    auto x = batch->images.to(o.device, /*non_blocking=*/true);
-    if (x.scalar_type() == torch::kUInt8)
-      x = data::normalizeOnDevice(x, batch->lighting, o.transform);
-    if (o.channelsLast) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-    AutocastGuard autocast(o.device, o.precision);
+    auto x = toModel(*batch, o.run, o.transform).images;
+    AutocastGuard autocast(o.run.device, o.run.numerics.precision);
     auto [l, e] = model->forwardWithEmbedding(x);
     if (o.testFlip) {
       auto [lf, ef] = model->forwardWithEmbedding(x.flip({3}));

@@ -10,25 +10,38 @@
 
 #include "fixres/data/Dataset.h"
 #include "fixres/distributed/Communicator.h"
-#include "fixres/engine/Precision.h"
+#include "fixres/engine/Metrics.h"
+#include "fixres/engine/ModelSpec.h"
+#include "fixres/engine/Numerics.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/ResNet.h"
 
 namespace fixres::engine {
+
+// What eval, extract, sweep and the trainer's evaluations share (--resize-mode, --batch,
+// --workers, --test-flip, --skip-bad-images).
+struct EvalSettings {
+  image::ResizeMode resizeMode = image::ResizeMode::kFixres;
+  int64_t batch = 64;
+  int workers = 4;
+  bool testFlip = false;  // average the logits of the image and its mirror
+  bool skipBadImages = false;
+};
 
 struct EvalOptions {
   image::TransformOptions transform;  // val at the test resolution by default
   int64_t batch = 64;
   int workers = 4;
   bool skipBadImages = false;
-  bool testFlip = false;  // average the logits of the image and its mirror
+  bool testFlip = false;
   uint64_t seed = 0;
-  torch::Device device = torch::kCPU;
-  bool channelsLast = false;  // inputs in channels-last (the model converted by the caller)
-  Precision precision = Precision::kFp32;
-  bool normalizeOnDevice = false;  // uint8 batches, normalised on `device` (fixed-size outputs)
-  int64_t limit = -1;              // evaluate only the first `limit` images (smoke tests)
+  RunDevice run;       // the model is already on run.device, in run.numerics' memory format
+  int64_t limit = -1;  // evaluate only the first `limit` images (smoke tests)
 };
+
+// The val transform at `size` with the model's preprocessing, and the settings.
+EvalOptions evalOptions(const EvalSettings& settings, int size, const Preprocessing& preprocessing,
+                        const RunDevice& run, uint64_t seed = 0);
 
 struct EvalResult {
   double top1 = 0, top5 = 0, loss = 0;  // percent, percent, mean cross-entropy
@@ -53,8 +66,5 @@ struct Extraction {
 // get empty tensors).
 Extraction extract(models::ResNet& model, std::shared_ptr<const data::Dataset> dataset,
                    const EvalOptions& options, distributed::Communicator& comm);
-
-// Top-1/top-5 (percent) of logits or probabilities against labels.
-std::pair<double, double> topkAccuracy(const torch::Tensor& scores, const torch::Tensor& labels);
 
 }  // namespace fixres::engine

@@ -5,6 +5,7 @@
 #include <torch/version.h>
 
 #include "fixres/common/Error.h"
+#include "fixres/engine/Numerics.h"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
 #define FIXRES_AUTOCAST_BY_DEVICE 1
@@ -48,25 +49,15 @@ void setAutocast(bool cuda, bool enabled, at::ScalarType type) {
 }  // namespace
 
 Precision parsePrecision(const std::string& text, const torch::Device& device) {
-  if (text == "auto") return device.is_cuda() ? Precision::kBf16 : Precision::kFp32;
-  if (text == "fp32") return Precision::kFp32;
-  if (text == "bf16") return Precision::kBf16;
-  FIXRES_FAIL(UsageError, "--precision must be auto, fp32 or bf16, got '", text, "'");
+  NumericsOptions o;
+  o.precision = parseChoice(precisionChoices(), text, "--precision");
+  return resolveNumerics(o, device).precision;
 }
 
 bool parseChannelsLast(const std::string& text, const torch::Device& device) {
-  if (text == "auto") return device.is_cuda();
-  if (text == "contiguous") return false;
-  if (text == "channels-last") return true;
-  FIXRES_FAIL(UsageError, "--memory-format must be auto, contiguous or channels-last, got '", text,
-              "'");
-}
-
-bool parseNormalizeOnDevice(const std::string& text, const torch::Device& device) {
-  if (text == "auto") return device.is_cuda();
-  if (text == "cpu") return false;
-  if (text == "device") return true;
-  FIXRES_FAIL(UsageError, "--normalize-on must be auto, cpu or device, got '", text, "'");
+  NumericsOptions o;
+  o.memoryFormat = parseChoice(memoryFormatChoices(), text, "--memory-format");
+  return resolveNumerics(o, device).channelsLast;
 }
 
 const char* precisionName(Precision p) {

@@ -10,15 +10,11 @@ namespace fixres::engine {
 
 enum class Precision { kFp32, kBf16 };
 
-// "auto" | "fp32" | "bf16" (UsageError naming --precision otherwise).
+// A --precision / --memory-format value resolved for `device` (see Numerics.h; UsageError
+// naming the flag for an unknown value). parseChannelsLast is true for channels-last.
 Precision parsePrecision(const std::string& text, const torch::Device& device);
-// "auto" | "contiguous" | "channels-last" (UsageError naming --memory-format otherwise); true
-// for channels-last.
 bool parseChannelsLast(const std::string& text, const torch::Device& device);
 const char* precisionName(Precision p);
-// "auto" | "cpu" | "device" (UsageError naming --normalize-on otherwise); true for device:
-// the loader hands over uint8 batches that are normalised where the model runs.
-bool parseNormalizeOnDevice(const std::string& text, const torch::Device& device);
 
 // Converts the model's 4-d parameters and buffers to channels-last in place.
 void useChannelsLast(torch::nn::Module& model);

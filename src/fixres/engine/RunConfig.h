@@ -1,5 +1,6 @@
-// Everything a train / finetune run needs, resolved from defaults, config file and flags by
-// the CLI, validated here, and saved as JSON beside the checkpoints.
+// Everything a train / finetune run needs, as typed options: bound directly by the CLI (the
+// defaults of RunConfig::forMode are what --help shows), validated here, saved as config.json
+// beside the checkpoints and read back from it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,33 +8,37 @@
 #include <cstdint>
 #include <string>
 
+#include "fixres/data/Sampler.h"
+#include "fixres/engine/Evaluator.h"
+#include "fixres/engine/ModelSpec.h"
+#include "fixres/engine/Numerics.h"
 #include "fixres/engine/Schedule.h"
+#include "fixres/image/Transform.h"
 
 namespace fixres::engine {
 
 enum class RunMode { kTrain, kFinetune };
+const ChoiceTable<RunMode>& runModes();  // train, finetune
+
+// FixRes's repeated-augmentation epoch: floor(2 N) samples (RASampler's len_factor).
+constexpr double kRepeatedAugLenFactor = 2.0;
 
 struct RunConfig {
   RunMode mode = RunMode::kTrain;
-  // model
-  std::string architecture = "resnet50";
-  int64_t numClasses = 0;  // 0: the number of classes of the training set
-  std::string weightPath;  // start from these weights (finetune: required)
-  bool skipClassifier = false;
+  ModelSpec model;  // finetune: model.weightPath is required
   // data
-  std::string trainPath;                // image folder
-  std::string valPath;                  // image folder (may be empty: no evaluation)
-  int inputSize = 224;                  // train resolution (finetune: the test resolution)
-  int evalSize = 0;                     // 0: inputSize
-  std::string trainTransform = "full";  // full | torch | val | v2-train
-  std::string resizeMode = "fixres";    // fixres | shorter (val transform)
-  int batch = 64;                       // per process and micro-batch
-  int accumulationSteps = 1;            // micro-batches per optimizer step
-  int workers = 4;                      // loader threads per process
-  bool skipBadImages = false;
-  std::string sampler = "ra";  // ra (repeated augmentation) | distributed
+  std::string trainPath;  // image folder
+  std::string valPath;    // image folder (may be empty: no evaluation)
+  int inputSize = 224;    // train resolution (finetune: the test resolution)
+  int evalSize = 0;       // 0: inputSize
+  image::TransformKind trainTransform = image::TransformKind::kFull;
+  image::ResizeMode resizeMode = image::ResizeMode::kFixres;  // of the val transform
+  int batch = 64;                                             // per process and micro-batch
+  int accumulationSteps = 1;                                  // micro-batches per optimizer step
+  int workers = 4;                                            // loader threads per process
+  bool skipBadImages = false;  // count and skip unreadable images instead of failing
+  data::SamplerKind sampler = data::SamplerKind::kRepeatedAug;
   int repetitions = 3;
-  double lenFactor = 2.0;
   int64_t iterationCap = -1;  // -1: FixRes cap 5005*512/total batch (train), none (finetune)
   // optimisation
   int epochs = 120;
@@ -42,25 +47,39 @@ struct RunConfig {
   double momentum = 0.9;
   double weightDecay = 1e-4;
   bool nesterov = false;
-  std::string lrSchedule = "step";
+  ScheduleKind lrSchedule = ScheduleKind::kStep;
   int lrStep = 30;
   double lrGamma = 0.1;
   double warmupEpochs = 0;
   double labelSmoothing = 0;
-  int evalEvery = 1;                  // evaluate every K epochs (and after the last)
-  bool finetuneBnAffine = false;      // finetune: also train the last BN's weight and bias
-  bool testFlip = false;              // evaluation: average logits with the flipped image
-  std::string precision = "auto";     // auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16
-  std::string memoryFormat = "auto";  // auto (channels-last on CUDA) | contiguous | channels-last
-  std::string normalizeOn = "auto";   // auto (device on CUDA) | cpu | device: where uint8 -> float
+  int evalEvery = 1;              // evaluate every K epochs (and after the last)
+  bool finetuneBnAffine = false;  // finetune: also train the last BN's weight and bias
+  bool testFlip = false;          // evaluation: average logits with the flipped image
+  NumericsOptions numerics;
   uint64_t seed = 0;
   int64_t stopAfterSteps = -1;  // stop (checkpointed) after this many optimizer steps in total
   // outputs
   std::string runDir;  // checkpoints, config.json, metrics.jsonl (rank 0 writes)
   int logEvery = 20;
 
+  // The reference's recipes: train = ResNet-50 from scratch (RandomResizedCrop 'full' at 224,
+  // repeated augmentation x3, 120 epochs, lr 0.02 scaled, StepLR 30); finetune = the FixRes
+  // step at the test resolution (384, val transform, DistributedSampler, 56 epochs, lr 1e-3).
+  static RunConfig forMode(RunMode mode);
+
   void validate() const;  // UsageError naming the option
+  // The settings of the evaluations run during training.
+  EvalSettings evalSettings() const;
+  int evaluationSize() const { return evalSize > 0 ? evalSize : inputSize; }
+
   nlohmann::json toJson() const;
+  // Reads toJson()'s form back (also the config.json of earlier versions, whose extra keys are
+  // ignored); keys that are absent keep forMode(mode)'s defaults. UsageError naming the key
+  // for a value of the wrong type or an unknown choice.
+  static RunConfig fromJson(const nlohmann::json& json);
 };
+
+// <shared>/<mode>/<job-id> (shared: "runs" when empty).
+std::string runFolder(const std::string& sharedFolder, RunMode mode, const std::string& jobId);
 
 }  // namespace fixres::engine

@@ -7,9 +7,19 @@
 
 namespace fixres::engine {
 
+const ChoiceTable<ScheduleKind>& scheduleKinds() {
+  static const ChoiceTable<ScheduleKind> kTable = {"learning-rate schedule",
+                                                   {{"step", ScheduleKind::kStep},
+                                                    {"cosine", ScheduleKind::kCosine},
+                                                    {"constant", ScheduleKind::kConstant}}};
+  return kTable;
+}
+
+ScheduleKind parseScheduleKind(const std::string& name) {
+  return parseChoice(scheduleKinds(), name, "--lr-schedule");
+}
+
 Schedule::Schedule(ScheduleOptions o) : o_(std::move(o)) {
-  FIXRES_CHECK(o_.kind == "step" || o_.kind == "cosine" || o_.kind == "constant", UsageError,
-               "--lr-schedule must be step, cosine or constant, got '", o_.kind, "'");
   FIXRES_CHECK(o_.baseLr >= 0, UsageError, "learning rate must be >= 0, got ", o_.baseLr);
   FIXRES_CHECK(o_.stepEpochs >= 1, UsageError, "--lr-step must be >= 1, got ", o_.stepEpochs);
   FIXRES_CHECK(o_.gamma > 0, UsageError, "--lr-gamma must be > 0, got ", o_.gamma);
@@ -21,10 +31,10 @@ Schedule::Schedule(ScheduleOptions o) : o_(std::move(o)) {
 double Schedule::rate(int epoch, double progress) const {
   const double t = epoch + progress;
   double lr = o_.baseLr;
-  if (o_.kind == "step") {
+  if (o_.kind == ScheduleKind::kStep) {
     // torch StepLR stepped once at the start of each epoch, as the reference does.
     lr = o_.baseLr * std::pow(o_.gamma, epoch / o_.stepEpochs);
-  } else if (o_.kind == "cosine") {
+  } else if (o_.kind == ScheduleKind::kCosine) {
     const double span = std::max(1e-9, o_.totalEpochs - o_.warmupEpochs);
     const double x = std::min(1.0, std::max(0.0, (t - o_.warmupEpochs) / span));
     lr = 0.5 * o_.baseLr * (1.0 + std::cos(M_PI * x));

@@ -4,15 +4,22 @@
 
 #include <string>
 
+#include "fixres/common/Choice.h"
+
 namespace fixres::engine {
 
+// step: StepLR (FixRes); cosine: half-cosine to 0 over the epochs; constant.
+enum class ScheduleKind { kStep, kCosine, kConstant };
+const ChoiceTable<ScheduleKind>& scheduleKinds();         // step, cosine, constant
+ScheduleKind parseScheduleKind(const std::string& name);  // UsageError naming --lr-schedule
+
 struct ScheduleOptions {
-  std::string kind = "step";  // step (StepLR, FixRes) | cosine | constant
-  double baseLr = 0.1;        // after scaling
-  int stepEpochs = 30;        // step: decay every stepEpochs
-  double gamma = 0.1;         // step: decay factor
-  double warmupEpochs = 0;    // linear warm-up from 0, in (fractional) epochs
-  int totalEpochs = 1;        // cosine: the horizon
+  ScheduleKind kind = ScheduleKind::kStep;
+  double baseLr = 0.1;      // after scaling
+  int stepEpochs = 30;      // step: decay every stepEpochs
+  double gamma = 0.1;       // step: decay factor
+  double warmupEpochs = 0;  // linear warm-up from 0, in (fractional) epochs
+  int totalEpochs = 1;      // cosine: the horizon
 };
 
 // Validates options at construction (UsageError naming the bad value).

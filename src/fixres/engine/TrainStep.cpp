@@ -6,11 +6,8 @@ namespace fixres::engine {
 TrainStep::TrainStep(models::ResNet model, StepOptions o, distributed::Communicator& comm)
     : model_(std::move(model)), o_(o), comm_(comm) {
   if (o_.finetune) {
-    // FixRes: only the classifier learns; the last BN re-estimates its statistics.
-    for (auto& p : model_->parameters()) p.set_requires_grad(false);
-    for (auto& p : model_->classifier()->parameters()) p.set_requires_grad(true);
-    if (o_.finetuneBnAffine)
-      for (auto& p : model_->lastBatchNorm()->parameters()) p.set_requires_grad(true);
+    recipe_ = finetuneRecipe(model_, o_.finetuneBnAffine);
+    freezeForFinetune(*model_, recipe_);
   }
   std::vector<torch::Tensor> all;
   for (auto& p : model_->parameters()) all.push_back(p);
@@ -39,14 +36,12 @@ void TrainStep::setTrainingMode() {
   if (!o_.finetune) {
     model_->train();
   } else {
-    model_->eval();
-    model_->lastBatchNorm()->train();
+    setFinetuneMode(*model_, recipe_);
   }
 }
 
 void TrainStep::begin() {
-  if (comm_.worldSize() > 1 && o_.broadcastBuffers)
-    distributed::GradReducer::broadcastFromRoot(comm_, buffers_);
+  if (comm_.worldSize() > 1) distributed::GradReducer::broadcastFromRoot(comm_, buffers_);
   // Gradients set to none rather than zeroed: the first backward then writes them in place of
   // a zero fill plus an accumulation pass.
   for (auto& p : params_) p.mutable_grad() = torch::Tensor();

@@ -8,6 +8,7 @@
 
 #include "fixres/distributed/Communicator.h"
 #include "fixres/distributed/GradReducer.h"
+#include "fixres/engine/FinetuneRecipe.h"
 #include "fixres/engine/Precision.h"
 #include "fixres/models/ResNet.h"
 
@@ -19,9 +20,8 @@ struct StepOptions {
   double weightDecay = 1e-4;
   bool nesterov = false;
   double labelSmoothing = 0;
-  bool finetune = false;  // only the classifier (and optionally the last BN) learns
+  bool finetune = false;  // the FixRes recipe of the model's family (FinetuneRecipe.h)
   bool finetuneBnAffine = false;
-  bool broadcastBuffers = true;            // BN statistics follow rank 0 each step (as DDP)
   Precision precision = Precision::kFp32;  // bf16: forward and loss under autocast
 };
 
@@ -30,15 +30,15 @@ class TrainStep {
   // Freezes parameters for finetune, broadcasts rank 0's weights, builds optimizer and reducer.
   TrainStep(models::ResNet model, StepOptions options, distributed::Communicator& comm);
 
-  // Train mode (or, for finetune, eval mode with the last BN in train mode).
+  // Train mode (or, for finetune, eval mode but for the recipe's train-mode modules).
   void setTrainingMode();
   // images N x 3 x H x W on the model's device, labels int64 N. Returns the loss.
   double step(const torch::Tensor& images, const torch::Tensor& labels, double lr);
 
   // The same step in parts, for gradient accumulation over micro-batches: begin() clears the
-  // gradients (and takes rank 0's BN statistics), each backward() adds the gradient of
-  // lossScale x loss of one micro-batch and returns its unscaled loss, finish() all-reduces the
-  // gradients and applies SGD with the given learning rate.
+  // gradients (and takes rank 0's BN statistics, as DDP's broadcast_buffers), each backward() adds
+  // the gradient of lossScale x loss of one micro-batch and returns its unscaled loss, finish()
+  // all-reduces the gradients and applies SGD with the given learning rate.
   void begin();
   double backward(const torch::Tensor& images, const torch::Tensor& labels, double lossScale);
   void finish(double lr);
@@ -52,6 +52,7 @@ class TrainStep {
   distributed::Communicator& comm_;
   std::unique_ptr<torch::optim::SGD> optimizer_;
   std::unique_ptr<distributed::GradReducer> reducer_;
+  FinetuneRecipe recipe_;  // finetune only
   std::vector<torch::Tensor> buffers_;
   std::vector<torch::Tensor> params_;  // the trainable ones
 };

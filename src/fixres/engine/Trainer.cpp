@@ -1,9 +1,9 @@
-// Training and FixRes fine-tuning loop.
+// Training and FixRes fine-tuning loop, in named steps: prepare the run folder, resume or
+// evaluate first, then per epoch start, train, finish; every early stop goes through stopRun.
 #include "fixres/engine/Trainer.h"
 
 #include <unistd.h>
 
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 
@@ -11,10 +11,8 @@
 #include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
-#include "fixres/data/Loader.h"
 #include "fixres/data/Sampler.h"
-#include "fixres/models/Registry.h"
-#include "fixres/models/WeightIO.h"
+#include "fixres/engine/ModelInput.h"
 
 namespace fixres::engine {
 namespace {
@@ -24,30 +22,23 @@ double secondsSince(Clock::time_point t) {
 }
 }  // namespace
 
-Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, torch::Device device)
-    : cfg_(std::move(cfg)), comm_(comm), device_(device) {
+Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
+    : cfg_(std::move(cfg)), comm_(comm), run_(run) {
   cfg_.validate();
   train_ = data::openImageFolder(cfg_.trainPath);
   if (!cfg_.valPath.empty()) {
     val_ = data::openImageFolder(cfg_.valPath);
     data::checkSameClasses(*train_, *val_);
   }
-  const int64_t classes =
-      cfg_.numClasses > 0 ? cfg_.numClasses : static_cast<int64_t>(train_->classes().size());
-  torch::manual_seed(cfg_.seed);  // same initial weights on every rank (and broadcast anyway)
-  model_ = models::createModel(cfg_.architecture, classes);
-  if (!cfg_.weightPath.empty()) {
-    models::LoadOptions lo;
-    lo.skipClassifier = cfg_.skipClassifier;
-    auto report = models::loadWeightsFile(*model_, cfg_.weightPath, lo);
-    log::info("loaded ", report.loaded, " tensors from ", cfg_.weightPath,
-              report.skipped.empty() ? "" : " (classifier re-initialised)");
-  }
-  model_->to(device_);
-  precision_ = parsePrecision(cfg_.precision, device_);
-  channelsLast_ = parseChannelsLast(cfg_.memoryFormat, device_);
-  normalizeOnDevice_ = parseNormalizeOnDevice(cfg_.normalizeOn, device_);
-  if (channelsLast_) useChannelsLast(*model_);
+  // Same initial weights on every rank (and broadcast by the step anyway).
+  auto built =
+      buildModel(cfg_.model, static_cast<int64_t>(train_->classes().size()), run_, cfg_.seed);
+  model_ = built.model;
+  if (!cfg_.model.weightPath.empty())
+    log::info("loaded ", built.weights.loaded, " tensors from ", cfg_.model.weightPath,
+              built.weights.skipped.empty() ? "" : " (classifier re-initialised)");
+  trainTransform_ = transformOptions(cfg_.trainTransform, cfg_.inputSize, cfg_.resizeMode,
+                                     cfg_.model.preprocessing);
 
   // The reference's linear scaling counts the images of one optimizer step.
   scaledLr_ = cfg_.absoluteLr
@@ -62,7 +53,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, torch::Device d
   st.labelSmoothing = cfg_.labelSmoothing;
   st.finetune = cfg_.mode == RunMode::kFinetune;
   st.finetuneBnAffine = cfg_.finetuneBnAffine;
-  st.precision = precision_;
+  st.precision = run_.numerics.precision;
   step_ = std::make_unique<TrainStep>(model_, st, comm_);
   ScheduleOptions so;
   so.kind = cfg_.lrSchedule;
@@ -74,26 +65,184 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, torch::Device d
   schedule_ = std::make_unique<Schedule>(so);
 
   state_.seed = cfg_.seed;
-  state_.scheduleKind = cfg_.lrSchedule;
+  state_.scheduleKind = choiceName(scheduleKinds(), cfg_.lrSchedule);
   state_.configJson = cfg_.toJson().dump();
 }
 
-EvalOptions Trainer::evalOptions(int size) const {
-  EvalOptions o;
-  o.transform.kind = image::TransformKind::kVal;
-  o.transform.inputSize = size;
-  o.transform.resizeMode =
-      cfg_.resizeMode == "shorter" ? image::ResizeMode::kShorter : image::ResizeMode::kFixres;
-  o.batch = cfg_.batch;
-  o.workers = cfg_.workers;
-  o.skipBadImages = cfg_.skipBadImages;
-  o.testFlip = cfg_.testFlip;
-  o.seed = cfg_.seed;
-  o.device = device_;
-  o.precision = precision_;
-  o.channelsLast = channelsLast_;
-  o.normalizeOnDevice = normalizeOnDevice_;
-  return o;
+RunSummary Trainer::run() {
+  summary_ = RunSummary{};
+  start_ = Clock::now();
+  prepareRunFolder();
+  if (!resume() && cfg_.mode == RunMode::kFinetune && val_) evaluateBeforeTraining();
+  stepsAtStart_ = state_.globalStep;
+  data::Loader loader = makeTrainLoader();
+  while (state_.epoch < cfg_.epochs) {
+    const int64_t iterations = startEpoch(loader);
+    if (auto stop = trainEpoch(loader, iterations)) return stopRun(*stop, iterations);
+    finishEpoch();
+    if (auto stop = agreedStop()) {
+      stop->checkpointed = true;
+      return stopRun(*stop, 0);
+    }
+  }
+  if (val_ && summary_.after.count == 0) summary_.after = evaluateNow();
+  return summarize();
+}
+
+void Trainer::prepareRunFolder() {
+  if (comm_.rank() == 0) {
+    makeDirectories(cfg_.runDir);
+    writeFileAtomic(cfg_.runDir + "/config.json", cfg_.toJson().dump(2) + "\n");
+  }
+  comm_.barrier();
+}
+
+bool Trainer::resume() {
+  auto resumed = resumeFromRunDir(cfg_.runDir, *model_, step_->optimizer());
+  if (!resumed) return false;
+  // The configuration the checkpoint was written with must still read (today's and earlier
+  // versions' form); what differs from the new flags is listed for the curious.
+  if (!resumed->configJson.empty()) {
+    const auto stored = RunConfig::fromJson(nlohmann::json::parse(resumed->configJson)).toJson();
+    const auto now = cfg_.toJson();
+    for (const auto& [key, value] : now.items())
+      if (stored.contains(key) && stored[key] != value)
+        log::debug("resume: ", key, " was ", stored.at(key).dump(), ", now ", value.dump());
+  }
+  state_ = *resumed;
+  state_.configJson = cfg_.toJson().dump();
+  log::info("resumed from ", cfg_.runDir, " at epoch ", state_.epoch, ", iteration ",
+            state_.iteration, " (step ", state_.globalStep, ")");
+  return true;
+}
+
+void Trainer::evaluateBeforeTraining() {
+  summary_.before = evaluateNow();
+  log::info("before fine-tuning at ", summary_.before.inputSize, ": top-1 ", summary_.before.top1,
+            "  top-5 ", summary_.before.top5);
+  appendMetrics({{"phase", "before"}, {"eval", summary_.before.toJson()}});
+}
+
+data::Loader Trainer::makeTrainLoader() {
+  std::shared_ptr<data::Sampler> sampler =
+      cfg_.sampler == data::SamplerKind::kRepeatedAug
+          ? data::makeRepeatedAugSampler(train_->size(), comm_.rank(), comm_.worldSize(), cfg_.seed,
+                                         cfg_.repetitions, kRepeatedAugLenFactor)
+          : data::makeDistributedSampler(train_->size(), comm_.rank(), comm_.worldSize(), true,
+                                         cfg_.seed, true);
+  auto lo = loaderOptions(run_, trainTransform_, cfg_.batch, cfg_.workers, cfg_.seed,
+                          cfg_.skipBadImages, /*dropLast=*/true);
+  return data::Loader(train_, sampler, trainTransform_, lo);
+}
+
+int64_t Trainer::startEpoch(data::Loader& loader) {
+  // state_.iteration counts optimizer steps; each consumes `accumulation` loader batches.
+  const int accumulation = cfg_.accumulationSteps;
+  loader.startEpoch(state_.epoch, state_.iteration * accumulation);
+  int64_t cap = cfg_.iterationCap;
+  if (cap < 0 && cfg_.mode == RunMode::kTrain)
+    cap = std::max<int64_t>(
+        1, 5005LL * 512 / (static_cast<int64_t>(cfg_.batch) * accumulation * comm_.worldSize()));
+  int64_t iterations = loader.batchesPerEpoch() / accumulation;
+  if (cap > 0) iterations = std::min(iterations, cap);
+  FIXRES_CHECK(iterations > 0, DataError, "the training set (", train_->size(),
+               " images) gives no full step of ", cfg_.batch, " x ", accumulation,
+               " images per process");
+  step_->setTrainingMode();
+  return iterations;
+}
+
+bool Trainer::trainStep(data::Loader& loader, double lr, double& loss, int64_t& images) {
+  const int accumulation = cfg_.accumulationSteps;
+  step_->begin();
+  loss = 0;
+  for (int got = 0; got < accumulation; ++got) {
+    auto batch = loader.next();
+    if (!batch) return false;  // the loader ran dry (skipped images)
+    auto [x, y] = toModel(*batch, run_, trainTransform_);
+    loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;
+    images += y.size(0);
+  }
+  step_->finish(lr);
+  return true;
+}
+
+std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t iterations) {
+  const auto epochStart = Clock::now();
+  int64_t seen = 0, lossCount = 0;
+  double lossSum = 0;
+  while (state_.iteration < iterations) {
+    const double lr = schedule_->rate(static_cast<int>(state_.epoch),
+                                      static_cast<double>(state_.iteration) / iterations);
+    double loss = 0;
+    if (!trainStep(loader, lr, loss, seen)) break;
+    state_.iteration++;
+    state_.globalStep++;
+    lossSum += loss;
+    lossCount++;
+    if (state_.iteration % cfg_.logEvery == 0 || state_.iteration == iterations) {
+      const double dt = secondsSince(epochStart);
+      const double ips = seen * comm_.worldSize() / std::max(dt, 1e-9);
+      const double eta = dt / std::max<int64_t>(1, lossCount) * (iterations - state_.iteration);
+      logProgress(state_.iteration, iterations, lossSum / lossCount, lr, ips, eta);
+      appendMetrics({{"step", state_.globalStep},
+                     {"epoch", state_.epoch},
+                     {"iteration", state_.iteration},
+                     {"lr", lr},
+                     {"loss", lossSum / lossCount},
+                     {"images_per_s", ips}});
+    }
+    if (cfg_.stopAfterSteps > 0 && state_.globalStep >= cfg_.stopAfterSteps)
+      return Stop{"--stop-after-steps"};
+    if (auto stop = agreedStop()) return stop;
+  }
+  return std::nullopt;
+}
+
+void Trainer::finishEpoch() {
+  state_.epoch++;
+  state_.iteration = 0;
+  const bool last = state_.epoch >= cfg_.epochs;
+  if (val_ && (last || state_.epoch % cfg_.evalEvery == 0)) {
+    summary_.after = evaluateNow();
+    state_.accuracy = summary_.after.top1;
+    log::info("epoch ", state_.epoch, ": val top-1 ", summary_.after.top1, "  top-5 ",
+              summary_.after.top5, "  loss ", summary_.after.loss, " (", summary_.after.count,
+              " images)");
+    appendMetrics({{"epoch", state_.epoch}, {"eval", summary_.after.toJson()}});
+  }
+  writeCheckpoints(true);
+  comm_.barrier();
+}
+
+RunSummary Trainer::stopRun(const Stop& stop, int64_t iterations) {
+  if (!stop.checkpointed) {
+    if (state_.iteration >= iterations) {
+      state_.epoch++;
+      state_.iteration = 0;
+    }
+    writeCheckpoints(false);
+    comm_.barrier();
+  }
+  summary_.stoppedEarly = true;
+  summary_.stopSignal = stop.signal;
+  log::info("stopped after step ", state_.globalStep, " (", stop.why,
+            stop.checkpointed ? ", at the end of epoch " + std::to_string(state_.epoch) : "",
+            "); checkpoint saved in ", cfg_.runDir, ", run the same command again to resume");
+  return summarize();
+}
+
+RunSummary Trainer::summarize() {
+  summary_.steps = state_.globalStep - stepsAtStart_;
+  summary_.seconds = secondsSince(start_);
+  return summary_;
+}
+
+EvalResult Trainer::evaluateNow() {
+  return evaluate(model_, val_,
+                  evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(), cfg_.model.preprocessing,
+                              run_, cfg_.seed),
+                  comm_);
 }
 
 void Trainer::appendMetrics(const nlohmann::json& line) {
@@ -129,7 +278,7 @@ void Trainer::writeCheckpoints(bool epochEnd) {
   }
 }
 
-int Trainer::agreedStopSignal() {
+std::optional<Trainer::Stop> Trainer::agreedStop() {
   // Every rank must stop at the same step (rank 0 saves, all meet at a barrier), so the ranks
   // agree: SIGTERM if any rank got it, else SIGINT if any got that.
   const int own = stopSignal();
@@ -139,159 +288,9 @@ int Trainer::agreedStopSignal() {
     term = sums[0];
     interrupt = sums[1];
   }
-  return term > 0 ? SIGTERM : interrupt > 0 ? SIGINT : 0;
-}
-
-RunSummary Trainer::run() {
-  RunSummary summary;
-  const auto start = Clock::now();
-  if (comm_.rank() == 0) {
-    makeDirectories(cfg_.runDir);
-    writeFileAtomic(cfg_.runDir + "/config.json", cfg_.toJson().dump(2) + "\n");
-  }
-  comm_.barrier();
-  if (auto resumed = resumeFromRunDir(cfg_.runDir, *model_, step_->optimizer())) {
-    state_ = *resumed;
-    state_.configJson = cfg_.toJson().dump();
-    log::info("resumed from ", cfg_.runDir, " at epoch ", state_.epoch, ", iteration ",
-              state_.iteration, " (step ", state_.globalStep, ")");
-  } else if (cfg_.mode == RunMode::kFinetune && val_) {
-    summary.before = evaluate(
-        model_, val_, evalOptions(cfg_.evalSize > 0 ? cfg_.evalSize : cfg_.inputSize), comm_);
-    log::info("before fine-tuning at ", summary.before.inputSize, ": top-1 ", summary.before.top1,
-              "  top-5 ", summary.before.top5);
-    appendMetrics({{"phase", "before"}, {"eval", summary.before.toJson()}});
-  }
-
-  image::TransformOptions tf;
-  tf.kind = image::parseTransformKind(cfg_.trainTransform);
-  tf.inputSize = cfg_.inputSize;
-  tf.resizeMode =
-      cfg_.resizeMode == "shorter" ? image::ResizeMode::kShorter : image::ResizeMode::kFixres;
-  std::shared_ptr<data::Sampler> sampler =
-      cfg_.sampler == "ra"
-          ? data::makeRepeatedAugSampler(train_->size(), comm_.rank(), comm_.worldSize(), cfg_.seed,
-                                         cfg_.repetitions, cfg_.lenFactor)
-          : data::makeDistributedSampler(train_->size(), comm_.rank(), comm_.worldSize(), true,
-                                         cfg_.seed, true);
-  data::LoaderOptions lo;
-  lo.batchSize = cfg_.batch;
-  lo.threads = cfg_.workers;
-  lo.dropLast = true;
-  lo.seed = cfg_.seed;
-  lo.badImages = cfg_.skipBadImages ? data::BadImagePolicy::kSkip : data::BadImagePolicy::kFail;
-  lo.pinMemory = device_.is_cuda();
-  lo.uint8Output = normalizeOnDevice_ && tf.kind != image::TransformKind::kValNoCrop;
-  data::Loader loader(train_, sampler, tf, lo);
-
-  const int accumulation = cfg_.accumulationSteps;
-  int64_t cap = cfg_.iterationCap;
-  if (cap < 0 && cfg_.mode == RunMode::kTrain)
-    cap = std::max<int64_t>(
-        1, 5005LL * 512 / (static_cast<int64_t>(cfg_.batch) * accumulation * comm_.worldSize()));
-  const int64_t stepsAtStart = state_.globalStep;
-  auto stopHere = [&](const std::string& why, int64_t iterations) {
-    if (state_.iteration >= iterations) {
-      state_.epoch++;
-      state_.iteration = 0;
-    }
-    writeCheckpoints(false);
-    comm_.barrier();
-    summary.stoppedEarly = true;
-    summary.steps = state_.globalStep - stepsAtStart;
-    summary.seconds = secondsSince(start);
-    log::info("stopped after step ", state_.globalStep, " (", why, "); checkpoint saved in ",
-              cfg_.runDir, ", run the same command again to resume");
-  };
-
-  // state_.iteration counts optimizer steps; each consumes `accumulation` loader batches.
-  while (state_.epoch < cfg_.epochs) {
-    loader.startEpoch(state_.epoch, state_.iteration * accumulation);
-    int64_t iterations = loader.batchesPerEpoch() / accumulation;
-    if (cap > 0) iterations = std::min(iterations, cap);
-    FIXRES_CHECK(iterations > 0, DataError, "the training set (", train_->size(),
-                 " images) gives no full step of ", cfg_.batch, " x ", accumulation,
-                 " images per process");
-    step_->setTrainingMode();
-    auto epochStart = Clock::now();
-    int64_t seen = 0;
-    double lossSum = 0;
-    int64_t lossCount = 0;
-    while (state_.iteration < iterations) {
-      const double lr = schedule_->rate(static_cast<int>(state_.epoch),
-                                        static_cast<double>(state_.iteration) / iterations);
-      step_->begin();
-      double loss = 0;
-      int got = 0;
-      for (; got < accumulation; ++got) {
-        auto batch = loader.next();
-        if (!batch) break;
-        auto x = batch->images.to(device_, true);
-        if (x.scalar_type() == torch::kUInt8) x = data::normalizeOnDevice(x, batch->lighting, tf);
-        if (channelsLast_) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-        auto y = batch->labels.to(device_, true);
-        loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;
-        seen += y.size(0);
-      }
-      if (got < accumulation) break;  // the loader ran dry (skipped images)
-      step_->finish(lr);
-      state_.iteration++;
-      state_.globalStep++;
-      lossSum += loss;
-      lossCount++;
-      if (state_.iteration % cfg_.logEvery == 0 || state_.iteration == iterations) {
-        double dt = secondsSince(epochStart);
-        double ips = seen * comm_.worldSize() / std::max(dt, 1e-9);
-        double eta = dt / std::max<int64_t>(1, lossCount) * (iterations - state_.iteration);
-        logProgress(state_.iteration, iterations, lossSum / lossCount, lr, ips, eta);
-        appendMetrics({{"step", state_.globalStep},
-                       {"epoch", state_.epoch},
-                       {"iteration", state_.iteration},
-                       {"lr", lr},
-                       {"loss", lossSum / lossCount},
-                       {"images_per_s", ips}});
-      }
-      if (cfg_.stopAfterSteps > 0 && state_.globalStep >= cfg_.stopAfterSteps) {
-        stopHere("--stop-after-steps", iterations);
-        return summary;
-      }
-      if (int sig = agreedStopSignal()) {
-        summary.stopSignal = sig;
-        stopHere(sig == SIGINT ? "SIGINT" : "SIGTERM", iterations);
-        return summary;
-      }
-    }
-    state_.epoch++;
-    state_.iteration = 0;
-    const bool last = state_.epoch >= cfg_.epochs;
-    if (val_ && (last || state_.epoch % cfg_.evalEvery == 0)) {
-      summary.after = evaluate(
-          model_, val_, evalOptions(cfg_.evalSize > 0 ? cfg_.evalSize : cfg_.inputSize), comm_);
-      state_.accuracy = summary.after.top1;
-      log::info("epoch ", state_.epoch, ": val top-1 ", summary.after.top1, "  top-5 ",
-                summary.after.top5, "  loss ", summary.after.loss, " (", summary.after.count,
-                " images)");
-      appendMetrics({{"epoch", state_.epoch}, {"eval", summary.after.toJson()}});
-    }
-    writeCheckpoints(true);
-    comm_.barrier();
-    if (int sig = agreedStopSignal()) {
-      summary.stopSignal = sig;
-      summary.stoppedEarly = true;
-      summary.steps = state_.globalStep - stepsAtStart;
-      summary.seconds = secondsSince(start);
-      log::info("stopped after epoch ", state_.epoch, " (", sig == SIGINT ? "SIGINT" : "SIGTERM",
-                "); checkpoint saved in ", cfg_.runDir, ", run the same command again to resume");
-      return summary;
-    }
-  }
-  if (val_ && summary.after.count == 0) {
-    summary.after = evaluate(
-        model_, val_, evalOptions(cfg_.evalSize > 0 ? cfg_.evalSize : cfg_.inputSize), comm_);
-  }
-  summary.steps = state_.globalStep - stepsAtStart;
-  summary.seconds = secondsSince(start);
-  return summary;
+  if (term > 0) return Stop{"SIGTERM", SIGTERM};
+  if (interrupt > 0) return Stop{"SIGINT", SIGINT};
+  return std::nullopt;
 }
 
 }  // namespace fixres::engine

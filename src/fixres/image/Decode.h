@@ -25,14 +25,6 @@ struct DecodeOptions {
 
 enum class ImageFormat { kJpeg, kPng };
 
-// An axis-aligned rectangle in pixel coordinates.
-struct Rect {
-  int left = 0;
-  int top = 0;
-  int width = 0;
-  int height = 0;
-};
-
 // Reads the header on construction (DataError naming `name` for an unreadable or oversize file)
 // and then decodes the whole image or a region of it. `data` must outlive the decoder.
 // Not thread-safe; use one decoder per image and thread.

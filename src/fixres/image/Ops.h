@@ -7,7 +7,6 @@
 #include <array>
 #include <cstdint>
 
-#include "fixres/image/Decode.h"
 #include "fixres/image/Image.h"
 
 namespace fixres::image {

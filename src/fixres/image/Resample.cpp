@@ -84,13 +84,13 @@ Coeffs precomputeCoeffs(int inSize, int outSize, Filter filter, int first, int c
   return c;
 }
 
-inline uint8_t clip8(int32_t v) {
+inline uint8_t clipFixed8(int32_t v) {
   v >>= kPrecisionBits;
   return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
 }
 
 // Pillow's horizontal pass over `rows` rows starting at src row `rowFirst`: output pixel xx of a
-// row = clip8(sum_t k[xx][t] * in[start[xx] + t] + 1/2), per channel.
+// row = clipFixed8(sum_t k[xx][t] * in[start[xx] + t] + 1/2), per channel.
 void horizontalScalar(const ImageView& src, int rowFirst, int rows, const Coeffs& h, int outWidth,
                       Image& out) {
   for (int y = 0; y < rows; ++y) {
@@ -105,9 +105,9 @@ void horizontalScalar(const ImageView& src, int rowFirst, int rows, const Coeffs
         s1 += p[1] * k[x];
         s2 += p[2] * k[x];
       }
-      o[0] = clip8(s0);
-      o[1] = clip8(s1);
-      o[2] = clip8(s2);
+      o[0] = clipFixed8(s0);
+      o[1] = clipFixed8(s1);
+      o[2] = clipFixed8(s2);
     }
   }
 }
@@ -234,7 +234,7 @@ void horizontalPass(const ImageView& src, int rowFirst, int rows, const Coeffs& 
   horizontalScalar(src, rowFirst, rows, h, outWidth, out);
 }
 
-// out[x] = clip8(sum_t k[t] * rows[t][x] + 1/2), rows[t] = first + t * stride, for x < n.
+// out[x] = clipFixed8(sum_t k[t] * rows[t][x] + 1/2), rows[t] = first + t * stride, for x < n.
 // The shape of Pillow's vertical pass; the horizontal pass uses it on transposed rows.
 FIXRES_MULTIVERSION
 void filterRows(uint8_t* out, const uint8_t* first, size_t stride, const int32_t* k, int taps,

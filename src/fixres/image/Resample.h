@@ -4,7 +4,6 @@
 // PIL.Image.resize((w, h), BILINEAR or BICUBIC) on RGB images.
 #pragma once
 
-#include "fixres/image/Decode.h"
 #include "fixres/image/Image.h"
 
 namespace fixres::image {

@@ -14,39 +14,36 @@
 
 namespace fixres::image {
 
+const ChoiceTable<TransformKind>& transformKinds() {
+  static const ChoiceTable<TransformKind> kTable = {"transform",
+                                                    {{"torch", TransformKind::kTorch},
+                                                     {"full", TransformKind::kFull},
+                                                     {"val", TransformKind::kVal},
+                                                     {"val-nocrop", TransformKind::kValNoCrop},
+                                                     {"v2-train", TransformKind::kV2Train},
+                                                     {"v2-test", TransformKind::kV2Test},
+                                                     {"val-crop", TransformKind::kVal},
+                                                     {"val_train", TransformKind::kV2Train},
+                                                     {"val_test", TransformKind::kV2Test}}};
+  return kTable;
+}
+
+const ChoiceTable<ResizeMode>& resizeModes() {
+  static const ChoiceTable<ResizeMode> kTable = {
+      "resize mode", {{"fixres", ResizeMode::kFixres}, {"shorter", ResizeMode::kShorter}}};
+  return kTable;
+}
+
 TransformKind parseTransformKind(const std::string& name) {
-  if (name == "torch") return TransformKind::kTorch;
-  if (name == "full") return TransformKind::kFull;
-  if (name == "val" || name == "val-crop") return TransformKind::kVal;
-  if (name == "val-nocrop") return TransformKind::kValNoCrop;
-  if (name == "v2-train" || name == "val_train") return TransformKind::kV2Train;
-  if (name == "v2-test" || name == "val_test") return TransformKind::kV2Test;
-  FIXRES_FAIL(UsageError, "unknown transform '", name,
-              "' (valid: torch, full, val, val-nocrop, v2-train, v2-test)");
+  return parseChoice(transformKinds(), name, "--transform");
 }
 
 std::string transformKindName(TransformKind kind) {
-  switch (kind) {
-    case TransformKind::kTorch:
-      return "torch";
-    case TransformKind::kFull:
-      return "full";
-    case TransformKind::kVal:
-      return "val";
-    case TransformKind::kValNoCrop:
-      return "val-nocrop";
-    case TransformKind::kV2Train:
-      return "v2-train";
-    case TransformKind::kV2Test:
-      return "v2-test";
-  }
-  return "?";
+  return choiceName(transformKinds(), kind);
 }
 
 ResizeMode parseResizeMode(const std::string& name) {
-  if (name == "fixres") return ResizeMode::kFixres;
-  if (name == "shorter") return ResizeMode::kShorter;
-  FIXRES_FAIL(UsageError, "unknown resize mode '", name, "' (valid: fixres, shorter)");
+  return parseChoice(resizeModes(), name, "--resize-mode");
 }
 
 int valResizeSize(int inputSize) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "fixres/common/Choice.h"
 #include "fixres/image/Decode.h"
 #include "fixres/image/Image.h"
 #include "fixres/image/Resample.h"
@@ -36,11 +37,14 @@ struct TransformOptions {
   int64_t maxPixels = kDefaultMaxPixels;
 };
 
-// "torch", "full", "val", "val-nocrop", "v2-train", "v2-test" (also "val_train", "val_test").
-// UsageError listing the valid names otherwise.
+// torch, full, val, val-nocrop, v2-train, v2-test (aliases: val-crop, val_train, val_test).
+const ChoiceTable<TransformKind>& transformKinds();
+// fixres, shorter.
+const ChoiceTable<ResizeMode>& resizeModes();
+// The tables above; UsageError naming --transform / --resize-mode and listing the valid names.
 TransformKind parseTransformKind(const std::string& name);
 std::string transformKindName(TransformKind kind);
-ResizeMode parseResizeMode(const std::string& name);  // "fixres" or "shorter"
+ResizeMode parseResizeMode(const std::string& name);
 
 // int((256 / 224) * S) in double precision, as the reference: 224 -> 256, 384 -> 438.
 int valResizeSize(int inputSize);

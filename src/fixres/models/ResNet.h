@@ -61,10 +61,6 @@ class ResNetImpl : public torch::nn::Module {
   // The BatchNorm right before global pooling: the last block's bn3 (bottleneck) or bn2 (basic).
   torch::nn::BatchNorm2d& lastBatchNorm();
   int64_t embeddingDim() const { return embeddingDim_; }
-  int64_t numClasses() const { return config_.numClasses; }
-  const ResNetConfig& config() const { return config_; }
-  // State-dict name prefix of the classifier ("fc.").
-  static const char* classifierPrefix() { return "fc."; }
 
   torch::nn::Conv2d conv1{nullptr};
   torch::nn::BatchNorm2d bn1{nullptr};

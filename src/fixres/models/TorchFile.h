@@ -1,11 +1,13 @@
 // torch.save files (zip archives: data.pkl + one record per storage), read and written without
-// Python. Our own pickle reader: LibTorch's unpickler turns collections.OrderedDict into None,
-// so it cannot read the state dicts Python writes.
+// Python. Our own pickle reader (Unpickler.h): LibTorch's unpickler turns
+// collections.OrderedDict into None, so it cannot read the state dicts Python writes. The parts:
+// ZipArchive.h (container), Unpickler.h / Pickler.h (data.pkl), StorageTypes.h (dtypes).
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +20,9 @@ namespace fixres::models {
 class TorchArchive {
  public:
   explicit TorchArchive(const std::string& path);
+  // An archive in memory: the `size` bytes at `data` are not copied and must outlive the
+  // archive (eager tensors read from it own their data); `name` stands for the path in messages.
+  TorchArchive(const void* data, size_t size, const std::string& name);
   ~TorchArchive();
   TorchArchive(const TorchArchive&) = delete;
   TorchArchive& operator=(const TorchArchive&) = delete;
@@ -33,10 +38,8 @@ class TorchArchive {
   // copied on demand by copyInto(), so a state dict loads one record at a time.
   c10::IValue read(bool lazy);
 
-  // True when `t` is a lazy tensor produced by read(true) of this archive.
-  bool isLazy(const at::Tensor& t) const;
-  // Copies the data of lazy tensor `src` into `dst` (same shape; any device; dtype converted
-  // by copy_). Reads only the record holding `src`'s storage.
+  // Copies the data of lazy tensor `src` (from read(true) of this archive) into `dst` (same
+  // shape; any device; dtype converted by copy_). Reads only the record holding `src`'s storage.
   void copyInto(const at::Tensor& src, at::Tensor& dst);
 
   // Python type names of objects read() could not represent (mapped to None).
@@ -45,6 +48,8 @@ class TorchArchive {
   struct Impl;
 
  private:
+  void checkContents();
+
   std::string path_;
   std::unique_ptr<Impl> impl_;
   std::vector<std::string> ignored_;
@@ -57,10 +62,10 @@ c10::IValue readTorchFile(const std::string& path);
 // str/int-keyed dicts of them) as a torch.save zip archive that Python's torch.load reads, also
 // with weights_only=True: dicts become plain dicts, tensors plain (requires_grad = False)
 // tensors; tensors sharing a storage stay shared. Streams one storage at a time (peak extra
-// memory: one tensor, for GPU tensors). Atomic: written to a temporary file in the same
-// directory (O_EXCL|O_NOFOLLOW, mode 0666 & ~umask), fsynced, renamed over `path`, directory
-// fsynced. On failure (e.g. disk full) `path` is untouched, the temporary removed and a
-// WeightsError names the cause.
+// memory: one tensor, for GPU tensors). Atomic (AtomicFile.h): written to a temporary file in
+// the same directory (O_EXCL|O_NOFOLLOW, mode 0666 & ~umask), fsynced, renamed over `path`,
+// directory fsynced. On failure (e.g. disk full) `path` is untouched, the temporary removed and
+// a WeightsError names the cause.
 void writeTorchFile(const std::string& path, const c10::IValue& value);
 
 }  // namespace fixres::models

@@ -4,11 +4,21 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
+#include "fixres/engine/ModelInput.h"
 
 namespace fixres::data {
 namespace {
@@ -102,7 +112,7 @@ TEST_F(DataLoader, Uint8BatchesNormalisedOnDeviceEqualFloatBatches) {
     ASSERT_EQ(runs[0].size(), runs[1].size());
     for (size_t b = 0; b < runs[0].size(); ++b) {
       ASSERT_EQ(runs[1][b].images.scalar_type(), torch::kUInt8);
-      auto x = normalizeOnDevice(runs[1][b].images, runs[1][b].lighting, t);
+      auto x = engine::normalizeOnDevice(runs[1][b].images, runs[1][b].lighting, t);
       const double diff = (x - runs[0][b].images).abs().max().item<double>();
       EXPECT_LT(diff, 1e-5) << image::transformKindName(kind) << " batch " << b;
       if (kind == image::TransformKind::kFull)
@@ -217,21 +227,102 @@ TEST_F(DataLoader, BadImagesFailWithThePathOrAreSkipped) {
   EXPECT_EQ(loader.skippedImages(), 1);
 }
 
+// Forwards to a dataset, counting the fetches started and those still running; each fetch
+// takes a few milliseconds, so workers are often mid-fetch when the loader stops them.
+class CountingDataset : public Dataset {
+ public:
+  explicit CountingDataset(std::shared_ptr<const Dataset> inner) : inner_(std::move(inner)) {}
+  size_t size() const override { return inner_->size(); }
+  int64_t label(size_t i) const override { return inner_->label(i); }
+  const std::vector<std::string>& classes() const override { return inner_->classes(); }
+  std::string name(size_t i) const override { return inner_->name(i); }
+  std::string source() const override { return inner_->source(); }
+  RawSample fetch(size_t i) const override {
+    ++started_;
+    ++running_;
+    struct Finished {
+      std::atomic<int>& running;
+      ~Finished() { --running; }
+    } finished{running_};
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return inner_->fetch(i);
+  }
+  int64_t started() const { return started_; }
+  int running() const { return running_; }
+
+ private:
+  std::shared_ptr<const Dataset> inner_;
+  mutable std::atomic<int64_t> started_{0};
+  mutable std::atomic<int> running_{0};
+};
+
+// Runs `step` on a thread of its own: its result, or std::nullopt when it has not returned
+// within 30 s, so that a hang fails the test instead of blocking it. (The bound is about
+// hanging, not speed: a healthy step takes milliseconds.) A step that does not return is left
+// running, never waited for, so it must own what it uses.
+template <typename Step>
+std::optional<bool> resultUnlessHung(Step step) {
+  std::future<bool> result = std::async(std::launch::async, std::move(step));
+  if (result.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    // Destroying the future would wait for the step: keep it for the rest of the process.
+    static auto* abandoned = new std::vector<std::future<bool>>();
+    abandoned->push_back(std::move(result));
+    return std::nullopt;
+  }
+  return result.get();
+}
+
+// The consumer takes one batch of an epoch, restarts mid-epoch, takes one batch and drops the
+// loader: the restart and the destructor stop and join the workers, which had run no further
+// ahead than the prefetch window, and no fetch runs or starts once the loader is gone.
 TEST_F(DataLoader, StopsCleanlyWhenTheConsumerLeavesEarly) {
-  auto ds = openImageFolder(good_);
-  auto sampler = makeRepeatedAugSampler(ds->size(), 0, 1, 0);
   LoaderOptions o;
   o.batchSize = 1;
   o.threads = 4;
   o.prefetchBatches = 2;
+  // Per epoch, once the first batch is taken, workers may claim samples of batches < 1 + prefetch.
+  const int64_t maxFetchesPerEpoch = (1 + o.prefetchBatches) * o.batchSize;
+  std::vector<std::shared_ptr<CountingDataset>> datasets;
+  std::vector<int64_t> fetchesWhenDestroyed;
   for (int k = 0; k < 3; ++k) {
-    Loader loader(ds, sampler, transform(image::TransformKind::kFull), o);
-    loader.startEpoch(0);
-    ASSERT_TRUE(loader.next().has_value());
-    loader.startEpoch(1);  // restart mid-epoch
-    ASSERT_TRUE(loader.next().has_value());
-  }  // destructor joins the workers: the test would hang otherwise
-  SUCCEED();
+    SCOPED_TRACE("loader " + std::to_string(k));
+    auto ds = std::make_shared<CountingDataset>(openImageFolder(good_));
+    auto sampler = makeRepeatedAugSampler(ds->size(), 0, 1, 0);
+    auto loader = std::make_shared<Loader>(ds, sampler, transform(image::TransformKind::kFull), o);
+    ASSERT_GT(loader->batchesPerEpoch(), maxFetchesPerEpoch);  // leaving early is early
+
+    std::optional<bool> gotBatch = resultUnlessHung([loader] {
+      loader->startEpoch(0);
+      return loader->next().has_value();
+    });
+    ASSERT_TRUE(gotBatch.has_value()) << "startEpoch(0) + next() did not return";
+    EXPECT_TRUE(*gotBatch);
+    EXPECT_LE(ds->started(), maxFetchesPerEpoch);
+
+    gotBatch = resultUnlessHung([loader] {
+      loader->startEpoch(1);  // restart mid-epoch: joins epoch 0's workers first
+      return loader->next().has_value();
+    });
+    ASSERT_TRUE(gotBatch.has_value()) << "restarting mid-epoch did not return";
+    EXPECT_TRUE(*gotBatch);
+
+    ASSERT_EQ(loader.use_count(), 1);  // so the step below runs the destructor
+    const std::optional<bool> destroyed = resultUnlessHung([l = std::move(loader)]() mutable {
+      l.reset();
+      return true;
+    });
+    ASSERT_TRUE(destroyed.has_value()) << "~Loader() did not return";
+    EXPECT_EQ(ds->running(), 0) << "a worker is still fetching after ~Loader()";
+    EXPECT_GE(ds->started(), 2);  // one batch per epoch
+    EXPECT_LE(ds->started(), 2 * maxFetchesPerEpoch);
+    datasets.push_back(ds);
+    fetchesWhenDestroyed.push_back(ds->started());
+  }
+  // Later loaders took a while: nothing fetched for the earlier ones meanwhile.
+  for (size_t k = 0; k < datasets.size(); ++k) {
+    EXPECT_EQ(datasets[k]->started(), fetchesWhenDestroyed[k]) << "loader " << k;
+    EXPECT_EQ(datasets[k]->running(), 0) << "loader " << k;
+  }
 }
 
 TEST_F(DataLoader, InvalidOptionsAreUsageErrors) {

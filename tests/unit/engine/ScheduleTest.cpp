@@ -26,7 +26,7 @@ TEST(Schedule, StepLrDecaysEveryStepEpochs) {
 
 TEST(Schedule, CosineAndWarmup) {
   ScheduleOptions o;
-  o.kind = "cosine";
+  o.kind = ScheduleKind::kCosine;
   o.baseLr = 1.0;
   o.totalEpochs = 10;
   o.warmupEpochs = 2;
@@ -45,9 +45,9 @@ TEST(Schedule, FixresLinearScaling) {
 
 TEST(Schedule, BadOptionsAreUsageErrors) {
   ScheduleOptions o;
-  o.kind = "linear";
-  EXPECT_THROW(Schedule{o}, UsageError);
-  o.kind = "step";
+  // An unknown kind is refused where the name is parsed (the --lr-schedule flag, config.json).
+  EXPECT_THROW(parseScheduleKind("linear"), UsageError);
+  o.kind = ScheduleKind::kStep;
   o.stepEpochs = 0;
   EXPECT_THROW(Schedule{o}, UsageError);
 }

@@ -1,9 +1,21 @@
-// Inputs the fuzzers found crashing, kept as regression tests (fuzz/corpus/*/regression-*).
+// Inputs the fuzzers found crashing, kept as regression tests (fuzz/corpus/*/regression-*):
+// each one's expected outcome, decoded or a DataError naming the problem.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <exception>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <typeinfo>
+#include <utility>
+#include <vector>
 
 #include "fixres/common/Error.h"
+#include "fixres/data/Npy.h"
 #include "fixres/image/Decode.h"
 
 namespace fixres::image {
@@ -30,23 +42,108 @@ TEST(FuzzRegression, Gray16PngWithDamagedEndChunkDecodesLikePillow) {
   EXPECT_EQ(sum, 48531);
 }
 
-// Every decoder finding: a decoded image or a DataError, never a crash.
-TEST(FuzzRegression, DecoderFindingsEndCleanly) {
+// What one regression input must do today: decode to an image of the size and pixel sum given,
+// or throw a DataError whose message holds every fragment of `messageHas`.
+struct Expected {
+  bool decodes = false;
+  int width = 0;
+  int height = 0;
+  int64_t pixelSum = 0;  // of the 8-bit RGB pixels
+  std::vector<std::string> messageHas;
+};
+
+Expected decodesTo(int width, int height, int64_t pixelSum) {
+  return {true, width, height, pixelSum, {}};
+}
+Expected failsWith(std::vector<std::string> messageHas) {
+  return {false, 0, 0, 0, std::move(messageHas)};
+}
+
+// Every fuzz/corpus/<target>/regression-* input, by "<target>/<file>". A new finding must be
+// added here with its expected outcome.
+const std::map<std::string, Expected>& expectedOutcomes() {
+  static const std::map<std::string, Expected> outcomes = {
+      // See Gray16PngWithDamagedEndChunkDecodesLikePillow.
+      {"decode/regression-gray16-double-free.png", decodesTo(8, 8, 48531)},
+      // A header whose shape is not a tuple of integers (it reached a 0-byte memcpy to null).
+      {"npy/regression-empty-shape-memcpy.npy",
+       failsWith(
+           {"regression-empty-shape-memcpy.npy: .npy shape '(", "is not a tuple of integers"})},
+  };
+  return outcomes;
+}
+
+// Reads `bytes` as the fuzz target of `target` does (same options); the image for decode.
+std::optional<Image> parseAsTheFuzzerDoes(const std::string& target,
+                                          const std::vector<uint8_t>& bytes,
+                                          const std::string& name) {
+  if (target == "decode") {
+    DecodeOptions o;
+    o.maxPixels = 1 << 22;  // as fuzz/fuzz_decode.cpp
+    return decodeImage(bytes.data(), bytes.size(), name, o);
+  }
+  if (target == "npy") {
+    data::decodeNpy(reinterpret_cast<const char*>(bytes.data()), bytes.size(), name);
+    return std::nullopt;
+  }
+  throw std::logic_error("no parser for fuzz corpus '" + target + "'");
+}
+
+// Each finding ends as expected: the image it decodes to, or a DataError naming the problem.
+// Any other exception, or the other outcome, fails; a crash fails the whole run.
+TEST(FuzzRegression, EachFindingDecodesOrFailsWithItsExpectedDataError) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(FIXRES_SOURCE_DIR) / "fuzz" / "corpus" / "decode";
-  int seen = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("regression-", 0) != 0) continue;
-    ++seen;
-    auto bytes = readFile(entry.path().string());
+  const fs::path corpus = fs::path(FIXRES_SOURCE_DIR) / "fuzz" / "corpus";
+  std::set<std::string> seen;
+  for (const auto& entry : fs::recursive_directory_iterator(corpus)) {
+    const std::string file = entry.path().filename().string();
+    if (!entry.is_regular_file() || file.rfind("regression-", 0) != 0) continue;
+    const std::string target = entry.path().parent_path().filename().string();
+    const std::string key = target + "/" + file;
+    SCOPED_TRACE(key);
+    seen.insert(key);
+    const auto it = expectedOutcomes().find(key);
+    if (it == expectedOutcomes().end()) {
+      ADD_FAILURE() << "no expected outcome for this regression input";
+      continue;
+    }
+    const Expected& want = it->second;
+    const std::vector<uint8_t> bytes = readFile(entry.path().string());
     try {
-      Image img = decodeImage(bytes.data(), bytes.size(), name);
-      EXPECT_EQ(img.pixels.size(), size_t(img.width) * img.height * 3) << name;
-    } catch (const DataError&) {
+      const std::optional<Image> img = parseAsTheFuzzerDoes(target, bytes, file);
+      if (!want.decodes) {
+        ADD_FAILURE() << "parsed, expected a DataError";
+        continue;
+      }
+      if (!img) {
+        ADD_FAILURE() << "parsed, but this target gives no image";
+        continue;
+      }
+      EXPECT_EQ(img->width, want.width);
+      EXPECT_EQ(img->height, want.height);
+      EXPECT_EQ(img->pixels.size(), size_t(want.width) * size_t(want.height) * 3);
+      int64_t sum = 0;
+      for (uint8_t v : img->pixels) sum += v;
+      EXPECT_EQ(sum, want.pixelSum);
+    } catch (const DataError& e) {
+      if (want.decodes) {
+        ADD_FAILURE() << "DataError, expected an image: " << e.what();
+        continue;
+      }
+      EXPECT_EQ(e.code(), ExitCode::kData);
+      for (const std::string& part : want.messageHas) {
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
+            << "message lacks '" << part << "': " << e.what();
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "unexpected exception " << typeid(e).name() << ": " << e.what();
+    } catch (...) {
+      ADD_FAILURE() << "unexpected exception of a type not derived from std::exception";
     }
   }
-  EXPECT_GE(seen, 1) << "no regression inputs in " << dir;
+  for (const auto& outcome : expectedOutcomes()) {
+    EXPECT_EQ(seen.count(outcome.first), 1u) << outcome.first << " is missing from " << corpus;
+  }
 }
 
 }  // namespace

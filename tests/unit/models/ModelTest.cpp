@@ -5,7 +5,7 @@
 
 #include <iostream>
 
-#include "ReferenceFiles.h"
+#include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/ResNet.h"
@@ -14,9 +14,9 @@
 namespace fixres::models {
 namespace {
 
-using testing::referenceDir;
-using testing::referenceTensor;
-using testing::relErr;
+using fixres::testing::referenceDir;
+using fixres::testing::referenceTensor;
+using fixres::testing::relErr;
 
 constexpr double kTolerance = 1e-5;  // relative L2 error, fp32
 

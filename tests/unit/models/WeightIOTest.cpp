@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "ReferenceFiles.h"
+#include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
@@ -18,9 +18,9 @@
 namespace fixres::models {
 namespace {
 
-using testing::makeTempDir;
-using testing::referenceDir;
-using testing::referenceTensor;
+using fixres::testing::makeTempDir;
+using fixres::testing::referenceDir;
+using fixres::testing::referenceTensor;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -59,7 +59,7 @@ void randomizeBatchNorm(torch::nn::Module& m) {
 }
 
 TEST(WeightIO, RoundTripLoadsInPythonTorchvisionWithSameOutputs) {
-  std::string dir = makeTempDir("roundtrip");
+  std::string dir = makeTempDir("fixres_roundtrip_");
   std::filesystem::copy_file(referenceDir() + "/inputs.pth", dir + "/inputs.pth");
   c10::IValue inputs = readTorchFile(dir + "/inputs.pth");
   torch::manual_seed(5);
@@ -163,7 +163,7 @@ TEST(WeightIO, SkipClassifierLoadsAllButFc) {
 
 TEST(WeightIO, BadFilesAreWeightsErrorsWithClearMessages) {
   const std::string ref = referenceDir();
-  const std::string dir = makeTempDir("badfiles");
+  const std::string dir = makeTempDir("fixres_badfiles_");
   auto tiny = createModel("resnet_tiny", 10);
   auto load = [&](const std::string& path) {
     return [&tiny, path] { loadWeightsFile(*tiny, path, {}); };
@@ -226,7 +226,7 @@ TEST(WeightIO, BadFilesAreWeightsErrorsWithClearMessages) {
 }
 
 TEST(WeightIO, WriteIsAtomicAndKeepsTheOldFileOnFailure) {
-  const std::string dir = makeTempDir("atomic");
+  const std::string dir = makeTempDir("fixres_atomic_");
   const std::string path = dir + "/ckpt.pth";
   spit(path, "old contents");
 

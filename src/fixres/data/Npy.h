@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace fixres {
+namespace fixres::data {
 
 // Atomic write (see Files.h). The tensor is made contiguous on the CPU first.
 void writeNpy(const std::string& path, const torch::Tensor& tensor);
@@ -17,4 +17,4 @@ std::string encodeNpy(const torch::Tensor& tensor);
 torch::Tensor readNpy(const std::string& path);
 torch::Tensor decodeNpy(const char* data, size_t size, const std::string& nameForErrors);
 
-}  // namespace fixres
+}  // namespace fixres::data

@@ -1,5 +1,5 @@
 // .npy encoding and decoding.
-#include "fixres/common/Npy.h"
+#include "fixres/data/Npy.h"
 
 #include <cstring>
 #include <regex>
@@ -7,7 +7,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 
-namespace fixres {
+namespace fixres::data {
 namespace {
 
 struct DtypeName {
@@ -119,4 +119,4 @@ torch::Tensor readNpy(const std::string& path) {
   return decodeNpy(bytes.data(), bytes.size(), path);
 }
 
-}  // namespace fixres
+}  // namespace fixres::data

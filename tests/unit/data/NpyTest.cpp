@@ -1,6 +1,6 @@
 // .npy files against NumPy itself: arrays written by numpy are read back with the same values,
 // and arrays we write load in numpy with the same values, dtype and shape.
-#include "fixres/common/Npy.h"
+#include "fixres/data/Npy.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 
-namespace fixres {
+namespace fixres::data {
 namespace {
 
 std::string tempDir(const std::string& name) {
@@ -114,4 +114,4 @@ TEST(Files, AtomicWriteReplacesAndFailureKeepsTheOldFile) {
 }
 
 }  // namespace
-}  // namespace fixres
+}  // namespace fixres::data

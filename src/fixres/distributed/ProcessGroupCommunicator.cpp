@@ -1,0 +1,216 @@
+// Process-group construction (Gloo/NCCL), collectives bounded by the job's timeout, and the
+// liveness heartbeat that turns a failed collective into the names of the lost ranks.
+#include "fixres/distributed/ProcessGroupCommunicator.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#if __has_include(<gloo/algorithm.h>)
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#define FIXRES_HAVE_GLOO 1
+#endif
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
+#include "fixres/distributed/Rendezvous.h"
+
+namespace fixres::distributed {
+
+// Each rank bumps its counter in the store every second; after a failed collective the
+// counters that stopped moving name the lost ranks.
+class ProcessGroupCommunicator::Liveness {
+ public:
+  Liveness(c10::intrusive_ptr<c10d::Store> store, int rank, int world)
+      : store_(std::move(store)), rank_(rank), world_(world) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Liveness() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  std::string diagnose() {
+    try {
+      std::vector<int64_t> before(world_), after(world_);
+      for (int r = 0; r < world_; ++r) before[r] = store_->add(key(r), 0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      std::string lost;
+      for (int r = 0; r < world_; ++r) {
+        if (r == rank_) continue;
+        after[r] = store_->add(key(r), 0);
+        if (after[r] == before[r]) lost += (lost.empty() ? "" : ", ") + std::to_string(r);
+      }
+      return lost.empty() ? "no rank identified as lost (all still alive: a timeout?)"
+                          : "lost rank(s): " + lost;
+    } catch (const std::exception&) {
+      return "lost rank(s): 0 (its rendezvous store no longer answers)";
+    }
+  }
+
+ private:
+  std::string key(int r) const { return "fixres/alive/" + std::to_string(r); }
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      try {
+        store_->add(key(rank_), 1);
+      } catch (const std::exception&) {
+        return;  // the store is gone; the next collective reports it
+      }
+      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  int rank_, world_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+std::unique_ptr<ProcessGroupCommunicator> ProcessGroupCommunicator::create(
+    c10::intrusive_ptr<c10d::Store> store, const WorldInfo& w, const ConnectOptions& options) {
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(w.timeoutSeconds * 1000));
+  Backend backend = options.backend;
+  if (backend == Backend::kAuto) backend = options.cuda ? Backend::kNccl : Backend::kGloo;
+  log::debug("connecting rank ", w.rank, " of ", w.worldSize, " (", w.source, ")");
+  try {
+    if (backend == Backend::kNccl) {
+#ifdef USE_C10D_NCCL
+      auto opts = c10d::ProcessGroupNCCL::Options::create();
+      opts->timeout = timeout;
+      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, w.rank, w.worldSize, opts);
+      return std::make_unique<ProcessGroupCommunicator>(group, store, w, "nccl",
+                                                        torch::Device(torch::kCUDA, w.localRank));
+#else
+      FIXRES_FAIL(UsageError, "--backend nccl: this build's LibTorch has no NCCL");
+#endif
+    }
+#ifdef FIXRES_HAVE_GLOO
+    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+    if (!options.networkInterface.empty()) {
+      opts->devices.push_back(
+          c10d::ProcessGroupGloo::createDeviceForInterface(options.networkInterface));
+    } else if (w.store == StoreKind::kTcp) {
+      std::string local = localAddressTowards(w.masterAddr, w.masterPort);
+      opts->devices.push_back(local.empty()
+                                  ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                  : c10d::ProcessGroupGloo::createDeviceForHostname(local));
+    } else if (w.loopback) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    opts->threads = 2;
+    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, w.rank, w.worldSize, opts);
+    return std::make_unique<ProcessGroupCommunicator>(group, store, w, "gloo", torch::kCPU);
+#else
+    FIXRES_FAIL(UsageError, "--backend gloo: this build has no Gloo (install libgloo-dev)");
+#endif
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    FIXRES_FAIL(DistributedError, "process group setup failed on rank ", w.rank, " of ",
+                w.worldSize, ": ", oneLine(e.what()).substr(0, 200));
+  }
+}
+
+ProcessGroupCommunicator::ProcessGroupCommunicator(c10::intrusive_ptr<GroupBase> group,
+                                                   c10::intrusive_ptr<c10d::Store> store,
+                                                   const WorldInfo& world, std::string backend,
+                                                   torch::Device device)
+    : group_(std::move(group)),
+      device_(device),
+      world_(world),
+      backend_(std::move(backend)),
+      timeout_(static_cast<int64_t>(world.timeoutSeconds * 1000)),
+      liveness_(std::make_unique<Liveness>(std::move(store), world.rank, world.worldSize)) {}
+
+ProcessGroupCommunicator::~ProcessGroupCommunicator() = default;
+
+template <typename F>
+void ProcessGroupCommunicator::run(const char* what, F&& launch) {
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = launch();
+  } catch (const std::exception& e) {
+    fail(what, e.what());
+  }
+  waitFor(what, work);
+}
+
+void ProcessGroupCommunicator::waitFor(const char* what,
+                                       const c10::intrusive_ptr<c10d::Work>& work) {
+  try {
+    work->wait(timeout_);
+  } catch (const std::exception& e) {
+    fail(what, e.what());
+  }
+}
+
+void ProcessGroupCommunicator::fail(const char* what, const std::string& cause) {
+  std::string who = liveness_->diagnose();
+  FIXRES_FAIL(DistributedError, what, " failed on rank ", world_.rank, " of ", world_.worldSize,
+              ": ", who, " (", oneLine(cause).substr(0, 200), ")");
+}
+
+void ProcessGroupCommunicator::broadcast(std::vector<torch::Tensor>& tensors, int root) {
+  for (auto& t : tensors) {
+    std::vector<at::Tensor> one{t};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    opts.timeout = timeout_;
+    run("broadcast", [&] { return group_->broadcast(one, opts); });
+  }
+}
+
+std::unique_ptr<PendingOp> ProcessGroupCommunicator::allReduceSumAsync(torch::Tensor& tensor) {
+  struct Op : PendingOp {
+    ProcessGroupCommunicator* self;
+    c10::intrusive_ptr<c10d::Work> work;
+    void wait() override { self->waitFor("all-reduce", work); }
+  };
+  auto op = std::make_unique<Op>();
+  op->self = this;
+  std::vector<at::Tensor> one{tensor};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::SUM;
+  opts.timeout = timeout_;
+  try {
+    op->work = group_->allreduce(one, opts);
+  } catch (const std::exception& e) {
+    fail("all-reduce", e.what());
+  }
+  return op;
+}
+
+std::vector<torch::Tensor> ProcessGroupCommunicator::allGather(const torch::Tensor& tensor) {
+  std::vector<std::vector<at::Tensor>> out(1);
+  for (int r = 0; r < world_.worldSize; ++r) out[0].push_back(torch::empty_like(tensor));
+  std::vector<at::Tensor> in{tensor.contiguous()};
+  c10d::AllgatherOptions opts;
+  opts.timeout = timeout_;
+  run("all-gather", [&] { return group_->allgather(out, in, opts); });
+  return out[0];
+}
+
+void ProcessGroupCommunicator::barrier() {
+  // A tiny all-reduce rather than ProcessGroup::barrier: same semantics, honours our timeout
+  // on every backend.
+  auto t = torch::zeros({1}, torch::TensorOptions().device(device_));
+  allReduceSum(t);
+}
+
+}  // namespace fixres::distributed

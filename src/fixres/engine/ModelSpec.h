@@ -1,0 +1,50 @@
+// What a run's model is: architecture, classifier size, starting weights and the preprocessing
+// its weights expect. Bound directly by the CLI (--architecture, --num-classes, --weight-path,
+// --skip-classifier) and turned into a model on a device by buildModel, the one place models
+// are built for train, finetune, eval, extract and sweep.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "fixres/engine/Numerics.h"
+#include "fixres/image/Transform.h"
+#include "fixres/models/ResNet.h"
+#include "fixres/models/WeightIO.h"
+
+namespace fixres::engine {
+
+// The normalisation and resampling filter the weights were trained with.
+struct Preprocessing {
+  std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // ImageNet
+  std::array<float, 3> std{0.229f, 0.224f, 0.225f};
+  image::Filter filter = image::Filter::kBilinear;  // the reference's resize filter
+};
+
+struct ModelSpec {
+  std::string architecture = "ResNet50";  // any name of models::knownArchitectures()
+  int64_t numClasses = 0;                 // 0: the number of classes of the dataset
+  std::string weightPath;                 // empty: random initialisation (seeded)
+  bool skipClassifier = false;            // load every weight but the classifier
+  Preprocessing preprocessing;
+};
+
+// The transform `kind` at `size` with the model's preprocessing.
+image::TransformOptions transformOptions(image::TransformKind kind, int size,
+                                         image::ResizeMode resizeMode,
+                                         const Preprocessing& preprocessing);
+
+struct BuiltModel {
+  models::ResNet model{nullptr};
+  models::LoadReport weights;  // loaded == 0 when no weight file was given
+};
+
+// Builds spec.architecture with spec.numClasses outputs (or `datasetClasses`), initialised from
+// torch's generator seeded with `seed` (the same weights on every rank), loads spec.weightPath
+// when given (WeightsError on a bad file), moves it to run.device and converts it to
+// channels-last when run.numerics say so.
+BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDevice& run,
+                      uint64_t seed = 0);
+
+}  // namespace fixres::engine

@@ -1,0 +1,52 @@
+// The numeric choices of a run (precision, memory format, where uint8 images are normalised),
+// as typed options with their name tables, and their resolution for a device: `auto` means
+// bf16 + channels-last + normalisation on the device on CUDA, fp32 + NCHW + CPU otherwise.
+#pragma once
+
+#include <torch/types.h>
+
+#include "fixres/common/Choice.h"
+#include "fixres/engine/Precision.h"
+
+namespace fixres::engine {
+
+enum class PrecisionChoice { kAuto, kFp32, kBf16 };
+enum class MemoryFormatChoice { kAuto, kContiguous, kChannelsLast };
+enum class NormalizeOnChoice { kAuto, kCpu, kDevice };
+
+const ChoiceTable<PrecisionChoice>& precisionChoices();        // auto, fp32, bf16
+const ChoiceTable<MemoryFormatChoice>& memoryFormatChoices();  // auto, contiguous, channels-last
+const ChoiceTable<NormalizeOnChoice>& normalizeOnChoices();    // auto, cpu, device
+
+// As given on the command line (--precision, --memory-format, --normalize-on).
+struct NumericsOptions {
+  PrecisionChoice precision = PrecisionChoice::kAuto;
+  MemoryFormatChoice memoryFormat = MemoryFormatChoice::kAuto;
+  NormalizeOnChoice normalizeOn = NormalizeOnChoice::kAuto;
+};
+
+// Resolved for one device.
+struct Numerics {
+  Precision precision = Precision::kFp32;
+  bool channelsLast = false;       // model and inputs in channels-last
+  bool normalizeOnDevice = false;  // the loader hands over uint8; normalised where the model runs
+};
+
+Numerics resolveNumerics(const NumericsOptions& options, const torch::Device& device);
+
+// Where a rank's model runs and with which numerics: what the model, the loader and the batch
+// path all need to agree on.
+struct RunDevice {
+  torch::Device device = torch::kCPU;
+  Numerics numerics;
+};
+
+// cuda:<localRank % devices> when CUDA is available and `cpuOnly` is false, else the CPU. On
+// CUDA, cuDNN benchmark mode is switched on here (fixed input shapes: each shape's fastest
+// algorithm is timed once, as torch.backends.cudnn.benchmark = True); nowhere else sets it.
+torch::Device selectDevice(int localRank, bool cpuOnly);
+
+// selectDevice, then the numerics resolved for that device.
+RunDevice makeRunDevice(int localRank, bool cpuOnly, const NumericsOptions& numerics);
+
+}  // namespace fixres::engine

@@ -1,0 +1,147 @@
+// The command line as a whole, in the spirit of llama.cpp's argument-parser test: every flag
+// and environment variable is declared once (a name shared by several subcommands comes from
+// one declaration: the same help and variable everywhere), no subcommand shadows a global
+// option, every choice lists its valid values in --help, and a bad choice is refused while
+// parsing.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
+#include "fixres/data/Sampler.h"
+#include "fixres/engine/Numerics.h"
+#include "fixres/engine/Schedule.h"
+#include "fixres/image/Transform.h"
+
+namespace fixres::cli {
+namespace {
+
+struct Declared {
+  std::string path;  // "train", "bench eval"
+  const CLI::Option* option;
+};
+
+// Every option of every (sub)command, by long name.
+void collect(const CLI::App& app, const std::string& path,
+             std::map<std::string, std::vector<Declared>>& out) {
+  for (const CLI::Option* o : app.get_options()) {
+    for (const auto& name : o->get_lnames()) out["--" + name].push_back({path, o});
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    collect(*sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), out);
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override { commands_ = buildCli(app_, global_); }
+  CLI::App* sub(const std::string& name) { return app_.get_subcommand(name); }
+
+  CLI::App app_{"fixres", "fixres"};
+  GlobalOptions global_;
+  std::vector<Command> commands_;
+};
+
+TEST_F(CliTest, SharedNamesComeFromOneDeclaration) {
+  std::map<std::string, std::vector<Declared>> options;
+  collect(app_, "", options);
+  ASSERT_GT(options.size(), 50u);
+  int shared = 0;
+  for (const auto& [name, uses] : options) {
+    if (name == "--help" || name == "--config") continue;  // CLI11's own
+    if (uses.size() > 1) ++shared;
+    for (const auto& u : uses) {
+      EXPECT_EQ(u.option->get_description(), uses[0].option->get_description())
+          << name << ": '" << u.path << "' and '" << uses[0].path << "' declare it differently";
+      EXPECT_EQ(u.option->get_envname(), uses[0].option->get_envname()) << name << " in " << u.path;
+    }
+  }
+  EXPECT_GT(shared, 15);  // the check above did compare something
+}
+
+TEST_F(CliTest, NoEnvironmentVariableBindsTwoFlags) {
+  std::map<std::string, std::vector<Declared>> options;
+  collect(app_, "", options);
+  std::map<std::string, std::set<std::string>> flagsOfEnv;
+  for (const auto& [name, uses] : options)
+    for (const auto& u : uses)
+      if (!u.option->get_envname().empty()) flagsOfEnv[u.option->get_envname()].insert(name);
+  EXPECT_FALSE(flagsOfEnv.empty());
+  for (const auto& [env, flags] : flagsOfEnv) EXPECT_EQ(flags.size(), 1u) << env;
+}
+
+TEST_F(CliTest, SharedFlagTableHasNoDuplicates) {
+  std::set<std::string> names, envs;
+  for (const auto& f : sharedFlags()) {
+    std::stringstream ss(f.names);
+    std::string n;
+    while (std::getline(ss, n, ',')) EXPECT_TRUE(names.insert(n).second) << n;
+    if (!f.envName.empty()) EXPECT_TRUE(envs.insert(f.envName).second) << f.envName;
+    EXPECT_FALSE(f.help.empty()) << f.names;
+  }
+}
+
+TEST_F(CliTest, NoSubcommandShadowsAGlobalOption) {
+  std::set<std::string> global;
+  for (const CLI::Option* o : app_.get_options())
+    for (const auto& n : o->get_lnames()) global.insert("--" + n);
+  std::map<std::string, std::vector<Declared>> options;
+  for (const CLI::App* s : app_.get_subcommands([](const CLI::App*) { return true; }))
+    collect(*s, s->get_name(), options);
+  for (const auto& [name, uses] : options) {
+    if (name == "--help" || name == "--version") continue;
+    EXPECT_EQ(global.count(name), 0u)
+        << name << " of '" << uses[0].path << "' hides the global one";
+  }
+}
+
+template <typename E>
+void expectListed(const std::string& help, const ChoiceTable<E>& table, const std::string& flag) {
+  ASSERT_NE(help.find(flag), std::string::npos) << flag;
+  std::string list;
+  for (const auto& n : choiceNames(table)) list += (list.empty() ? "{" : ",") + n;
+  EXPECT_NE(help.find(list + "}"), std::string::npos) << flag << " does not list " << list << "}";
+}
+
+TEST_F(CliTest, EveryChoiceListsItsValuesInHelp) {
+  for (const char* name : {"train", "finetune"}) {
+    const std::string help = sub(name)->help();
+    expectListed(help, image::transformKinds(), "--transform");
+    expectListed(help, image::resizeModes(), "--resize-mode");
+    expectListed(help, data::samplerKinds(), "--sampler");
+    expectListed(help, engine::scheduleKinds(), "--lr-schedule");
+    expectListed(help, engine::precisionChoices(), "--precision");
+    expectListed(help, engine::memoryFormatChoices(), "--memory-format");
+    expectListed(help, engine::normalizeOnChoices(), "--normalize-on");
+  }
+  for (const char* name : {"eval", "extract", "sweep"}) {
+    const std::string help = sub(name)->help();
+    expectListed(help, image::resizeModes(), "--resize-mode");
+    expectListed(help, engine::precisionChoices(), "--precision");
+  }
+  expectListed(sub("bench")->get_subcommand("data")->help(), image::transformKinds(), "--kind");
+}
+
+TEST_F(CliTest, BadChoiceIsRefusedWhileParsing) {
+  try {
+    app_.parse("train --imnet-path /nonexistent --transform bogus-kind", false);
+    FAIL() << "bogus-kind accepted";
+  } catch (const CLI::ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("bogus-kind"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--transform"), std::string::npos) << e.what();
+    EXPECT_EQ(e.get_exit_code(), static_cast<int>(CLI::ExitCodes::ValidationError));
+  }
+  // The same flag with a valid name parses (the refusal above is about the value).
+  CLI::App fresh{"fixres", "fixres"};
+  GlobalOptions global;
+  auto commands = buildCli(fresh, global);
+  fresh.parse("train --imnet-path /nonexistent --transform v2-train", false);
+  EXPECT_EQ(fresh.get_subcommand("train")->get_option("--transform")->as<std::string>(),
+            "v2-train");
+}
+
+}  // namespace
+}  // namespace fixres::cli

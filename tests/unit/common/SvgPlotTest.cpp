@@ -1,0 +1,294 @@
+// The sweep chart: round ticks on both axes, low outliers clipped and annotated, marks drawn with
+// labels that do not overlap. The SVG is read back through the class attributes it documents.
+#include "fixres/common/SvgPlot.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "fixres/common/Error.h"
+
+namespace fixres {
+namespace {
+
+// The nice-number rule, stated independently of the implementation: the step is m * 10^k with
+// m in {1, 2, 2.5, 5}.
+bool isNiceStep(double step) {
+  if (!(step > 0)) return false;
+  const double k = std::floor(std::log10(step) + 1e-12);
+  const double m = step / std::pow(10.0, k);
+  for (double nice : {1.0, 2.0, 2.5, 5.0})
+    if (std::fabs(m - nice) < 1e-9 * nice) return true;
+  return false;
+}
+
+bool isMultiple(double v, double step) {
+  const double q = v / step;
+  return std::fabs(q - std::round(q)) < 1e-6;
+}
+
+// Number of intervals an axis over [lo, hi] needs with the given step, widened to whole steps.
+double intervalsWith(double lo, double hi, double step) {
+  return std::ceil(hi / step - 1e-9) - std::floor(lo / step + 1e-9);
+}
+
+// The nice step just below `step` (5 -> 2.5, 2.5 -> 2, 2 -> 1, 1 -> 0.5).
+double niceStepBelow(double step) {
+  const double k = std::floor(std::log10(step) + 1e-12);
+  const double m = std::round(step / std::pow(10.0, k) * 10) / 10;
+  if (m == 5) return 2.5 * std::pow(10.0, k);
+  if (m == 2.5) return 2 * std::pow(10.0, k);
+  if (m == 2) return std::pow(10.0, k);
+  return 5 * std::pow(10.0, k - 1);
+}
+
+void expectRoundTicks(const std::vector<double>& ticks, const std::string& what) {
+  ASSERT_GE(ticks.size(), 2u) << what;
+  const double step = ticks[1] - ticks[0];
+  EXPECT_TRUE(isNiceStep(step)) << what << ": step " << step;
+  for (size_t i = 0; i < ticks.size(); ++i) {
+    EXPECT_TRUE(isMultiple(ticks[i], step)) << what << ": tick " << ticks[i] << " step " << step;
+    if (i > 0) {
+      EXPECT_NEAR(ticks[i] - ticks[i - 1], step, 1e-9 * step) << what;
+    }
+  }
+}
+
+std::vector<std::string> texts(const std::string& svg, const std::string& cls) {
+  std::vector<std::string> out;
+  const std::regex re("<text class=\"" + cls + "\"[^>]*>([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+std::vector<double> numbers(const std::vector<std::string>& strings) {
+  std::vector<double> out;
+  for (const auto& s : strings) out.push_back(std::stod(s));
+  return out;
+}
+
+size_t count(const std::string& svg, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = svg.find(needle); at != std::string::npos; at = svg.find(needle, at + 1)) ++n;
+  return n;
+}
+
+struct Sweep {
+  std::vector<PlotSeries> series;
+  PlotOptions options;
+};
+
+// The example of a sweep with a failing low resolution.
+Sweep sampleSweep() {
+  const std::vector<double> xs{16, 24, 32, 40, 48};
+  Sweep s;
+  s.series = {{"no fine-tuning", xs, {41.0, 88.3, 88.4, 87.9, 86.5}, "#1f77b4", true},
+              {"FixRes fine-tuned", xs, {45.0, 88.8, 89.1, 88.9, 88.0}, "#d62728", true}};
+  s.options.title = "Top-1 vs test resolution";
+  s.options.xLabel = "test resolution (px)";
+  s.options.yLabel = "top-1 (%)";
+  s.options.xUnit = "px";
+  s.options.yUnit = "%";
+  s.options.marks = {{24, "train 24", "#555555", MarkStyle::kSolid},
+                     {32.7, "suggested 32.7", "#2ca02c", MarkStyle::kDotted}};
+  return s;
+}
+
+TEST(SvgPlot, NiceTicksAreRoundCoverTheRangeAndUseTheSmallestStep) {
+  const std::vector<std::pair<double, double>> ranges = {
+      {38.04, 89.1}, {86.5, 89.1}, {16, 48},     {0.0012, 0.0047}, {-3.2, 7.7},
+      {0, 1},        {128, 448},   {1e5, 3.3e5}, {0.881, 0.889},   {-250, -13}};
+  for (const auto& [lo, hi] : ranges) {
+    for (int maxIntervals : {3, 5, 8, 10}) {
+      const std::string what = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "] max " +
+                               std::to_string(maxIntervals);
+      const AxisTicks t = niceTicks(lo, hi, maxIntervals);
+      expectRoundTicks(t.values, what);
+      EXPECT_NEAR(t.step, t.values[1] - t.values[0], 1e-9 * t.step) << what;
+      EXPECT_LE(t.values.front(), lo) << what;
+      EXPECT_GE(t.values.back(), hi) << what;
+      EXPECT_EQ(t.first, t.values.front()) << what;
+      EXPECT_EQ(t.last, t.values.back()) << what;
+      EXPECT_LE(static_cast<int>(t.values.size()) - 1, maxIntervals) << what;
+      // The next smaller nice step would need too many intervals.
+      EXPECT_GT(intervalsWith(lo, hi, niceStepBelow(t.step)), maxIntervals) << what;
+    }
+  }
+}
+
+TEST(SvgPlot, IntegerStepsForIntegerData) {
+  const AxisTicks narrow = niceTicks(15.4, 18.6, 10, /*integerStep=*/true);
+  EXPECT_EQ(narrow.step, 1);
+  for (double v : narrow.values) EXPECT_EQ(v, std::round(v));
+  EXPECT_EQ(niceTicks(15.4, 18.6, 10).step, 0.5);  // without the constraint
+  EXPECT_EQ(niceTicks(0, 10, 5, true).step, 2);
+  EXPECT_EQ(niceTicks(0, 9, 4, true).step, 5);  // 2.5 is not an integer step
+  EXPECT_EQ(niceTicks(0, 90, 4, true).step, 25);
+}
+
+TEST(SvgPlot, ChartTicksAreRoundOnBothAxes) {
+  const Sweep s = sampleSweep();
+  const std::string svg = lineChartSvg(s.series, s.options);
+  const std::vector<double> xt = numbers(texts(svg, "xtick")), yt = numbers(texts(svg, "ytick"));
+  expectRoundTicks(xt, "x");
+  expectRoundTicks(yt, "y");
+  for (double v : xt) EXPECT_EQ(v, std::round(v)) << "x ticks are whole resolutions";
+  EXPECT_LE(xt.front(), 16);
+  EXPECT_GE(xt.back(), 48);
+  // The old axis printed 38.04, 49.11, ...: make sure such labels are gone.
+  for (const std::string& label : texts(svg, "ytick")) {
+    const size_t dot = label.find('.');
+    if (dot != std::string::npos) {
+      EXPECT_LE(label.size() - dot - 1, 2u) << label;
+    }
+  }
+}
+
+TEST(SvgPlot, DenseRangeDropsFarLowOutliersOnly) {
+  const DenseRange sweep = denseRange({41.0, 88.3, 88.4, 87.9, 86.5, 45.0, 88.8, 89.1, 88.9, 88.0});
+  EXPECT_TRUE(sweep.clipped);
+  EXPECT_EQ(sweep.lo, 86.5);
+  EXPECT_EQ(sweep.hi, 89.1);
+
+  const DenseRange gentle = denseRange({70, 80, 85, 88, 89, 89.5});  // a curve, not outliers
+  EXPECT_FALSE(gentle.clipped);
+  EXPECT_EQ(gentle.lo, 70);
+
+  // 4 resolutions x 2 series, both failing at the lowest: a quarter of the values are outliers.
+  const DenseRange quarter = denseRange({41.0, 88.3, 88.4, 87.9, 45.0, 88.8, 89.1, 88.9});
+  EXPECT_TRUE(quarter.clipped);
+  EXPECT_EQ(quarter.lo, 87.9);
+
+  // Below the fence, but the values above spread so much that clipping would gain little.
+  const DenseRange spread = denseRange({0, 50, 51, 52, 53, 120});
+  EXPECT_FALSE(spread.clipped);
+  EXPECT_EQ(spread.lo, 0);
+
+  const DenseRange few = denseRange({10, 88, 89, 90});  // too few values to judge
+  EXPECT_FALSE(few.clipped);
+  EXPECT_EQ(few.lo, 10);
+
+  const DenseRange nan = denseRange({NAN, 88, 88.5, 89, 89.5, 90, 5});
+  EXPECT_TRUE(nan.clipped);
+  EXPECT_EQ(nan.lo, 88);
+  EXPECT_EQ(nan.hi, 90);
+
+  EXPECT_FALSE(denseRange({}).clipped);
+}
+
+TEST(SvgPlot, OutliersAreAnnotatedAndExcludedFromTheYAxis) {
+  const Sweep s = sampleSweep();
+  const std::string svg = lineChartSvg(s.series, s.options);
+  const std::vector<double> yt = numbers(texts(svg, "ytick"));
+  ASSERT_FALSE(yt.empty());
+  EXPECT_GT(yt.front(), 80) << "the axis starts in the dense region";
+  EXPECT_LE(yt.front(), 86.5);
+  EXPECT_GE(yt.back(), 89.1);
+  EXPECT_EQ(texts(svg, "outlier-label"),
+            (std::vector<std::string>{"41.0 % at 16 px", "45.0 % at 16 px"}));
+  EXPECT_EQ(count(svg, "class=\"outlier\""), 2u);
+  EXPECT_EQ(count(svg, "class=\"axis-break\""), 1u);
+
+  PlotOptions all = s.options;
+  all.clipLowOutliers = false;
+  const std::string full = lineChartSvg(s.series, all);
+  EXPECT_LE(numbers(texts(full, "ytick")).front(), 41);
+  EXPECT_TRUE(texts(full, "outlier-label").empty());
+  EXPECT_EQ(count(full, "axis-break"), 0u);
+}
+
+TEST(SvgPlot, NoOutliersMeansNoAnnotation) {
+  Sweep s = sampleSweep();
+  s.series[0].y[0] = 84.0;
+  s.series[1].y[0] = 85.2;
+  const std::string svg = lineChartSvg(s.series, s.options);
+  EXPECT_TRUE(texts(svg, "outlier-label").empty());
+  EXPECT_EQ(count(svg, "axis-break"), 0u);
+  EXPECT_LE(numbers(texts(svg, "ytick")).front(), 84.0);
+}
+
+TEST(SvgPlot, MarksAndBestPointsAppear) {
+  const Sweep s = sampleSweep();
+  const std::string svg = lineChartSvg(s.series, s.options);
+  std::vector<std::string> labels = texts(svg, "mark-label");
+  std::sort(labels.begin(), labels.end());
+  EXPECT_EQ(labels, (std::vector<std::string>{"best 32 px (88.4 %)", "best 32 px (89.1 %)",
+                                              "suggested 32.7", "train 24"}));
+  EXPECT_EQ(count(svg, "<line class=\"mark\""), 4u);
+  EXPECT_EQ(count(svg, "class=\"best\""), 2u);
+
+  // Without highlightMax there is no best mark; the legacy pairs still draw a mark.
+  Sweep plain = sampleSweep();
+  plain.series.resize(1);
+  plain.series[0].highlightMax = false;
+  plain.options.marks.clear();
+  plain.options.verticalMarks = {{24, "train 24"}};
+  const std::string one = lineChartSvg(plain.series, plain.options);
+  EXPECT_EQ(texts(one, "mark-label"), (std::vector<std::string>{"train 24"}));
+  EXPECT_EQ(count(one, "class=\"best\""), 0u);
+}
+
+// Label boxes from the SVG, with the width estimate the chart documents (0.6 em per glyph).
+struct Box {
+  double lo, hi, y;
+};
+std::vector<Box> markLabelBoxes(const std::string& svg) {
+  std::vector<Box> out;
+  const std::regex re(
+      "<text class=\"mark-label\" x=\"([-0-9.]+)\" y=\"([-0-9.]+)\"[^>]*?( text-anchor=\"end\")?>"
+      "([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it) {
+    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]);
+    const double w = 0.6 * 11 * static_cast<double>((*it)[4].length());
+    out.push_back((*it)[3].matched ? Box{x - w, x, y} : Box{x, x + w, y});
+  }
+  return out;
+}
+
+TEST(SvgPlot, MarkLabelsDoNotOverlapEvenWhenMarksCrowd) {
+  Sweep s = sampleSweep();
+  s.series[0].y[2] = 89.4;  // both series best at 32 px, next to the suggestion at 32.7
+  s.options.marks[0] = {30, "train 30", "#555555", MarkStyle::kSolid};
+  const std::string svg = lineChartSvg(s.series, s.options);
+  const std::vector<Box> boxes = markLabelBoxes(svg);
+  ASSERT_EQ(boxes.size(), 4u);
+  for (size_t i = 0; i < boxes.size(); ++i)
+    for (size_t j = i + 1; j < boxes.size(); ++j)
+      if (boxes[i].y == boxes[j].y) {
+        EXPECT_TRUE(boxes[i].hi <= boxes[j].lo || boxes[j].hi <= boxes[i].lo)
+            << "labels " << i << " and " << j << " overlap";
+      }
+  // The marks do crowd: they need more than one row.
+  double minY = boxes[0].y, maxY = boxes[0].y;
+  for (const Box& b : boxes) minY = std::min(minY, b.y), maxY = std::max(maxY, b.y);
+  EXPECT_GT(maxY, minY);
+}
+
+TEST(SvgPlot, SingleSeriesAndEmptyInputStillDraw) {
+  Sweep s = sampleSweep();
+  s.series.resize(1);
+  const std::string svg = lineChartSvg(s.series, s.options);
+  EXPECT_EQ(texts(svg, "outlier-label"), (std::vector<std::string>{"41.0 % at 16 px"}));
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  const std::string empty = lineChartSvg({}, PlotOptions{});
+  expectRoundTicks(numbers(texts(empty, "ytick")), "empty y");
+}
+
+TEST(SvgPlot, RejectsUnusableOptions) {
+  PlotOptions tiny;
+  tiny.width = 300;  // margins and legend take 240 px
+  EXPECT_THROW(lineChartSvg({}, tiny), UsageError);
+  PlotOptions factor;
+  factor.outlierMadFactor = 0;
+  EXPECT_THROW(lineChartSvg({}, factor), UsageError);
+}
+
+}  // namespace
+}  // namespace fixres
