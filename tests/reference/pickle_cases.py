@@ -71,6 +71,9 @@ errors = [
     {"name": "stack underflow", "pickle": (b"\x80\x020.").hex(), "message": "stack underflow"},
     {"name": "two values", "pickle": (b"\x80\x02NN.").hex(), "message": "2 values left at STOP"},
     {"name": "memo", "pickle": (b"\x80\x02h\x05.").hex(), "message": "memo key 5 unset"},
+    {"name": "self-holding list", "pickle": (b"\x80\x02]q\x00h\x00a.").hex(), "message": "nests too deeply"},
+    {"name": "None key", "pickle": pickle.dumps({None: 1}, protocol=2).hex(),
+     "message": "unsupported dict key of type None"},
     {"name": "persistent id", "pickle": (b"\x80\x02X\x01\x00\x00\x00aQ.").hex(),
      "message": "unsupported persistent id in data.pkl"},
 ]

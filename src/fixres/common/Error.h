@@ -29,26 +29,17 @@ class Error : public std::runtime_error {
   ExitCode code_;
 };
 
-class UsageError : public Error {
+// One error type per exit code, so that callers can catch exactly the kind they handle.
+template <ExitCode kCode>
+class CodedError : public Error {
  public:
-  explicit UsageError(const std::string& m) : Error(ExitCode::kUsage, m) {}
+  explicit CodedError(const std::string& m) : Error(kCode, m) {}
 };
-class DataError : public Error {
- public:
-  explicit DataError(const std::string& m) : Error(ExitCode::kData, m) {}
-};
-class WeightsError : public Error {
- public:
-  explicit WeightsError(const std::string& m) : Error(ExitCode::kWeights, m) {}
-};
-class DistributedError : public Error {
- public:
-  explicit DistributedError(const std::string& m) : Error(ExitCode::kDistributed, m) {}
-};
-class InternalError : public Error {
- public:
-  explicit InternalError(const std::string& m) : Error(ExitCode::kOther, m) {}
-};
+using UsageError = CodedError<ExitCode::kUsage>;
+using DataError = CodedError<ExitCode::kData>;
+using WeightsError = CodedError<ExitCode::kWeights>;
+using DistributedError = CodedError<ExitCode::kDistributed>;
+using InternalError = CodedError<ExitCode::kOther>;
 
 namespace detail {
 template <typename... Args>

@@ -51,51 +51,70 @@ void strideWithPadding(const std::vector<int64_t>& stream, size_t total, int ran
   }
 }
 
-class DistributedSampler : public Sampler {
+// A sampler whose epoch is one global stream of indices, padded to total() entries by repeating
+// its head, of which rank r takes r, r + W, ... .
+class StridedSampler : public Sampler {
  public:
-  DistributedSampler(size_t n, int rank, int worldSize, bool shuffle, uint64_t seed, bool pad)
-      : n_(n), rank_(rank), worldSize_(worldSize), shuffle_(shuffle), seed_(seed), pad_(pad) {
+  StridedSampler(size_t n, int rank, int worldSize, uint64_t seed)
+      : n_(n), rank_(rank), worldSize_(worldSize), seed_(seed) {
     checkRank(n, rank, worldSize);
   }
   void setEpoch(int64_t epoch) override { epoch_ = epoch; }
   size_t size() const override {
     const size_t w = static_cast<size_t>(worldSize_), r = static_cast<size_t>(rank_);
-    if (pad_) return (n_ + w - 1) / w;
-    return n_ / w + (r < n_ % w ? 1 : 0);
+    const size_t t = total();
+    return t / w + (r < t % w ? 1 : 0);
   }
-  std::vector<int64_t> indices() const override { return compute().first; }
-  std::vector<int64_t> streamPositions() const override { return compute().second; }
+  std::vector<int64_t> indices() const override { return strided().first; }
+  std::vector<int64_t> streamPositions() const override { return strided().second; }
 
- private:
-  std::pair<std::vector<int64_t>, std::vector<int64_t>> compute() const {
-    std::vector<int64_t> stream;
-    if (shuffle_) {
-      at::Generator gen = at::detail::createCPUGenerator(seed_ + static_cast<uint64_t>(epoch_));
-      stream = randperm(static_cast<int64_t>(n_), gen);
-    } else {
-      stream.resize(n_);
-      for (size_t i = 0; i < n_; ++i) stream[i] = static_cast<int64_t>(i);
-    }
-    const size_t w = static_cast<size_t>(worldSize_);
-    const size_t total = pad_ ? (n_ + w - 1) / w * w : n_;
-    std::pair<std::vector<int64_t>, std::vector<int64_t>> out;
-    strideWithPadding(stream, total, rank_, worldSize_, &out.first, &out.second);
-    return out;
+ protected:
+  virtual std::vector<int64_t> stream() const = 0;  // the epoch's global stream
+  virtual size_t total() const = 0;
+  // PyTorch's generator for the epoch: seeded with seed + epoch.
+  at::Generator epochGenerator() const {
+    return at::detail::createCPUGenerator(seed_ + static_cast<uint64_t>(epoch_));
   }
   size_t n_;
   int rank_, worldSize_;
-  bool shuffle_;
+
+ private:
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> strided() const {
+    std::pair<std::vector<int64_t>, std::vector<int64_t>> out;
+    strideWithPadding(stream(), total(), rank_, worldSize_, &out.first, &out.second);
+    return out;
+  }
   uint64_t seed_;
-  bool pad_;
   int64_t epoch_ = 0;
 };
 
-class RepeatedAugSampler : public Sampler {
+class DistributedSampler : public StridedSampler {
+ public:
+  DistributedSampler(size_t n, int rank, int worldSize, bool shuffle, uint64_t seed, bool pad)
+      : StridedSampler(n, rank, worldSize, seed), shuffle_(shuffle), pad_(pad) {}
+
+ private:
+  std::vector<int64_t> stream() const override {
+    if (shuffle_) {
+      at::Generator gen = epochGenerator();
+      return randperm(static_cast<int64_t>(n_), gen);
+    }
+    std::vector<int64_t> s(n_);
+    for (size_t i = 0; i < n_; ++i) s[i] = static_cast<int64_t>(i);
+    return s;
+  }
+  size_t total() const override {
+    const size_t w = static_cast<size_t>(worldSize_);
+    return pad_ ? (n_ + w - 1) / w * w : n_;
+  }
+  bool shuffle_, pad_;
+};
+
+class RepeatedAugSampler : public StridedSampler {
  public:
   RepeatedAugSampler(size_t n, int rank, int worldSize, uint64_t seed, int repetitions,
                      double lenFactor, bool referenceLength)
-      : n_(n), rank_(rank), worldSize_(worldSize), seed_(seed), repetitions_(repetitions) {
-    checkRank(n, rank, worldSize);
+      : StridedSampler(n, rank, worldSize, seed), repetitions_(repetitions) {
     FIXRES_CHECK(repetitions >= 1, UsageError, "repetitions must be >= 1, got ", repetitions);
     FIXRES_CHECK(lenFactor > 0.0, UsageError, "length factor must be > 0, got ", lenFactor);
     length_ = static_cast<size_t>(static_cast<double>(n) * lenFactor);
@@ -107,14 +126,10 @@ class RepeatedAugSampler : public Sampler {
       total_ = (n * static_cast<size_t>(repetitions) + w - 1) / w * w;
     }
   }
-  void setEpoch(int64_t epoch) override { epoch_ = epoch; }
-  size_t size() const override { return total_ / static_cast<size_t>(worldSize_); }
-  std::vector<int64_t> indices() const override { return compute().first; }
-  std::vector<int64_t> streamPositions() const override { return compute().second; }
 
  private:
-  std::pair<std::vector<int64_t>, std::vector<int64_t>> compute() const {
-    at::Generator gen = at::detail::createCPUGenerator(seed_ + static_cast<uint64_t>(epoch_));
+  std::vector<int64_t> stream() const override {
+    at::Generator gen = epochGenerator();
     std::vector<int64_t> stream;
     stream.reserve(length_);
     std::vector<int64_t> perm;
@@ -127,16 +142,11 @@ class RepeatedAugSampler : public Sampler {
       const int64_t index = perm[next++];
       for (int r = 0; r < repetitions_ && stream.size() < length_; ++r) stream.push_back(index);
     }
-    std::pair<std::vector<int64_t>, std::vector<int64_t>> out;
-    strideWithPadding(stream, total_, rank_, worldSize_, &out.first, &out.second);
-    return out;
+    return stream;
   }
-  size_t n_;
-  int rank_, worldSize_;
-  uint64_t seed_;
+  size_t total() const override { return total_; }
   int repetitions_;
   size_t length_ = 0, total_ = 0;
-  int64_t epoch_ = 0;
 };
 
 }  // namespace

@@ -139,19 +139,32 @@ WorldInfo detectWorld(const ClusterFlags& flags, const Environment& env) {
   FIXRES_CHECK(flags.timeoutSeconds > 0, UsageError, "--dist-timeout must be positive, got ",
                flags.timeoutSeconds);
 
-  if (get(env, "RANK") && get(env, "WORLD_SIZE")) {
-    w.source = "torchrun";
-    w.rank = intEnv(env, "RANK", 0);
-    w.worldSize = intEnv(env, "WORLD_SIZE", 1);
-    w.localRank = intEnv(env, "LOCAL_RANK", 0);
-    w.localWorldSize = intEnv(env, "LOCAL_WORLD_SIZE", 1);
+  // The launchers fixres recognises, in priority order, by the variables each one sets.
+  struct LauncherVars {
+    const char* source;
+    const char* rank;
+    const char* worldSize;
+    const char* localRank;
+    const char* localWorldSize;
+  };
+  static const LauncherVars kLaunchers[] = {
+      {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+      {"mpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+       "OMPI_COMM_WORLD_LOCAL_SIZE"},
+  };
+  for (const auto& l : kLaunchers) {
+    if (!get(env, l.rank) || !get(env, l.worldSize)) continue;
+    w.source = l.source;
+    w.rank = intEnv(env, l.rank, 0);
+    w.worldSize = intEnv(env, l.worldSize, 1);
+    w.localRank = intEnv(env, l.localRank, 0);
+    w.localWorldSize = intEnv(env, l.localWorldSize, 1);
+    break;
+  }
+  if (w.source == "torchrun") {
     w.jobId = get(env, "TORCHELASTIC_RUN_ID").value_or(get(env, "FIXRES_JOB_ID").value_or(""));
-  } else if (get(env, "SLURM_PROCID") && get(env, "SLURM_NTASKS")) {
-    w.source = "slurm";
-    w.rank = intEnv(env, "SLURM_PROCID", 0);
-    w.worldSize = intEnv(env, "SLURM_NTASKS", 1);
-    w.localRank = intEnv(env, "SLURM_LOCALID", 0);
-    w.localWorldSize = intEnv(env, "SLURM_NTASKS_PER_NODE", 1);
+  } else if (w.source == "slurm") {
     w.jobId = get(env, "SLURM_JOB_ID").value_or("");
     if (!get(env, "MASTER_ADDR") && flags.sharedFolderPath.empty() && flags.distUrl.empty()) {
       if (auto nodes = get(env, "SLURM_JOB_NODELIST")) {
@@ -160,12 +173,6 @@ WorldInfo detectWorld(const ClusterFlags& flags, const Environment& env) {
         w.masterPort = intEnv(env, "MASTER_PORT", portForJob(w.jobId));
       }
     }
-  } else if (get(env, "OMPI_COMM_WORLD_RANK") && get(env, "OMPI_COMM_WORLD_SIZE")) {
-    w.source = "mpi";
-    w.rank = intEnv(env, "OMPI_COMM_WORLD_RANK", 0);
-    w.worldSize = intEnv(env, "OMPI_COMM_WORLD_SIZE", 1);
-    w.localRank = intEnv(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
-    w.localWorldSize = intEnv(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1);
   }
 
   const bool anyFlag = flags.numTasks || flags.globalRank || flags.localRank;

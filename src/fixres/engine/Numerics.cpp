@@ -6,29 +6,16 @@
 
 namespace fixres::engine {
 
-const ChoiceTable<PrecisionChoice>& precisionChoices() {
-  static const ChoiceTable<PrecisionChoice> kTable = {"precision",
-                                                      {{"auto", PrecisionChoice::kAuto},
-                                                       {"fp32", PrecisionChoice::kFp32},
-                                                       {"bf16", PrecisionChoice::kBf16}}};
-  return kTable;
-}
-
-const ChoiceTable<MemoryFormatChoice>& memoryFormatChoices() {
-  static const ChoiceTable<MemoryFormatChoice> kTable = {
-      "memory format",
-      {{"auto", MemoryFormatChoice::kAuto},
-       {"contiguous", MemoryFormatChoice::kContiguous},
-       {"channels-last", MemoryFormatChoice::kChannelsLast}}};
-  return kTable;
-}
-
-const ChoiceTable<NormalizeOnChoice>& normalizeOnChoices() {
-  static const ChoiceTable<NormalizeOnChoice> kTable = {"normalisation place",
-                                                        {{"auto", NormalizeOnChoice::kAuto},
-                                                         {"cpu", NormalizeOnChoice::kCpu},
-                                                         {"device", NormalizeOnChoice::kDevice}}};
-  return kTable;
+const NumericsChoices& numericsChoices() {
+  using P = PrecisionChoice;
+  using M = MemoryFormatChoice;
+  using N = NormalizeOnChoice;
+  static const NumericsChoices kChoices{
+      {"precision", {{"auto", P::kAuto}, {"fp32", P::kFp32}, {"bf16", P::kBf16}}},
+      {"memory format",
+       {{"auto", M::kAuto}, {"contiguous", M::kContiguous}, {"channels-last", M::kChannelsLast}}},
+      {"normalisation place", {{"auto", N::kAuto}, {"cpu", N::kCpu}, {"device", N::kDevice}}}};
+  return kChoices;
 }
 
 Numerics resolveNumerics(const NumericsOptions& o, const torch::Device& device) {

@@ -14,9 +14,12 @@ enum class PrecisionChoice { kAuto, kFp32, kBf16 };
 enum class MemoryFormatChoice { kAuto, kContiguous, kChannelsLast };
 enum class NormalizeOnChoice { kAuto, kCpu, kDevice };
 
-const ChoiceTable<PrecisionChoice>& precisionChoices();        // auto, fp32, bf16
-const ChoiceTable<MemoryFormatChoice>& memoryFormatChoices();  // auto, contiguous, channels-last
-const ChoiceTable<NormalizeOnChoice>& normalizeOnChoices();    // auto, cpu, device
+struct NumericsChoices {
+  ChoiceTable<PrecisionChoice> precision;        // auto, fp32, bf16
+  ChoiceTable<MemoryFormatChoice> memoryFormat;  // auto, contiguous, channels-last
+  ChoiceTable<NormalizeOnChoice> normalizeOn;    // auto, cpu, device
+};
+const NumericsChoices& numericsChoices();
 
 // As given on the command line (--precision, --memory-format, --normalize-on).
 struct NumericsOptions {

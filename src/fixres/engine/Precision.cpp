@@ -50,13 +50,13 @@ void setAutocast(bool cuda, bool enabled, at::ScalarType type) {
 
 Precision parsePrecision(const std::string& text, const torch::Device& device) {
   NumericsOptions o;
-  o.precision = parseChoice(precisionChoices(), text, "--precision");
+  o.precision = parseChoice(numericsChoices().precision, text, "--precision");
   return resolveNumerics(o, device).precision;
 }
 
 bool parseChannelsLast(const std::string& text, const torch::Device& device) {
   NumericsOptions o;
-  o.memoryFormat = parseChoice(memoryFormatChoices(), text, "--memory-format");
+  o.memoryFormat = parseChoice(numericsChoices().memoryFormat, text, "--memory-format");
   return resolveNumerics(o, device).channelsLast;
 }
 

@@ -6,24 +6,81 @@
 namespace fixres::engine {
 namespace {
 
-// One JSON key <-> one field, for both directions. Choices are written by their canonical
-// name and read back through the same table.
-template <typename T>
-void readValue(const nlohmann::json& j, const char* key, T& out) {
-  if (!j.contains(key) || j.at(key).is_null()) return;
-  try {
-    out = j.at(key).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    FIXRES_FAIL(UsageError, "config: '", key, "' has the wrong type (", j.at(key).dump(), ")");
-  }
+// Every field with its config.json key: the one list both directions use. Choices are written by
+// their canonical name and read back through the same table.
+template <typename Config, typename Visitor>
+void visitFields(Config& c, Visitor&& v) {
+  v("mode", c.mode, runModes());
+  v("architecture", c.model.architecture);
+  v("num_classes", c.model.numClasses);
+  v("weight_path", c.model.weightPath);
+  v("skip_classifier", c.model.skipClassifier);
+  v("train_path", c.trainPath);
+  v("val_path", c.valPath);
+  v("input_size", c.inputSize);
+  v("eval_size", c.evalSize);
+  v("train_transform", c.trainTransform, image::transformKinds());
+  v("resize_mode", c.resizeMode, image::resizeModes());
+  v("batch", c.batch);
+  v("accumulation_steps", c.accumulationSteps);
+  v("workers", c.workers);
+  v("skip_bad_images", c.skipBadImages);
+  v("sampler", c.sampler, data::samplerKinds());
+  v("repetitions", c.repetitions);
+  v("iteration_cap", c.iterationCap);
+  v("epochs", c.epochs);
+  v("learning_rate", c.learningRate);
+  v("absolute_lr", c.absoluteLr);
+  v("momentum", c.momentum);
+  v("weight_decay", c.weightDecay);
+  v("nesterov", c.nesterov);
+  v("lr_schedule", c.lrSchedule, scheduleKinds());
+  v("lr_step", c.lrStep);
+  v("lr_gamma", c.lrGamma);
+  v("warmup_epochs", c.warmupEpochs);
+  v("label_smoothing", c.labelSmoothing);
+  v("eval_every", c.evalEvery);
+  v("finetune_bn_affine", c.finetuneBnAffine);
+  v("test_flip", c.testFlip);
+  v("precision", c.numerics.precision, numericsChoices().precision);
+  v("memory_format", c.numerics.memoryFormat, numericsChoices().memoryFormat);
+  v("normalize_on", c.numerics.normalizeOn, numericsChoices().normalizeOn);
+  v("seed", c.seed);
+  v("stop_after_steps", c.stopAfterSteps);
+  v("run_dir", c.runDir);
 }
 
-template <typename E>
-void readChoice(const nlohmann::json& j, const char* key, const ChoiceTable<E>& table, E& out) {
-  std::string name;
-  readValue(j, key, name);
-  if (!name.empty()) out = parseChoice(table, name, std::string("config: '") + key + "'");
-}
+struct JsonWriter {
+  nlohmann::json& out;
+  template <typename T>
+  void operator()(const char* key, const T& value) {
+    out[key] = value;
+  }
+  template <typename E>
+  void operator()(const char* key, const E& value, const ChoiceTable<E>& table) {
+    out[key] = choiceName(table, value);
+  }
+};
+
+// Keys that are absent (or null) leave the field as it is.
+struct JsonReader {
+  const nlohmann::json& in;
+  template <typename T>
+  void operator()(const char* key, T& out) {
+    if (!in.contains(key) || in.at(key).is_null()) return;
+    try {
+      out = in.at(key).get<T>();
+    } catch (const nlohmann::json::exception&) {
+      FIXRES_FAIL(UsageError, "config: '", key, "' has the wrong type (", in.at(key).dump(), ")");
+    }
+  }
+  template <typename E>
+  void operator()(const char* key, E& out, const ChoiceTable<E>& table) {
+    std::string name;
+    (*this)(key, name);
+    if (!name.empty()) out = parseChoice(table, name, std::string("config: '") + key + "'");
+  }
+};
 
 }  // namespace
 
@@ -84,88 +141,18 @@ EvalSettings RunConfig::evalSettings() const {
 }
 
 nlohmann::json RunConfig::toJson() const {
-  return {{"mode", choiceName(runModes(), mode)},
-          {"architecture", model.architecture},
-          {"num_classes", model.numClasses},
-          {"weight_path", model.weightPath},
-          {"skip_classifier", model.skipClassifier},
-          {"train_path", trainPath},
-          {"val_path", valPath},
-          {"input_size", inputSize},
-          {"eval_size", evalSize},
-          {"train_transform", image::transformKindName(trainTransform)},
-          {"resize_mode", choiceName(image::resizeModes(), resizeMode)},
-          {"batch", batch},
-          {"accumulation_steps", accumulationSteps},
-          {"workers", workers},
-          {"skip_bad_images", skipBadImages},
-          {"sampler", choiceName(data::samplerKinds(), sampler)},
-          {"repetitions", repetitions},
-          {"iteration_cap", iterationCap},
-          {"epochs", epochs},
-          {"learning_rate", learningRate},
-          {"absolute_lr", absoluteLr},
-          {"momentum", momentum},
-          {"weight_decay", weightDecay},
-          {"nesterov", nesterov},
-          {"lr_schedule", choiceName(scheduleKinds(), lrSchedule)},
-          {"lr_step", lrStep},
-          {"lr_gamma", lrGamma},
-          {"warmup_epochs", warmupEpochs},
-          {"label_smoothing", labelSmoothing},
-          {"eval_every", evalEvery},
-          {"finetune_bn_affine", finetuneBnAffine},
-          {"test_flip", testFlip},
-          {"precision", choiceName(precisionChoices(), numerics.precision)},
-          {"memory_format", choiceName(memoryFormatChoices(), numerics.memoryFormat)},
-          {"normalize_on", choiceName(normalizeOnChoices(), numerics.normalizeOn)},
-          {"seed", seed},
-          {"stop_after_steps", stopAfterSteps},
-          {"run_dir", runDir}};
+  nlohmann::json j = nlohmann::json::object();
+  visitFields(*this, JsonWriter{j});
+  return j;
 }
 
 RunConfig RunConfig::fromJson(const nlohmann::json& j) {
   FIXRES_CHECK(j.is_object(), UsageError, "config: not a JSON object");
   RunMode mode = RunMode::kTrain;
-  readChoice(j, "mode", runModes(), mode);
+  JsonReader reader{j};
+  reader("mode", mode, runModes());
   RunConfig c = forMode(mode);
-  readValue(j, "architecture", c.model.architecture);
-  readValue(j, "num_classes", c.model.numClasses);
-  readValue(j, "weight_path", c.model.weightPath);
-  readValue(j, "skip_classifier", c.model.skipClassifier);
-  readValue(j, "train_path", c.trainPath);
-  readValue(j, "val_path", c.valPath);
-  readValue(j, "input_size", c.inputSize);
-  readValue(j, "eval_size", c.evalSize);
-  readChoice(j, "train_transform", image::transformKinds(), c.trainTransform);
-  readChoice(j, "resize_mode", image::resizeModes(), c.resizeMode);
-  readValue(j, "batch", c.batch);
-  readValue(j, "accumulation_steps", c.accumulationSteps);
-  readValue(j, "workers", c.workers);
-  readValue(j, "skip_bad_images", c.skipBadImages);
-  readChoice(j, "sampler", data::samplerKinds(), c.sampler);
-  readValue(j, "repetitions", c.repetitions);
-  readValue(j, "iteration_cap", c.iterationCap);
-  readValue(j, "epochs", c.epochs);
-  readValue(j, "learning_rate", c.learningRate);
-  readValue(j, "absolute_lr", c.absoluteLr);
-  readValue(j, "momentum", c.momentum);
-  readValue(j, "weight_decay", c.weightDecay);
-  readValue(j, "nesterov", c.nesterov);
-  readChoice(j, "lr_schedule", scheduleKinds(), c.lrSchedule);
-  readValue(j, "lr_step", c.lrStep);
-  readValue(j, "lr_gamma", c.lrGamma);
-  readValue(j, "warmup_epochs", c.warmupEpochs);
-  readValue(j, "label_smoothing", c.labelSmoothing);
-  readValue(j, "eval_every", c.evalEvery);
-  readValue(j, "finetune_bn_affine", c.finetuneBnAffine);
-  readValue(j, "test_flip", c.testFlip);
-  readChoice(j, "precision", precisionChoices(), c.numerics.precision);
-  readChoice(j, "memory_format", memoryFormatChoices(), c.numerics.memoryFormat);
-  readChoice(j, "normalize_on", normalizeOnChoices(), c.numerics.normalizeOn);
-  readValue(j, "seed", c.seed);
-  readValue(j, "stop_after_steps", c.stopAfterSteps);
-  readValue(j, "run_dir", c.runDir);
+  visitFields(c, reader);
   return c;
 }
 

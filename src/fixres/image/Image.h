@@ -8,14 +8,6 @@
 
 namespace fixres::image {
 
-// An axis-aligned rectangle in pixel coordinates.
-struct Rect {
-  int left = 0;
-  int top = 0;
-  int width = 0;
-  int height = 0;
-};
-
 // An allocator whose resize() leaves bytes uninitialised (default-init), for buffers that are
 // written in full right after allocation.
 template <typename T>
@@ -75,6 +67,14 @@ struct ImageView {
     v.stride = stride;
     return v;
   }
+};
+
+// An axis-aligned rectangle in pixel coordinates.
+struct Rect {
+  int left = 0;
+  int top = 0;
+  int width = 0;
+  int height = 0;
 };
 
 }  // namespace fixres::image

@@ -15,9 +15,10 @@
 #include "fixres/models/PickleOpcode.h"
 
 namespace fixres::models {
-
+namespace {
 using Kind = PickleObject::Kind;
 using Obj = PickleObjectPtr;
+}  // namespace
 
 class Unpickler::Machine {
  public:
@@ -346,7 +347,7 @@ class Unpickler::Machine {
   size_t size_;
   size_t pos_ = 0;
   std::string source_;
-  PickleArena arena_;  // owns every object below
+  PickleArena arena_;  // owns every object the stack, the memo and the globals refer to
   PickleGlobals globals_;
   std::vector<Obj> stack_;
   std::vector<size_t> marks_;

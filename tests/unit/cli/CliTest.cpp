@@ -113,14 +113,14 @@ TEST_F(CliTest, EveryChoiceListsItsValuesInHelp) {
     expectListed(help, image::resizeModes(), "--resize-mode");
     expectListed(help, data::samplerKinds(), "--sampler");
     expectListed(help, engine::scheduleKinds(), "--lr-schedule");
-    expectListed(help, engine::precisionChoices(), "--precision");
-    expectListed(help, engine::memoryFormatChoices(), "--memory-format");
-    expectListed(help, engine::normalizeOnChoices(), "--normalize-on");
+    expectListed(help, engine::numericsChoices().precision, "--precision");
+    expectListed(help, engine::numericsChoices().memoryFormat, "--memory-format");
+    expectListed(help, engine::numericsChoices().normalizeOn, "--normalize-on");
   }
   for (const char* name : {"eval", "extract", "sweep"}) {
     const std::string help = sub(name)->help();
     expectListed(help, image::resizeModes(), "--resize-mode");
-    expectListed(help, engine::precisionChoices(), "--precision");
+    expectListed(help, engine::numericsChoices().precision, "--precision");
   }
   expectListed(sub("bench")->get_subcommand("data")->help(), image::transformKinds(), "--kind");
 }

@@ -235,6 +235,28 @@ TEST(Unpickler, MalformedPicklesAreWeightsErrorsNamingTheCause) {
   }
 }
 
+// Inputs the torchfile fuzzer found (fuzz/corpus/torchfile/regression-*): a list appended to
+// itself (its objects were never freed; converting it recursed to the depth limit) and a dict
+// keyed by None (c10::Dict cannot hash None: an uncaught std::runtime_error). Both are
+// WeightsErrors now, and nothing leaks.
+TEST(Unpickler, FuzzRegressionsAreWeightsErrors) {
+  const std::string dir = std::string(FIXRES_SOURCE_DIR) + "/fuzz/corpus/torchfile/";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"regression-self-holding-list-leak.pkl", "data.pkl nests too deeply"},
+      {"regression-none-dict-key-abort.pkl", "unsupported dict key of type None in data.pkl"}};
+  for (const auto& [file, message] : cases) {
+    const std::vector<uint8_t> bytes = fixres::testing::readBytes(dir + file);
+    ASSERT_FALSE(bytes.empty()) << file;
+    RecordingStorages storages;
+    try {
+      Unpickler(reinterpret_cast<const char*>(bytes.data()), bytes.size(), storages).parse();
+      ADD_FAILURE() << file << ": no exception";
+    } catch (const WeightsError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << file << ": " << e.what();
+    }
+  }
+}
+
 TEST(Unpickler, ObjectsOfUnknownClassesBecomeNoneAndAreNamed) {
   const auto& c = referenceCases()["ignored"];
   RecordingStorages storages;
