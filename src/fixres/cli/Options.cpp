@@ -1,6 +1,7 @@
 // Shared option groups.
 #include "fixres/cli/Options.h"
 
+#include "fixres/cli/Flags.h"
 #include "fixres/common/Log.h"
 
 namespace fixres::cli {
@@ -30,8 +31,8 @@ void addClusterOptions(CLI::App& app, ClusterOptions& o) {
       ->envname("FIXRES_DIST_TIMEOUT")
       ->capture_default_str()
       ->group("Cluster");
-  app.add_option("--backend", o.backend, "Collectives: auto (NCCL on CUDA, else Gloo), gloo, nccl")
-      ->capture_default_str()
+  addChoice(app, "--backend", o.backend, distributed::backendNames(),
+            "Collectives: auto (NCCL on CUDA, else Gloo), gloo, nccl")
       ->group("Cluster");
   app.add_option("--network-interface", o.networkInterface,
                  "Gloo: network interface to bind (default: the one routing to the master)")

@@ -4,13 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "fixres/distributed/Communicator.h"
 #include "fixres/distributed/World.h"
 
 namespace fixres::cli {
 
 struct ClusterOptions {
   distributed::ClusterFlags flags;
-  std::string backend = "auto";
+  distributed::Backend backend = distributed::Backend::kAuto;
   std::string networkInterface;
 };
 

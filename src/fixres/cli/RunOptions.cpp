@@ -106,7 +106,7 @@ Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
   Rank r;
   r.world = resolveWorld(cluster);
   distributed::ConnectOptions co;
-  co.backend = distributed::parseBackend(cluster.backend);
+  co.backend = cluster.backend;
   co.cuda = !cpuOnly && torch::cuda::is_available();
   co.networkInterface = cluster.networkInterface;
   r.comm = distributed::connect(r.world, co);

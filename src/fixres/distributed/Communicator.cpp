@@ -11,22 +11,14 @@
 
 namespace fixres::distributed {
 
-const std::vector<std::pair<std::string, Backend>>& backendNames() {
-  static const std::vector<std::pair<std::string, Backend>> kNames{
-      {"auto", Backend::kAuto}, {"gloo", Backend::kGloo}, {"nccl", Backend::kNccl}};
+const ChoiceTable<Backend>& backendNames() {
+  static const ChoiceTable<Backend> kNames{
+      "backend", {{"auto", Backend::kAuto}, {"gloo", Backend::kGloo}, {"nccl", Backend::kNccl}}};
   return kNames;
 }
 
 Backend parseBackend(const std::string& name) {
-  const auto& names = backendNames();
-  for (const auto& [known, backend] : names) {
-    if (known == name) return backend;
-  }
-  std::string choices;  // "auto, gloo or nccl"
-  for (size_t i = 0; i < names.size(); ++i) {
-    choices += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i].first;
-  }
-  FIXRES_FAIL(UsageError, "--backend must be ", choices, ", got '", name, "'");
+  return parseChoice(backendNames(), name, "--backend");
 }
 
 std::unique_ptr<Communicator> connect(const WorldInfo& w, const ConnectOptions& options) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "fixres/common/Choice.h"
 #include "fixres/distributed/World.h"
 
 namespace fixres::distributed {
@@ -42,7 +43,7 @@ class Communicator {
 
 enum class Backend { kAuto, kGloo, kNccl };
 // The name of each backend as the CLI spells it: auto, gloo, nccl (in that order).
-const std::vector<std::pair<std::string, Backend>>& backendNames();
+const ChoiceTable<Backend>& backendNames();     // auto, gloo, nccl
 Backend parseBackend(const std::string& name);  // a name of backendNames() (UsageError otherwise)
 
 struct ConnectOptions {

@@ -13,6 +13,7 @@
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
 #include "fixres/data/Sampler.h"
+#include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Numerics.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/image/Transform.h"
@@ -116,6 +117,7 @@ TEST_F(CliTest, EveryChoiceListsItsValuesInHelp) {
     expectListed(help, engine::numericsChoices().precision, "--precision");
     expectListed(help, engine::numericsChoices().memoryFormat, "--memory-format");
     expectListed(help, engine::numericsChoices().normalizeOn, "--normalize-on");
+    expectListed(help, distributed::backendNames(), "--backend");
   }
   for (const char* name : {"eval", "extract", "sweep"}) {
     const std::string help = sub(name)->help();
