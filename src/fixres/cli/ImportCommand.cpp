@@ -4,6 +4,8 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
+#include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
 #include "fixres/data/Import.h"
 
 namespace fixres::cli {
@@ -25,7 +27,13 @@ Command addImportCommand(CLI::App& parent) {
                 "Fashion-MNIST's names");
   return {sub, [o, generic]() -> int {
             if (!*generic) o->classNames = data::fashionMnistClassNames();
+            installStopHandlers();  // Ctrl-C removes the partly written folder
             auto r = data::importIdx(*o);
+            if (r.stopSignal != 0) {
+              log::warn("import: stopped by signal ", r.stopSignal, ", nothing written to ",
+                        o->outDir);
+              return 128 + r.stopSignal;
+            }
             std::cout << (r.alreadyThere ? "already imported: " : "imported: ") << o->outDir
                       << " (train " << r.train << ", holdout " << r.holdout << ", val " << r.val
                       << ")" << std::endl;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <unordered_set>
 
 namespace fixres::log {
 namespace {
@@ -12,6 +13,8 @@ std::atomic<int> gWorld{1};
 std::atomic<bool> gAllRanks{false};
 std::atomic<int> gLevel{static_cast<int>(Level::kInfo)};
 std::mutex gMutex;
+std::mutex gOnceMutex;
+std::unordered_set<std::string> gOnce;
 }  // namespace
 
 void setRank(int rank, int worldSize) {
@@ -26,6 +29,11 @@ void setLevel(Level l) {
 }
 Level level() {
   return static_cast<Level>(gLevel.load());
+}
+
+bool firstTime(const std::string& key) {
+  std::lock_guard<std::mutex> lock(gOnceMutex);
+  return gOnce.insert(key).second;
 }
 
 void write(Level l, const std::string& line) {

@@ -30,6 +30,14 @@ template <typename... Args>
 void warn(Args&&... args) {
   write(Level::kWarn, detail::concat(std::forward<Args>(args)...));
 }
+// True the first time `key` is passed in this process, false after (thread-safe).
+bool firstTime(const std::string& key);
+// A warning about one thing (a file, keyed by its path) printed at most once per process, however
+// many epochs, threads or repeated samples meet it again.
+template <typename... Args>
+void warnOnce(const std::string& key, Args&&... args) {
+  if (firstTime(key)) warn(std::forward<Args>(args)...);
+}
 template <typename... Args>
 void error(Args&&... args) {
   write(Level::kError, detail::concat(std::forward<Args>(args)...));

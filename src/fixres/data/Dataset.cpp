@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <iterator>
 #include <system_error>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
 #include "fixres/image/Decode.h"
 
 namespace fixres::data {
@@ -19,18 +21,42 @@ Dataset::~Dataset() = default;
 
 namespace {
 
-bool hasImageExtension(const std::string& filename) {
-  static const char* kExtensions[] = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
-                                      ".pgm", ".tif",  ".tiff", ".webp"};
+// torchvision's IMG_EXTENSIONS; fixres decodes the first three (JPEG and PNG).
+constexpr const char* kImageExtensions[] = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
+                                            ".pgm", ".tif",  ".tiff", ".webp"};
+constexpr size_t kDecodedExtensions = 3;
+constexpr const char* kReadList = ".jpg, .jpeg, .png";
+
+// Index in kImageExtensions of the file name's extension (any case), or -1.
+int imageExtension(const std::string& filename) {
   std::string lower = filename;
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (const char* ext : kExtensions) {
-    const size_t n = std::char_traits<char>::length(ext);
-    if (lower.size() >= n && lower.compare(lower.size() - n, n, ext) == 0) return true;
+  for (size_t e = 0; e < std::size(kImageExtensions); ++e) {
+    const size_t n = std::char_traits<char>::length(kImageExtensions[e]);
+    if (lower.size() >= n && lower.compare(lower.size() - n, n, kImageExtensions[e]) == 0)
+      return static_cast<int>(e);
   }
-  return false;
+  return -1;
 }
+
+// Files with an image extension that the listing leaves out, reported in one warning per kind.
+struct LeftOut {
+  int64_t count = 0;
+  std::string example;
+  void add(const std::string& path) {
+    if (count++ == 0) example = path;
+  }
+  void warn(const std::string& root, const std::string& what) const {
+    if (count > 0) log::warn("data: ", root, ": left out ", count, " ", what, ", e.g. ", example);
+  }
+};
+
+struct WalkedFile {
+  std::string name;
+  bool regular = false;  // a regular file, or a symlink to one
+  bool operator<(const WalkedFile& o) const { return name < o.name; }
+};
 
 class ImageFolderDataset : public Dataset {
  public:
@@ -62,18 +88,19 @@ class ImageFolderDataset : public Dataset {
 // Python's sorted(os.walk(dir, followlinks=True)): directories ordered by their full path,
 // files sorted by name within each.
 void walkSorted(const fs::path& dir,
-                std::vector<std::pair<std::string, std::vector<std::string>>>& out, int depth) {
+                std::vector<std::pair<std::string, std::vector<WalkedFile>>>& out, int depth) {
   FIXRES_CHECK(depth < 64, DataError, dir.string(), ": folders nested too deep (symlink loop?)");
-  std::vector<std::string> files;
+  std::vector<WalkedFile> files;
   std::vector<fs::path> subdirs;
   std::error_code ec;
   for (fs::directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
        !ec && it != end; it.increment(ec)) {
     std::error_code ec2;
-    if (it->is_directory(ec2)) {
+    const fs::file_status st = it->status(ec2);  // follows symlinks; not_found when broken
+    if (fs::is_directory(st)) {
       subdirs.push_back(it->path());
     } else {
-      files.push_back(it->path().filename().string());
+      files.push_back({it->path().filename().string(), fs::is_regular_file(st)});
     }
   }
   FIXRES_CHECK(!ec, DataError, dir.string(), ": cannot list folder: ", ec.message());
@@ -99,26 +126,39 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
   std::vector<std::string> paths;
   std::vector<int64_t> labels;
   std::vector<std::string> empty;
+  LeftOut undecoded, notRegular;
   for (size_t c = 0; c < classes.size(); ++c) {
-    std::vector<std::pair<std::string, std::vector<std::string>>> walk;
+    std::vector<std::pair<std::string, std::vector<WalkedFile>>> walk;
     walkSorted(fs::path(root) / classes[c], walk, 0);
     std::sort(walk.begin(), walk.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     const size_t before = paths.size();
     for (const auto& [dir, files] : walk) {
       for (const auto& f : files) {
-        if (!hasImageExtension(f)) continue;
-        paths.push_back((fs::path(dir) / f).string());
-        labels.push_back(static_cast<int64_t>(c));
+        const int ext = imageExtension(f.name);
+        if (ext < 0) continue;
+        const std::string path = (fs::path(dir) / f.name).string();
+        if (static_cast<size_t>(ext) >= kDecodedExtensions) {
+          undecoded.add(path);
+        } else if (!f.regular) {
+          notRegular.add(path);  // reading a FIFO or a device would block or never end
+        } else {
+          paths.push_back(path);
+          labels.push_back(static_cast<int64_t>(c));
+        }
       }
     }
     if (paths.size() == before) empty.push_back(classes[c]);
   }
+  undecoded.warn(root, std::string("image file(s) in formats fixres does not decode (it reads ") +
+                           kReadList + ")");
+  notRegular.warn(root,
+                  "file(s) that are not regular files (FIFOs, sockets, devices, broken links)");
   if (!empty.empty()) {
     std::string list;
     for (const auto& e : empty) list += (list.empty() ? "" : ", ") + e;
     FIXRES_FAIL(DataError, root, ": found no valid file for the classes ", list,
-                " (supported extensions: .jpg, .jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp)");
+                " (supported extensions: ", kReadList, ")");
   }
   return std::make_shared<ImageFolderDataset>(root, std::move(classes), std::move(paths),
                                               std::move(labels));

@@ -38,10 +38,12 @@ class Dataset {
 };
 
 // torchvision ImageFolder: classes = sorted names of the sub-folders of root; samples = files
-// with an IMG_EXTENSIONS suffix (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp, any case) in
-// each class folder, walked recursively (symlinks followed) in sorted path order. Only JPEG and
-// PNG decode (others fail at fetch time with a DataError naming the file). DataError if root is
-// missing, has no class folder, or a class has no image.
+// with an IMG_EXTENSIONS suffix in each class folder, walked recursively (symlinks followed) in
+// sorted path order; but only the formats fixres decodes (.jpg .jpeg .png, any case) and only
+// regular files (or symlinks to them). Files left out for either reason (.ppm .bmp .pgm .tif
+// .tiff .webp; FIFOs, sockets, devices, broken symlinks) are counted in one warning per reason
+// with an example path. DataError if root is missing, has no class folder, or a class has no
+// image.
 std::shared_ptr<Dataset> openImageFolder(const std::string& root);
 
 // IDX (MNIST format) image and label files, gzipped or not: 28 x 28 grayscale images returned as

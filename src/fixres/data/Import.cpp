@@ -1,18 +1,33 @@
-// IDX -> PNG image folder.
+// IDX -> PNG image folder. The output folder is only ever created, filled when empty, or, when
+// an earlier import made it (its marker file says so), has its own entries replaced: nothing
+// fixres did not write is deleted or overwritten.
 #include "fixres/data/Import.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <system_error>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
-#include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
 #include "fixres/data/Dataset.h"
 #include "fixres/image/Encode.h"
 
 namespace fixres::data {
 namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kMarker = ".fixres-import";
+constexpr const char* kEntries[] = {"train", "holdout", "val"};
+constexpr uintmax_t kMaxMarkerBytes = 4096;
 
 std::string findIdx(const std::string& dir, const std::string& stem) {
   for (const char* suffix : {".gz", ""}) {
@@ -24,10 +39,12 @@ std::string findIdx(const std::string& dir, const std::string& stem) {
               "--source with the IDX files");
 }
 
-int64_t exportSplit(const Dataset& ds, int64_t begin, int64_t end, const std::string& dir,
-                    const std::vector<std::string>& classNames) {
+// False when a stop signal came (the caller removes what was written).
+bool exportSplit(const Dataset& ds, int64_t begin, int64_t end, const std::string& dir,
+                 const std::vector<std::string>& classNames) {
   for (const auto& c : classNames) makeDirectories(dir + "/" + c);
   for (int64_t i = begin; i < end; ++i) {
+    if (stopSignal() != 0) return false;
     auto sample = ds.fetch(static_cast<size_t>(i));
     const auto& im = sample.decoded;
     // IDX images are grayscale; the dataset returns them as RGB with equal channels.
@@ -40,7 +57,173 @@ int64_t exportSplit(const Dataset& ds, int64_t begin, int64_t end, const std::st
                         name,
                     im.width, im.height, 1, gray.data());
   }
-  return end - begin;
+  return true;
+}
+
+// ---- the output folder -----------------------------------------------------------------------
+
+enum class OutState {
+  kAbsent,    // nothing there: the import appears there by one rename
+  kEmpty,     // an empty folder: the import's entries are moved into it
+  kImported,  // a folder holding our marker: its entries may be replaced
+};
+
+struct OutFolder {
+  fs::path path;  // absolute, symlinks resolved when it exists
+  OutState state = OutState::kAbsent;
+  std::string stamp;  // kImported: the marker's contents
+};
+
+// Our marker is a regular file (not a link) named kMarker.
+bool hasMarker(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(fs::symlink_status(dir / kMarker, ec));
+}
+
+// The marker's contents, or "" when it is larger than any stamp (then it never matches).
+std::string readMarker(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path marker = dir / kMarker;
+  const uintmax_t size = fs::file_size(marker, ec);
+  if (ec || size > kMaxMarkerBytes) return "";
+  const auto bytes = readFile(marker.string());
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// What is at --out, refusing (UsageError naming it) anything import must not write into.
+OutFolder inspectOut(const std::string& out) {
+  std::error_code ec;
+  fs::path given = fs::absolute(fs::path(out), ec).lexically_normal();
+  FIXRES_CHECK(!ec, UsageError, "--out ", out, ": ", ec.message());
+  if (!given.has_filename() && given.has_parent_path() && given != given.root_path())
+    given = given.parent_path();  // "dir/" -> "dir"
+  const fs::file_status link = fs::symlink_status(given, ec);
+  FIXRES_CHECK(!ec || link.type() == fs::file_type::not_found, UsageError, "--out ", out, ": ",
+               ec.message());
+  if (link.type() == fs::file_type::not_found) return {given, OutState::kAbsent, ""};
+  const fs::file_status target = fs::status(given, ec);
+  FIXRES_CHECK(target.type() != fs::file_type::not_found, UsageError, "--out ", out,
+               " is a symbolic link to nothing: give a new or empty folder");
+  FIXRES_CHECK(fs::is_directory(target), UsageError, "--out ", out,
+               " exists and is not a folder: import writes only into a new or empty folder or "
+               "one it made");
+  OutFolder r{fs::canonical(given, ec), OutState::kEmpty, ""};
+  FIXRES_CHECK(!ec, UsageError, "--out ", out, ": ", ec.message());
+  if (hasMarker(r.path)) {
+    r.state = OutState::kImported;
+    r.stamp = readMarker(r.path);
+    return r;
+  }
+  const bool empty = fs::is_empty(r.path, ec);
+  FIXRES_CHECK(!ec, UsageError, "--out ", out, ": cannot list folder: ", ec.message());
+  FIXRES_CHECK(empty, UsageError, "--out ", out,
+               " is a folder that is not empty and was not made by fixres import (no ", kMarker,
+               " inside): give a new or empty folder");
+  return r;
+}
+
+bool isInside(const fs::path& path, const fs::path& dir) {
+  auto [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
+  (void)p;
+  return d == dir.end();
+}
+
+// Replacing an earlier import removes its entries: never the ones the current folder is in.
+void checkNotInUse(const OutFolder& out, const std::string& given) {
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  if (ec) return;  // no current folder: nothing of it to protect
+  for (const char* e : kEntries) {
+    FIXRES_CHECK(!isInside(cwd, out.path / e), UsageError, "--out ", given,
+                 ": the current folder is inside ", (out.path / e).string(),
+                 ", which replacing the earlier import would remove");
+  }
+}
+
+// True when `out` holds this very import; refuses (UsageError) to replace an earlier one that
+// the current folder is in.
+bool holdsImport(const OutFolder& out, const std::string& stamp, const std::string& given) {
+  if (out.state != OutState::kImported) return false;
+  if (out.stamp == stamp) return true;
+  checkNotInUse(out, given);
+  return false;
+}
+
+// rename(2) that never replaces: false when `to` exists, DataError on any other failure.
+bool moveNoReplace(const fs::path& from, const fs::path& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return true;
+  int err = errno;
+  if (err == EINVAL || err == ENOSYS) {  // a file system without RENAME_NOREPLACE
+    std::error_code ec;
+    if (fs::symlink_status(to, ec).type() != fs::file_type::not_found) return false;
+    if (::rename(from.c_str(), to.c_str()) == 0) return true;
+    err = errno;
+  }
+  if (err == EEXIST || err == ENOTEMPTY) return false;
+  FIXRES_FAIL(DataError, "cannot move ", from.string(), " to ", to.string(), ": ",
+              std::strerror(err));
+}
+
+void mustMove(const fs::path& from, const fs::path& to) {
+  FIXRES_CHECK(moveNoReplace(from, to), DataError, "cannot move ", from.string(), " to ",
+               to.string(), ": it appeared while importing");
+}
+
+// A folder of our own beside the output (same file system, so the result moves by rename),
+// removed with its contents unless released.
+class TempSibling {
+ public:
+  explicit TempSibling(const fs::path& parent) {
+    makeDirectories(parent.string());
+    std::string pattern = (parent / ".fixres-import-XXXXXX").string();
+    FIXRES_CHECK(::mkdtemp(pattern.data()) != nullptr, DataError,
+                 "cannot create a temporary folder in ", parent.string(), ": ",
+                 std::strerror(errno));
+    path_ = pattern;
+  }
+  ~TempSibling() {
+    std::error_code ignored;
+    if (!path_.empty()) fs::remove_all(path_, ignored);
+  }
+  TempSibling(const TempSibling&) = delete;
+  TempSibling& operator=(const TempSibling&) = delete;
+  const fs::path& path() const { return path_; }
+  void release() { path_.clear(); }
+
+ private:
+  fs::path path_;
+};
+
+// Moves the finished import in `tmp` to `out`. False when a folder appeared at an absent `out`
+// meanwhile (the caller looks again).
+bool publish(const OutFolder& out, TempSibling& tmp) {
+  if (out.state == OutState::kAbsent) {
+    if (!moveNoReplace(tmp.path(), out.path)) return false;
+    tmp.release();
+    return true;
+  }
+  if (out.state == OutState::kImported) {
+    // Still ours, but marked incomplete until the new entries are in place.
+    writeFileAtomic((out.path / kMarker).string(), "replacing\n");
+    const fs::path old = tmp.path() / ".replaced";
+    makeDirectories(old.string());
+    for (const char* e : kEntries) {
+      std::error_code ec;
+      if (fs::symlink_status(out.path / e, ec).type() != fs::file_type::not_found)
+        mustMove(out.path / e, old / e);
+    }
+  }
+  for (const char* e : kEntries) mustMove(tmp.path() / e, out.path / e);
+  // Last, so that the folder is complete once it holds the new stamp. The "replacing" marker is
+  // ours to overwrite.
+  const fs::path from = tmp.path() / kMarker, to = out.path / kMarker;
+  if (out.state == OutState::kImported) {
+    FIXRES_CHECK(::rename(from.c_str(), to.c_str()) == 0, DataError, "cannot move ", from.string(),
+                 " to ", to.string(), ": ", std::strerror(errno));
+  } else {
+    mustMove(from, to);
+  }
+  return true;
 }
 
 }  // namespace
@@ -52,6 +235,7 @@ std::vector<std::string> fashionMnistClassNames() {
 
 ImportReport importIdx(const ImportOptions& o) {
   FIXRES_CHECK(!o.outDir.empty(), UsageError, "import needs an output folder (--out)");
+  OutFolder out = inspectOut(o.outDir);
   auto train = openIdx(findIdx(o.sourceDir, "train-images-idx3-ubyte"),
                        findIdx(o.sourceDir, "train-labels-idx1-ubyte"));
   auto test = openIdx(findIdx(o.sourceDir, "t10k-images-idx3-ubyte"),
@@ -73,22 +257,23 @@ ImportReport importIdx(const ImportOptions& o) {
   r.val = nVal;
   const std::string stamp = std::to_string(r.train) + " " + std::to_string(r.holdout) + " " +
                             std::to_string(r.val) + "\n";
-  const std::string marker = o.outDir + "/.fixres-import";
-  if (fileExists(marker)) {
-    auto v = readFile(marker);
-    if (std::string(v.begin(), v.end()) == stamp) {
-      r.alreadyThere = true;
-      return r;
-    }
+  r.alreadyThere = holdsImport(out, stamp, o.outDir);
+  if (r.alreadyThere) return r;
+  TempSibling tmp(out.path.parent_path());
+  const std::string dir = tmp.path().string();
+  if (!exportSplit(*train, 0, r.train, dir + "/train", names) ||
+      !exportSplit(*train, r.train, nTrain, dir + "/holdout", names) ||
+      !exportSplit(*test, 0, nVal, dir + "/val", names)) {
+    r.stopSignal = stopSignal();
+    return r;  // the temporary folder goes with `tmp`
   }
-  const std::string tmp = o.outDir + ".partial";
-  std::filesystem::remove_all(tmp);
-  exportSplit(*train, 0, r.train, tmp + "/train", names);
-  exportSplit(*train, r.train, nTrain, tmp + "/holdout", names);
-  exportSplit(*test, 0, nVal, tmp + "/val", names);
-  writeFileAtomic(tmp + "/.fixres-import", stamp);
-  std::filesystem::remove_all(o.outDir);
-  std::filesystem::rename(tmp, o.outDir);
+  writeFileAtomic(dir + "/" + kMarker, stamp);
+  if (publish(out, tmp)) return r;
+  // A folder appeared at --out while we wrote (another import?): judge it as at the start.
+  out = inspectOut(o.outDir);
+  r.alreadyThere = holdsImport(out, stamp, o.outDir);
+  FIXRES_CHECK(r.alreadyThere || publish(out, tmp), UsageError, "--out ", o.outDir,
+               " keeps changing while importing");
   return r;
 }
 

@@ -22,11 +22,19 @@ struct ImportOptions {
 struct ImportReport {
   int64_t train = 0, holdout = 0, val = 0;
   bool alreadyThere = false;
+  int stopSignal = 0;  // SIGINT/SIGTERM came while writing (with handlers installed): nothing kept
 };
 
-// Idempotent: a complete earlier import with the same counts is left as it is. The folder
-// appears atomically (written beside it, then renamed). DataError naming the missing file and
-// the package to install when the source is absent.
+// Idempotent: a complete earlier import with the same counts is left as it is. Written into a
+// temporary folder of its own beside outDir (removed on failure), then moved into place: a new
+// outDir appears by one rename, an empty one receives train/, holdout/, val/ and the marker
+// file `.fixres-import` (last), and a folder an earlier import made (it holds the marker) has
+// those entries replaced. Anything else at outDir (a regular file, a link to nothing, a folder
+// without the marker that is not empty) is refused with a UsageError naming it, before the
+// source is read; nothing is ever deleted that import did not write. DataError naming the
+// missing file and the package to install when the source is absent. With the stop handlers
+// installed (common/StopSignal.h), a signal ends the import between two images with nothing
+// written (report.stopSignal).
 ImportReport importIdx(const ImportOptions& options);
 
 // Fashion-MNIST's ten class names, prefixed so that sorted order is label order.

@@ -205,7 +205,9 @@ void Loader::processSample(Slot& s, int64_t k) {
     s.ok[static_cast<size_t>(j)] = 1;
   } catch (const DataError& e) {
     if (options_.badImages == BadImagePolicy::kSkip) {
-      log::warn("data: skipping unreadable image: ", oneLine(e.what()));
+      // Once per file: repeated samples and later epochs are only counted (epoch-end line).
+      log::warnOnce("data-skip:" + dataset_->name(static_cast<size_t>(index)),
+                    "data: skipping unreadable image (reported once): ", oneLine(e.what()));
       std::lock_guard<std::mutex> lock(mutex_);
       ++skipped_;
       return;

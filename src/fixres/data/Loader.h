@@ -23,7 +23,7 @@ namespace fixres::data {
 
 enum class BadImagePolicy {
   kFail,  // the batch holding the image rethrows its DataError (naming the file) from next()
-  kSkip,  // the image is left out of its batch (smaller batch), counted and logged
+  kSkip,  // the image is left out of its batch (smaller batch), counted; logged once per file
 };
 
 struct LoaderOptions {

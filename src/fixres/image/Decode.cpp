@@ -6,16 +6,20 @@
 
 #include <jpeglib.h>
 // jpeglib.h must come first: jerror.h uses its types.
+#include <fcntl.h>
 #include <jerror.h>
 #include <png.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
 
 namespace fixres::image {
 namespace {
@@ -324,6 +328,13 @@ Decoder::Decoder(const uint8_t* data, size_t size, std::string name, DecodeOptio
                ": image size (", width_, "x", height_, " = ", pixels,
                " pixels) exceeds the limit of ", options.maxPixels,
                " pixels (possible decompression bomb)");
+  // PIL warns (DecompressionBombWarning) above half its refusal limit: once per file here, not
+  // on every epoch and loader thread that opens it again.
+  if (options.maxPixels > 0 && pixels > options.maxPixels / 2) {
+    log::warnOnce("decode-size:" + name_, name_, ": image size ", width_, "x", height_, " = ",
+                  pixels, " pixels exceeds ", options.maxPixels / 2,
+                  " pixels, could be a decompression bomb (refused above ", options.maxPixels, ")");
+  }
 }
 
 Decoder::~Decoder() = default;
@@ -374,14 +385,28 @@ ImageView Decoder::decodeRegionView(const Rect& r, Image& buffer) {
 }
 
 std::vector<uint8_t> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  FIXRES_CHECK(in.good(), DataError, path, ": cannot open file");
-  const std::streamsize size = in.tellg();
-  FIXRES_CHECK(size >= 0, DataError, path, ": cannot read file");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  if (size > 0) in.read(reinterpret_cast<char*>(bytes.data()), size);
-  FIXRES_CHECK(in.good() || size == 0, DataError, path, ": read error");
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  FIXRES_CHECK(fd >= 0, DataError, path, ": cannot open file: ", std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  FIXRES_CHECK(::fstat(fd, &st) == 0, DataError, path,
+               ": cannot read file: ", std::strerror(errno));
+  FIXRES_CHECK(S_ISREG(st.st_mode), DataError, path,
+               ": not a regular file (a folder, FIFO, socket or device)");
+  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    FIXRES_CHECK(n >= 0, DataError, path, ": read error: ", std::strerror(errno));
+    if (n == 0) break;  // the file shrank since fstat
+    done += static_cast<size_t>(n);
+  }
+  bytes.resize(done);
   return bytes;
 }
 

@@ -3,11 +3,15 @@
 #include "fixres/data/Dataset.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "../Reference.h"
+#include "IdxFiles.h"
 #include "fixres/common/Error.h"
 
 namespace fixres::data {
@@ -49,16 +53,89 @@ TEST(DataDataset, BadFoldersAreDataErrors) {
   fs::remove_all(root);
 }
 
-void writeIdx(const std::string& path, const std::vector<uint8_t>& bytes, bool gz) {
-  if (gz) {
-    gzFile f = gzopen(path.c_str(), "wb");
-    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
-    gzclose(f);
-  } else {
-    std::ofstream(path, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()),
-               static_cast<std::streamsize>(bytes.size()));
+using fixres::testing::writeIdx;
+
+// How many lines of `text` contain `part`.
+int linesWith(const std::string& text, const std::string& part) {
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(part) != std::string::npos;
+  return n;
+}
+
+// Reading a FIFO blocks until a writer comes, a device may never end: only regular files (and
+// symlinks to them, followed as before, like symlinked folders) are listed; one warning counts
+// the others and names one.
+TEST(DataDataset, NonRegularFilesAreLeftOutWithOneWarning) {
+  const std::string root = fixres::testing::makeTempDir("fixres_special_");
+  const std::string outside = fixres::testing::makeTempDir("fixres_outside_");
+  fs::create_directories(root + "/a");
+  fs::create_directories(outside + "/b");
+  std::ofstream(root + "/a/1.jpg") << "x";
+  std::ofstream(outside + "/target.png") << "x";
+  std::ofstream(outside + "/b/2.jpg") << "x";
+  ASSERT_EQ(::mkfifo((root + "/a/fifo.jpg").c_str(), 0600), 0);
+  fs::create_symlink(outside + "/missing.jpg", root + "/a/broken.jpg");
+  fs::create_symlink("/dev/zero", root + "/a/zero.JPEG");
+  fs::create_symlink(outside + "/target.png", root + "/a/linked.png");
+  fs::create_directory_symlink(outside + "/b", root + "/b");
+  ::testing::internal::CaptureStderr();
+  auto ds = openImageFolder(root);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(ds->size(), 3u);
+  EXPECT_EQ(ds->name(0), root + "/a/1.jpg");
+  EXPECT_EQ(ds->name(1), root + "/a/linked.png");
+  EXPECT_EQ(ds->name(2), root + "/b/2.jpg");
+  EXPECT_EQ(linesWith(err, "warning: "), 1) << err;
+  EXPECT_EQ(linesWith(err, "left out 3 file(s) that are not regular files"), 1) << err;
+  EXPECT_EQ(linesWith(err, "e.g. " + root + "/a/broken.jpg"), 1) << err;
+  // A class holding nothing else is empty.
+  fs::remove(root + "/a/1.jpg");
+  fs::remove(root + "/a/linked.png");
+  ::testing::internal::CaptureStderr();
+  EXPECT_THROW(openImageFolder(root), DataError);
+  ::testing::internal::GetCapturedStderr();
+  fs::remove_all(root);
+  fs::remove_all(outside);
+}
+
+// torchvision lists .ppm .bmp .pgm .tif .tiff .webp, which fixres does not decode: they are
+// left out when listing (one warning naming the formats fixres reads), not at the first batch
+// that meets one.
+TEST(DataDataset, FormatsFixresDoesNotDecodeAreLeftOutWithOneWarning) {
+  const std::string root = fixres::testing::makeTempDir("fixres_formats_");
+  fs::create_directories(root + "/a");
+  fs::create_directories(root + "/b");
+  for (const char* f : {"a/1.jpg", "a/2.JPEG", "a/3.Png", "a/4.bmp", "a/5.WEBP", "a/6.tif",
+                        "a/7.tiff", "a/8.ppm", "a/9.pgm", "b/only.bmp"}) {
+    std::ofstream(root + "/" + f) << "x";
   }
+  ::testing::internal::CaptureStderr();
+  try {
+    openImageFolder(root);
+    ADD_FAILURE() << "class b of .bmp files only accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("classes b (supported extensions: .jpg, .jpeg, .png)"),
+              std::string::npos)
+        << e.what();
+  }
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(linesWith(err,
+                      "left out 7 image file(s) in formats fixres does not decode (it reads "
+                      ".jpg, .jpeg, .png)"),
+            1)
+      << err;
+  fs::remove(root + "/b/only.bmp");
+  std::ofstream(root + "/b/ok.jpg") << "x";
+  ::testing::internal::CaptureStderr();
+  auto ds = openImageFolder(root);
+  err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(ds->size(), 4u);
+  EXPECT_EQ(ds->name(2), root + "/a/3.Png");
+  EXPECT_EQ(linesWith(err, "warning: "), 1) << err;
+  EXPECT_EQ(linesWith(err, "left out 6 image file(s)"), 1) << err;
+  EXPECT_EQ(linesWith(err, "e.g. " + root + "/a/4.bmp"), 1) << err;
+  fs::remove_all(root);
 }
 
 TEST(DataDataset, IdxPlainAndGzipped) {

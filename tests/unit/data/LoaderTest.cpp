@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -225,6 +226,39 @@ TEST_F(DataLoader, BadImagesFailWithThePathOrAreSkipped) {
   }
   EXPECT_EQ(total, static_cast<int64_t>(ds->size()) - 1);
   EXPECT_EQ(loader.skippedImages(), 1);
+}
+
+// With kSkip a bad file is reported once per run, not once per repetition (repeated
+// augmentation), epoch and thread; the epoch-end line still counts every skip.
+TEST_F(DataLoader, SkippedImageIsWarnedOncePerRun) {
+  const std::string root = fixres::testing::makeTempDir("fixres_skip_once_");
+  fs::copy(bad_, root, fs::copy_options::recursive);  // a path no other test has warned about
+  const std::string badPath = root + "/a/x3_truncated.jpg";
+  auto ds = openImageFolder(root);
+  auto sampler = makeRepeatedAugSampler(ds->size(), 0, 1, 5, 3, 3.0);
+  LoaderOptions o;
+  o.batchSize = 4;
+  o.threads = 3;
+  o.badImages = BadImagePolicy::kSkip;
+  Loader loader(ds, sampler, transform(image::TransformKind::kVal), o);
+  ::testing::internal::CaptureStderr();
+  int64_t skipped = 0;
+  for (int64_t e = 0; e < 3; ++e) {
+    epoch(loader, e);
+    EXPECT_EQ(loader.skippedImages(), 3) << "epoch " << e;  // three copies of the bad image
+    skipped += loader.skippedImages();
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(skipped, 9);
+  std::istringstream lines(err);
+  int reported = 0, counted = 0;
+  for (std::string line; std::getline(lines, line);) {
+    reported += line.find("skipping unreadable image") != std::string::npos &&
+                line.find(badPath) != std::string::npos;
+    counted += line.find(": skipped 3 unreadable image(s)") != std::string::npos;
+  }
+  EXPECT_EQ(reported, 1) << err;
+  EXPECT_EQ(counted, 3) << err;
 }
 
 // Forwards to a dataset, counting the fetches started and those still running; each fetch
