@@ -93,9 +93,13 @@ expect_code 0; expect_two_ranks "script named version args=--fast$"
 run "$FIXRES" launch --nproc-per-node 2 --program /bin/sh -- -c 'echo program rank=$RANK'
 expect_code 0; expect_two_ranks "program rank=[01]$"
 
-# 7. A rank's exit code is the launcher's, for programs as for fixres.
+# 7. A rank's exit code is the launcher's, for programs as for fixres, with one error line of
+# the launcher's in the form of every fixres error.
 run "$FIXRES" launch --nproc-per-node 2 -- /bin/sh -c 'exit $((RANK + 3))'
 [ "$CODE" -eq 3 ] || [ "$CODE" -eq 4 ] || bad "exit code $CODE, expected a rank's (3 or 4)"
+expect_err "^fixres: error: rank [01] exited with code $CODE; stopping the other ranks$"
+[ "$(grep -c "error" "$ERR")" -eq 1 ] || bad "more than one error line"
+grep -q "^error:" "$ERR" && bad "an error line without the fixres: prefix"
 
 # 8. Programs that cannot run: exit code 2, one line naming them, no rank started.
 run "$FIXRES" launch --nproc-per-node 2 -- no-such-program-4711 --flag
@@ -116,7 +120,25 @@ expect_code 2; expect_err_lines 1; expect_err "no-such-program-4711"; expect_no_
 run "$FIXRES" launch --nproc-per-node 2 --
 expect_code 2; expect_err_lines 1; expect_err "needs a command"; expect_no_rank
 
-# 9. The help states the rule, with the subcommands as declared (the last one included).
+# 9. Bounds on the launch flags: exit code 2, one line naming the flag, before any rank; a
+# launch within them says in one line how many ranks it starts.
+for args in "--nproc-per-node 100000" "--nproc-per-node 1025" "--nproc-per-node -1" \
+  "--nnodes 100000" "--nnodes 0" "--nnodes 2 --node-rank 2 --master-port 1" \
+  "--grace-seconds -1" "--grace-seconds nan" "--grace-seconds inf" "--grace-seconds 1e9" \
+  "--master-port 70000" "--launch-job-id ../x"; do
+  flag=${args%% *}; [ "$flag" = --nnodes ] && [[ $args == *node-rank* ]] && flag=--node-rank
+  run "$FIXRES" launch $args -- version
+  expect_code 2; expect_err_lines 1; expect_err "^fixres: error: .*$flag"; expect_no_rank
+done
+# More ranks than this process may open pipes for (ulimit -n): refused, naming the flag.
+run bash -c "ulimit -n 200; exec \"$FIXRES_ABS\" launch --nproc-per-node 1000 -- version"
+expect_code 2; expect_err_lines 1; expect_err "^fixres: error: --nproc-per-node 1000 .*ulimit -n"
+expect_no_rank
+run "$FIXRES" launch --nproc-per-node 3 -- version
+expect_code 0; expect_err "^launch: starting 3 rank\(s\) of "
+[ "$(grep -c "launch: starting" "$ERR")" -eq 1 ] || bad "the start is not said in one line"
+
+# 10. The help states the rule, with the subcommands as declared (the last one included).
 run "$FIXRES" launch --help
 expect_code 0; expect_out "PATH"; expect_out "train, finetune"; expect_out "sweep"
 

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "fixres/cli/Command.h"
+#include "fixres/cli/RunFolder.h"
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/SvgPlot.h"
@@ -120,6 +121,7 @@ Command addSweepCommand(CLI::App& parent) {
           double ft = -1;
           if (s->finetune) {
             auto c = finetuneRun(*s, size);
+            const auto lock = lockRunFolder(c.runDir, comm);
             engine::Trainer t(c, comm, rank.run);
             auto summary = t.run();
             ft = summary.after.top1;

@@ -1,9 +1,12 @@
 // `fixres train` and `fixres finetune`: the reference's main_resnet50_scratch and
 // main_finetune, with the same flag names and defaults.
+#include <csignal>
 #include <iostream>
 
 #include "fixres/cli/Command.h"
+#include "fixres/cli/RunFolder.h"
 #include "fixres/cli/RunOptions.h"
+#include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/engine/Trainer.h"
 
@@ -16,6 +19,14 @@ struct RunState {
   std::string imnetPath;
   bool cpu = false;
 };
+
+// The signal a stopped run exits with (128 + it): the one the ranks agreed on, except SIGHUP,
+// which the training loop handles (and reports) as the SIGTERM it stands for.
+int exitSignal(int agreed) {
+  if (agreed != SIGTERM || receivedStopSignal() != SIGHUP) return agreed;
+  log::info("SIGHUP (the terminal closed) was handled as SIGTERM");
+  return SIGHUP;
+}
 
 Command addRunCommand(CLI::App& parent, const std::string& name, const std::string& help,
                       engine::RunMode mode) {
@@ -38,6 +49,8 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
             c.valPath = s->imnetPath + "/val";
             auto rank = connectRank(s->cluster, s->cpu, c.numerics);
             c.runDir = engine::runFolder(s->cluster.flags.sharedFolderPath, mode, rank.world.jobId);
+            // Before anything is written there, and held until the run ends.
+            const auto lock = lockRunFolder(c.runDir, *rank.comm);
             installStopHandlers();
             engine::Trainer trainer(c, *rank.comm, rank.run);
             auto summary = trainer.run();
@@ -53,7 +66,7 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
                         << ", run folder " << c.runDir << std::endl;
             }
             // Stopped by a signal after saving: the conventional 128 + signal number.
-            return summary.stopSignal ? 128 + summary.stopSignal : 0;
+            return summary.stopSignal ? 128 + exitSignal(summary.stopSignal) : 0;
           }};
 }
 

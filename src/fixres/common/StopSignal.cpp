@@ -27,10 +27,32 @@ void installStopHandlers() {
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+  // nohup (SIGHUP ignored from the start) means "keep running when the terminal goes".
+  struct sigaction old {};
+  if (::sigaction(SIGHUP, nullptr, &old) == 0 && old.sa_handler != SIG_IGN)
+    ::sigaction(SIGHUP, &sa, nullptr);
 }
 
 int stopSignal() {
+  const int sig = gStopSignal.load();
+  return sig == SIGHUP ? SIGTERM : sig;
+}
+
+int receivedStopSignal() {
   return gStopSignal.load();
+}
+
+const char* stopSignalName(int signal) {
+  switch (signal) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGINT:
+      return "SIGINT";
+    default:
+      return "a signal";
+  }
 }
 
 }  // namespace fixres

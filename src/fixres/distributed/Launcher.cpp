@@ -7,19 +7,26 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/FolderLock.h"
 #include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
+#include "fixres/distributed/World.h"
 
 extern char** environ;
 
@@ -30,6 +37,90 @@ std::atomic<int> gForwardSignal{0};
 void onSignal(int sig) {
   gForwardSignal = sig;
 }
+
+// The launcher's own error lines look like every fixres error line.
+void errorLine(const std::string& message) {
+  const std::string line = "fixres: error: " + message + "\n";
+  (void)!::write(STDERR_FILENO, line.data(), line.size());
+}
+
+constexpr const char* kFolderPrefix = "fixres-launch-";
+
+// The private rendezvous folder of a single-node launch: `$TMPDIR/fixres-launch-XXXXXX` (mode
+// 0700), locked by this launcher for its whole life (the lock file holds its pid), removed on
+// every exit this process sees (the destructor runs on normal ends, errors and forwarded
+// signals). A launcher killed with SIGKILL leaves it behind; the next launch removes it, knowing
+// it stale because its lock is free (the kernel released it when its holder died).
+class LaunchFolder {
+ public:
+  LaunchFolder() {
+    std::string pattern = tmpRoot() + "/" + kFolderPrefix + "XXXXXX";
+    FIXRES_CHECK(::mkdtemp(pattern.data()) != nullptr, DistributedError,
+                 "cannot create a private rendezvous folder ", pattern, ": ", std::strerror(errno));
+    path_ = pattern;
+    try {
+      lock_.emplace(path_);
+    } catch (...) {
+      remove();
+      throw;
+    }
+  }
+  ~LaunchFolder() { remove(); }
+  LaunchFolder(const LaunchFolder&) = delete;
+  LaunchFolder& operator=(const LaunchFolder&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  static std::string tmpRoot() {
+    const char* tmp = std::getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+  }
+
+  // Removes the folders of launchers that are gone: this user's `fixres-launch-*` folders in
+  // the temporary folder whose lock file names a holder and whose lock is free. A folder whose
+  // lock file is missing or empty may be one being set up, and is left alone. Returns how many.
+  static int removeStale() {
+    const std::string root = tmpRoot();
+    std::error_code ec;
+    int removed = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(kFolderPrefix, 0) != 0) continue;
+      const std::string dir = entry.path().string();
+      struct stat st {};
+      if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+        continue;
+      const std::string holder = readLockHolder(dir);
+      if (holder.empty()) continue;
+      try {
+        auto lock = FolderLock::tryLock(dir);
+        if (!lock || !lock->held()) continue;
+        std::filesystem::remove_all(dir, ec);
+      } catch (const Error& e) {  // e.g. removed meanwhile by another launch
+        log::warn("launch: cannot check the rendezvous folder ", dir, ": ", e.what());
+        continue;
+      }
+      if (ec) {
+        log::warn("launch: cannot remove the stale rendezvous folder ", dir, ": ", ec.message());
+      } else {
+        log::info("launch: removed ", dir, ", left by a launcher that is gone (pid ",
+                  holder.substr(0, holder.find(' ')), ")");
+        ++removed;
+      }
+    }
+    return removed;
+  }
+
+ private:
+  void remove() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+    path_.clear();
+  }
+
+  std::string path_;
+  std::optional<FolderLock> lock_;
+};
 
 struct Child {
   int localRank = 0;
@@ -112,6 +203,40 @@ pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, const std::st
   return pid;
 }
 
+// Bounds of the launch flags: far beyond any machine (1,024 local ranks, 65,536 nodes), close
+// enough that a typo fails at once instead of starting ranks for minutes.
+constexpr int kMaxLocalRanks = 1024;
+constexpr int kMaxNodes = 65536;
+constexpr double kMaxGraceSeconds = 3600;
+
+// Two pipes per rank stay open in the launcher: raises the soft limit on open files when it is
+// too low for that, or refuses the rank count naming the limit.
+void reserveFileDescriptors(int ranks) {
+  const rlim_t needed = static_cast<rlim_t>(2 * ranks + 64);
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= needed) return;
+  if (lim.rlim_max == RLIM_INFINITY || lim.rlim_max >= needed) {
+    lim.rlim_cur = needed;
+    if (::setrlimit(RLIMIT_NOFILE, &lim) == 0) return;
+  }
+  FIXRES_FAIL(UsageError, "--nproc-per-node ", ranks, " needs ", needed,
+              " open files in the launcher, more than this process may open (ulimit -n ",
+              lim.rlim_max, ")");
+}
+
+// Ends the ranks started so far (pid > 0) at once, waits for them, closes their pipes.
+void killAndReap(std::vector<Child>& children) {
+  for (auto& c : children)
+    if (c.pid > 0) ::kill(c.pid, SIGKILL);
+  for (auto& c : children) {
+    if (c.pid > 0) ::waitpid(c.pid, nullptr, 0);
+    for (int* fd : {&c.outFd, &c.errFd}) {
+      if (*fd >= 0) ::close(*fd);
+      *fd = -1;
+    }
+  }
+}
+
 bool isLoopback(const std::string& addr) {
   return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
 }
@@ -144,16 +269,22 @@ int findFreePort() {
 
 int launchLocalRanks(const LaunchOptions& in) {
   LaunchOptions o = in;
-  FIXRES_CHECK(o.nprocPerNode >= 1, UsageError, "--nproc-per-node must be >= 1, got ",
-               o.nprocPerNode);
-  FIXRES_CHECK(o.nnodes >= 1, UsageError, "--nnodes must be >= 1, got ", o.nnodes);
+  FIXRES_CHECK(o.nprocPerNode >= 1 && o.nprocPerNode <= kMaxLocalRanks, UsageError,
+               "--nproc-per-node must be in [1, ", kMaxLocalRanks, "], got ", o.nprocPerNode);
+  FIXRES_CHECK(o.nnodes >= 1 && o.nnodes <= kMaxNodes, UsageError, "--nnodes must be in [1, ",
+               kMaxNodes, "], got ", o.nnodes);
   FIXRES_CHECK(o.nodeRank >= 0 && o.nodeRank < o.nnodes, UsageError, "--node-rank ", o.nodeRank,
                " must be in [0, ", o.nnodes, ")");
+  FIXRES_CHECK(
+      std::isfinite(o.graceSeconds) && o.graceSeconds >= 0 && o.graceSeconds <= kMaxGraceSeconds,
+      UsageError, "--grace-seconds must be in [0, ", kMaxGraceSeconds, "], got ", o.graceSeconds);
   FIXRES_CHECK(!o.executable.empty(), UsageError,
                "fixres launch needs a command after '--', e.g. fixres launch --nproc-per-node 2 "
                "-- train ...");
   FIXRES_CHECK(o.masterPort >= 0 && o.masterPort < 65536, UsageError, "--master-port ",
                o.masterPort, " is not a TCP port");
+  if (!o.jobId.empty()) checkJobId(o.jobId, "--launch-job-id");
+  reserveFileDescriptors(o.nprocPerNode);
   if (o.masterPort == 0) {
     FIXRES_CHECK(o.nnodes == 1, UsageError, "--master-port is required with --nnodes > 1");
     o.masterPort = findFreePort();
@@ -161,50 +292,54 @@ int launchLocalRanks(const LaunchOptions& in) {
   if (o.jobId.empty()) o.jobId = "launch-" + std::to_string(::getpid());
   const int worldSize = o.nprocPerNode * o.nnodes;
 
+  // SIGHUP (the terminal closed) is forwarded like SIGINT and SIGTERM: the ranks, in their own
+  // process groups, would not get it otherwise. Under nohup (SIGHUP ignored) it stays ignored,
+  // for the launcher and, through exec, for its ranks.
   struct sigaction sa {};
   sa.sa_handler = onSignal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction hup {};
+  if (::sigaction(SIGHUP, nullptr, &hup) == 0 && hup.sa_handler != SIG_IGN)
+    ::sigaction(SIGHUP, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
   // One node: fixres ranks meet through a file store in a private folder (mode 0700) rather
   // than a TCP store, whose server would listen on every interface. MASTER_ADDR/PORT are still
   // set for other programs.
-  std::string localStore, storeDir;
+  std::optional<LaunchFolder> storeDir;
+  std::string localStore;
   if (o.nnodes == 1 && isLoopback(o.masterAddr)) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/fixres-launch-XXXXXX";
-    FIXRES_CHECK(::mkdtemp(pattern.data()) != nullptr, DistributedError,
-                 "cannot create a private rendezvous folder ", pattern, ": ", std::strerror(errno));
-    storeDir = pattern;
-    localStore = pattern + "/store";
+    LaunchFolder::removeStale();
+    storeDir.emplace();
+    localStore = storeDir->path() + "/store";
   }
-  struct RemoveDir {
-    const std::string& dir;
-    ~RemoveDir() {
-      std::error_code ec;
-      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-    }
-  } removeStoreDir{storeDir};
 
+  log::info("launch: starting ", o.nprocPerNode, " rank(s) of ", o.executable, " on node ",
+            o.nodeRank, "/", o.nnodes, ", world ", worldSize, ", master ", o.masterAddr, ":",
+            o.masterPort, ", job ", o.jobId);
   std::vector<Child> children(o.nprocPerNode);
   for (int i = 0; i < o.nprocPerNode; ++i) {
     Child& c = children[i];
     c.localRank = i;
     c.globalRank = o.nodeRank * o.nprocPerNode + i;
-    int outPipe[2], errPipe[2];
-    FIXRES_CHECK(::pipe2(outPipe, O_CLOEXEC) == 0 && ::pipe2(errPipe, O_CLOEXEC) == 0,
-                 InternalError, "pipe: ", std::strerror(errno));
-    c.pid = spawn(o, c, worldSize, localStore, outPipe, errPipe);
-    ::close(outPipe[1]);
-    ::close(errPipe[1]);
+    int outPipe[2] = {-1, -1}, errPipe[2] = {-1, -1};
+    const bool piped = ::pipe2(outPipe, O_CLOEXEC) == 0 && ::pipe2(errPipe, O_CLOEXEC) == 0;
+    if (piped) c.pid = spawn(o, c, worldSize, localStore, outPipe, errPipe);
+    const int err = errno;
+    for (int fd : {outPipe[1], errPipe[1]})
+      if (fd >= 0) ::close(fd);
     c.outFd = outPipe[0];
     c.errFd = errPipe[0];
+    if (!piped || c.pid < 0) {
+      // Never keep pid -1: signalling it reaches every process this user may signal.
+      c.pid = -1;
+      killAndReap(children);
+      FIXRES_FAIL(InternalError, "cannot start rank ", c.globalRank, " (", piped ? "fork" : "pipe",
+                  "): ", std::strerror(err));
+    }
   }
-  log::info("launch: ", o.nprocPerNode, " rank(s) of ", o.executable, " on node ", o.nodeRank, "/",
-            o.nnodes, ", world ", worldSize, ", master ", o.masterAddr, ":", o.masterPort, ", job ",
-            o.jobId);
 
   int failedRank = -1, failedCode = 0;
   bool stopping = false;
@@ -258,8 +393,8 @@ int launchLocalRanks(const LaunchOptions& in) {
         if (c.exitCode != 0 && failedRank < 0 && !stopping) {
           failedRank = c.globalRank;
           failedCode = c.exitCode;
-          log::error("launch: rank ", c.globalRank, " exited with code ", c.exitCode,
-                     "; stopping the other ranks");
+          errorLine(detail::concat("rank ", c.globalRank, " exited with code ", c.exitCode,
+                                   "; stopping the other ranks"));
           stopping = true;
           stopAll(SIGTERM);
           stopDeadline = std::chrono::steady_clock::now() +
@@ -268,7 +403,7 @@ int launchLocalRanks(const LaunchOptions& in) {
       }
     }
     if (int sig = gForwardSignal.exchange(0)) {
-      log::warn("launch: forwarding signal ", sig, " to the ranks");
+      log::warn("launch: forwarding ", stopSignalName(sig), " to the ranks");
       if (!stopping) {
         stopping = true;
         failedCode = 128 + sig;

@@ -1,6 +1,8 @@
 // `fixres launch`: starts the local ranks of a job with a torchrun-style environment, prefixes
-// their output with the rank, forwards SIGINT/SIGTERM, and when one rank fails stops the
-// others and returns that rank's exit code.
+// their output with the rank, forwards SIGINT/SIGTERM/SIGHUP, and when one rank fails stops the
+// others and returns that rank's exit code. On one node the ranks meet in a private folder that
+// the launcher removes on every exit it sees; the folders of launchers killed with SIGKILL are
+// removed by the next launch.
 #pragma once
 
 #include <string>
@@ -21,8 +23,10 @@ struct LaunchOptions {
   std::vector<std::string> arguments;  // its arguments (argv[1...]), may be empty
 };
 
-// Validates the options (UsageError naming the flag), runs the ranks, returns the exit code:
-// 0 when all succeed, else the code of the first rank that failed (128 + signal if killed).
+// Validates the options (UsageError naming the flag: --nproc-per-node in [1, 1024], --nnodes in
+// [1, 65536], --grace-seconds in [0, 3600], a valid --launch-job-id), runs the ranks, returns the
+// exit code: 0 when all succeed, else the code of the first rank that failed (128 + signal if
+// killed), or 128 + the signal the launcher forwarded.
 int launchLocalRanks(const LaunchOptions& options);
 
 // A TCP port that was free on 127.0.0.1 a moment ago.

@@ -1,6 +1,7 @@
 // World discovery: explicit flags, torchrun, SLURM, Open MPI, single process.
 #include "fixres/distributed/World.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 
@@ -127,6 +128,22 @@ std::string firstSlurmHost(const std::string& nodeList) {
   return prefix + start + suffix;
 }
 
+void checkJobId(const std::string& jobId, const std::string& what) {
+  const auto refuse = [&](const char* why) {
+    FIXRES_FAIL(UsageError, what, " '", jobId, "' is not a valid job id: ", why,
+                " (a job id names a folder: 1 to ", kMaxJobIdLength,
+                " of A-Z a-z 0-9 . _ -, not starting with '.' or '-')");
+  };
+  if (jobId.empty()) refuse("it is empty");
+  if (jobId.size() > kMaxJobIdLength) refuse("it is too long");
+  if (jobId[0] == '.') refuse("it starts with '.'");
+  if (jobId[0] == '-') refuse("it starts with '-'");
+  for (unsigned char c : jobId) {
+    if (!std::isalnum(c) && c != '.' && c != '_' && c != '-')
+      refuse("it holds a character not allowed");
+  }
+}
+
 int portForJob(const std::string& jobId) {
   uint32_t h = 2166136261u;  // FNV-1a: stable across platforms and runs
   for (unsigned char c : jobId) h = (h ^ c) * 16777619u;
@@ -162,10 +179,20 @@ WorldInfo detectWorld(const ClusterFlags& flags, const Environment& env) {
     w.localWorldSize = intEnv(env, l.localWorldSize, 1);
     break;
   }
+  // Where the job id comes from, for messages: the flag or the environment variable.
+  std::string jobIdFrom;
+  auto jobIdFromEnv = [&](const char* key) {
+    if (auto v = get(env, key)) {
+      w.jobId = *v;
+      jobIdFrom = key;
+      return true;
+    }
+    return false;
+  };
   if (w.source == "torchrun") {
-    w.jobId = get(env, "TORCHELASTIC_RUN_ID").value_or(get(env, "FIXRES_JOB_ID").value_or(""));
+    if (!jobIdFromEnv("TORCHELASTIC_RUN_ID")) jobIdFromEnv("FIXRES_JOB_ID");
   } else if (w.source == "slurm") {
-    w.jobId = get(env, "SLURM_JOB_ID").value_or("");
+    jobIdFromEnv("SLURM_JOB_ID");
     if (!get(env, "MASTER_ADDR") && flags.sharedFolderPath.empty() && flags.distUrl.empty()) {
       if (auto nodes = get(env, "SLURM_JOB_NODELIST")) {
         w.store = StoreKind::kTcp;
@@ -197,11 +224,14 @@ WorldInfo detectWorld(const ClusterFlags& flags, const Environment& env) {
     }
   }
   if (!flags.jobId.empty()) {
+    checkJobId(flags.jobId, "--job-id");
     FIXRES_CHECK(w.jobId.empty() || w.jobId == flags.jobId || w.source == "torchrun", UsageError,
                  "--job-id ", flags.jobId, " disagrees with the ", w.source, " job id ", w.jobId);
     w.jobId = flags.jobId;
+    jobIdFrom.clear();  // checked above
   }
-  if (w.jobId.empty()) w.jobId = get(env, "FIXRES_JOB_ID").value_or("local");
+  if (w.jobId.empty() && !jobIdFromEnv("FIXRES_JOB_ID")) w.jobId = "local";
+  if (!jobIdFrom.empty()) checkJobId(w.jobId, jobIdFrom);
   chooseStore(flags, env, w);
   checkRanks(w);
   return w;

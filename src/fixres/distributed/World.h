@@ -51,6 +51,13 @@ WorldInfo detectWorld(const ClusterFlags& flags, const Environment& env);
 // First host of a SLURM node list: "node[03-05,9],gpu1" -> "node03".
 std::string firstSlurmHost(const std::string& nodeList);
 
+// A job id names a folder (runs/<mode>/<job id>) and a file (fixres_rendezvous_<job id>), so it
+// must be one path component of safe characters: [A-Za-z0-9._-], 1 to kMaxJobIdLength of them,
+// not starting with '.' or '-' (so neither "." nor ".." nor a hidden name nor an option). Throws
+// UsageError naming `what` (the flag or environment variable it came from) and the value.
+constexpr size_t kMaxJobIdLength = 128;
+void checkJobId(const std::string& jobId, const std::string& what);
+
 // Deterministic port for a job id (same on every rank): 20000 + hash(jobId) % 20000.
 int portForJob(const std::string& jobId);
 

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "fixres/common/Error.h"
 
 namespace fixres::distributed {
@@ -151,6 +154,65 @@ TEST(World, InconsistenciesAreUsageErrors) {
   u.distUrl = "http://x";
   u.numTasks = 2;
   EXPECT_THROW(detectWorld(u, {}), UsageError);
+}
+
+// A job id names a folder: one path component of safe characters, from whichever source.
+TEST(World, JobIdsAreOneSafePathComponentFromEverySource) {
+  const std::string tooLong(kMaxJobIdLength + 1, 'a');
+  const std::vector<std::string> bad = {"../../victim", "..",      ".",           "a/b",
+                                        "/abs",         ".hidden", "-rf",         "a b",
+                                        "a\nb",         "x;y",     "caf\xc3\xa9", tooLong};
+  // The message names the source and the value.
+  auto expectRefused = [](auto detect, const std::string& source, const std::string& id) {
+    try {
+      detect();
+      ADD_FAILURE() << source << " '" << id << "' was accepted";
+    } catch (const UsageError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(source + " '" + id + "'"), std::string::npos) << m;
+      EXPECT_NE(m.find("not a valid job id"), std::string::npos) << m;
+    }
+  };
+  for (const auto& id : bad) {
+    ClusterFlags f;
+    f.jobId = id;
+    expectRefused([&] { detectWorld(f, {}); }, "--job-id", id);
+    expectRefused([&] { detectWorld({}, {{"FIXRES_JOB_ID", id}}); }, "FIXRES_JOB_ID", id);
+    expectRefused(
+        [&] {
+          detectWorld({}, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", id}});
+        },
+        "SLURM_JOB_ID", id);
+    expectRefused(
+        [&] {
+          detectWorld({}, {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"TORCHELASTIC_RUN_ID", id}});
+        },
+        "TORCHELASTIC_RUN_ID", id);
+    expectRefused(
+        [&] {
+          detectWorld({}, {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"FIXRES_JOB_ID", id}});
+        },
+        "FIXRES_JOB_ID", id);
+    expectRefused([&] { checkJobId(id, "--launch-job-id"); }, "--launch-job-id", id);
+  }
+  // A valid --job-id wins over an environment's id that would be refused.
+  ClusterFlags f;
+  f.jobId = "exp1";
+  EXPECT_EQ(
+      detectWorld(f, {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"TORCHELASTIC_RUN_ID", ".."}}).jobId,
+      "exp1");
+  for (const std::string& id :
+       std::vector<std::string>{"exp1", "4242", "a.b_c-d", "launch-123", "none", "A", "x..y",
+                                std::string(kMaxJobIdLength, 'z')}) {
+    ClusterFlags g;
+    g.jobId = id;
+    EXPECT_EQ(detectWorld(g, {}).jobId, id);
+    EXPECT_EQ(detectWorld({}, {{"FIXRES_JOB_ID", id}}).jobId, id);
+    EXPECT_EQ(
+        detectWorld({}, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", id}}).jobId,
+        id);
+  }
+  EXPECT_EQ(detectWorld({}, {}).jobId, "local");
 }
 
 TEST(World, PortForJobIsStableAndInRange) {
