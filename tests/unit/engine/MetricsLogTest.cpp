@@ -26,7 +26,8 @@ std::string slurp(const std::string& path) {
 }
 
 std::string tempFolder(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("fixres-metrics-" + name + "-" + std::to_string(::getpid()));
+  auto dir =
+      fs::temp_directory_path() / ("fixres-metrics-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

@@ -191,7 +191,7 @@ TEST(RunConfigTest, ResumeChangesSayWhichSettingsDefineTheRun) {
   started.trainPath = "/data/a/train";
   started.runDir = "runs/train/1";
   auto same = started;
-  same.stopAfterSteps = 7;     // per invocation: never compared
+  same.stopAfterSteps = 7;      // per invocation: never compared
   same.runDir = "/abs/runs/1";  // the same folder reached another way
   same.allowConfigChange = true;
   EXPECT_EQ(describe(resumeChanges(started.toJson(), same)), "");
