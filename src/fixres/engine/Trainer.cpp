@@ -145,9 +145,11 @@ void Trainer::checkResumable(const CheckpointState& stored) const {
     FIXRES_CHECK(json.is_object(), WeightsError, "the checkpoint's config is not a JSON object");
     changes = resumeChanges(json, cfg_);
   }
+  // Another number of processes changes the sharding and the scaled learning rate, but resuming
+  // a job on fewer or more GPUs is legitimate: noted, not refused.
   if (stored.worldSize > 0 && stored.worldSize != comm_.worldSize())
     changes.push_back(
-        {"world_size", std::to_string(stored.worldSize), std::to_string(comm_.worldSize()), true});
+        {"world_size", std::to_string(stored.worldSize), std::to_string(comm_.worldSize()), false});
   std::string fixed, other;
   for (const auto& c : changes) {
     std::string& list = c.definesRun ? fixed : other;
