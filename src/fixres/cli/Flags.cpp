@@ -4,6 +4,16 @@
 #include "fixres/common/Error.h"
 
 namespace fixres::cli {
+namespace {
+
+// An unsigned integer flag (a seed): "-1" would otherwise wrap around to 2^64 - 1.
+std::string nonNegative(const std::string& value) {
+  const auto first = value.find_first_not_of(" \t");
+  if (first == std::string::npos || value[first] != '-') return "";
+  return "must be >= 0, got " + value;
+}
+
+}  // namespace
 
 const std::vector<FlagSpec>& sharedFlags() {
   static const std::vector<FlagSpec> kFlags = {
@@ -37,7 +47,8 @@ const std::vector<FlagSpec>& sharedFlags() {
       {"--precision", "auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16", "Numerics", ""},
       {"--memory-format", "auto (channels-last on CUDA), contiguous or channels-last", "Numerics",
        ""},
-      {"--seed", "Seed of initialisation, sampling and augmentation", "Optimisation", ""},
+      {"--seed", "Seed of initialisation, sampling and augmentation (>= 0)", "Optimisation", "",
+       nonNegative},
       {"--absolute-lr",
        "Use the learning rate as given (no linear scaling 8 x lr x batch x processes / 512)",
        "Optimisation", ""},
@@ -64,11 +75,17 @@ const FlagSpec& sharedFlag(const std::string& name) {
   FIXRES_FAIL(InternalError, "no shared flag ", name);
 }
 
+CLI::Option* withSpec(CLI::Option* opt, const FlagSpec& f) {
+  opt->group(f.group);
+  if (!f.envName.empty()) opt->envname(f.envName);
+  if (f.check != nullptr)
+    opt->check(CLI::Validator([c = f.check](std::string& v) { return c(v); }, ""));
+  return opt;
+}
+
 CLI::Option* addSharedFlag(CLI::App& app, const std::string& name, bool& target) {
   const FlagSpec& f = sharedFlag(name);
-  auto* opt = app.add_flag(f.names, target, f.help)->group(f.group);
-  if (!f.envName.empty()) opt->envname(f.envName);
-  return opt;
+  return withSpec(app.add_flag(f.names, target, f.help), f);
 }
 
 }  // namespace fixres::cli

@@ -18,20 +18,22 @@ struct FlagSpec {
   std::string help;
   std::string group;    // section of --help
   std::string envName;  // environment variable that sets it, or ""
+  // What is wrong with a value given for it ("" when nothing), checked while parsing; or none.
+  std::string (*check)(const std::string& value) = nullptr;
 };
 
 // Every shared flag, in --help order.
 const std::vector<FlagSpec>& sharedFlags();
 // The shared flag whose first name is `name` (InternalError for an unknown one).
 const FlagSpec& sharedFlag(const std::string& name);
+// Gives `opt` the group, environment variable and check of `f`.
+CLI::Option* withSpec(CLI::Option* opt, const FlagSpec& f);
 
 // Adds shared flag `name` bound to `target` (the current value is the default shown).
 template <typename T>
 CLI::Option* addShared(CLI::App& app, const std::string& name, T& target) {
   const FlagSpec& f = sharedFlag(name);
-  auto* opt = app.add_option(f.names, target, f.help)->capture_default_str()->group(f.group);
-  if (!f.envName.empty()) opt->envname(f.envName);
-  return opt;
+  return withSpec(app.add_option(f.names, target, f.help)->capture_default_str(), f);
 }
 CLI::Option* addSharedFlag(CLI::App& app, const std::string& name, bool& target);
 
@@ -60,9 +62,7 @@ template <typename E>
 CLI::Option* addSharedChoice(CLI::App& app, const std::string& name, E& target,
                              const ChoiceTable<E>& table) {
   const FlagSpec& f = sharedFlag(name);
-  auto* opt = addChoice(app, f.names, target, table, f.help)->group(f.group);
-  if (!f.envName.empty()) opt->envname(f.envName);
-  return opt;
+  return withSpec(addChoice(app, f.names, target, table, f.help), f);
 }
 
 }  // namespace fixres::cli

@@ -25,16 +25,24 @@ void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n, bool normaliz
     addSharedChoice(app, "--normalize-on", n.normalizeOn, engine::numericsChoices().normalizeOn);
 }
 
+namespace {
+// An option of train/finetune only, its default shown in --help.
+template <typename T>
+CLI::Option* addRunOption(CLI::App& app, const std::string& name, T& target,
+                          const std::string& help, const std::string& group) {
+  return app.add_option(name, target, help)->capture_default_str()->group(group);
+}
+}  // namespace
+
 void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetPath, bool& cpu) {
   addModelOptions(app, c.model);
   addShared(app, "--imnet-path", imnetPath)->required();
   addShared(app, "--input-size", c.inputSize);
   addShared(app, "--batch", c.batch);
   addShared(app, "--workers", c.workers);
-  app.add_option("--accumulation-steps", c.accumulationSteps,
-                 "Micro-batches of --batch whose gradients add up to one optimizer step")
-      ->capture_default_str()
-      ->group("Optimisation");
+  addRunOption(app, "--accumulation-steps", c.accumulationSteps,
+               "Micro-batches of --batch whose gradients add up to one optimizer step",
+               "Optimisation");
   addNumericsOptions(app, c.numerics, true);
   addChoice(app, "--transform", c.trainTransform, image::transformKinds(), "Train transform")
       ->group("Data");
@@ -42,54 +50,58 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
   addChoice(app, "--sampler", c.sampler, data::samplerKinds(),
             "ra (repeated augmentation, FixRes) or distributed (torch DistributedSampler)")
       ->group("Data");
-  app.add_option("--repetitions", c.repetitions, "Repeated augmentation: copies of each image")
-      ->capture_default_str()
-      ->group("Data");
-  app.add_option("--iteration-cap", c.iterationCap,
-                 "Max iterations per epoch (-1: FixRes cap 5005*512/total batch for train)")
-      ->capture_default_str()
-      ->group("Data");
+  addRunOption(app, "--repetitions", c.repetitions,
+               "Repeated augmentation: copies of each image (1 to 100)", "Data");
+  addRunOption(app, "--iteration-cap", c.iterationCap,
+               "Max iterations per epoch, >= 1 (-1: FixRes cap 5005*512/total batch for train, "
+               "none for finetune)",
+               "Data");
   addSharedFlag(app, "--skip-bad-images", c.skipBadImages);
   addSharedFlag(app, "--test-flip", c.testFlip);
-  app.add_option("--epochs", c.epochs, "Epochs")->capture_default_str()->group("Optimisation");
-  app.add_option("--learning-rate", c.learningRate,
-                 "Base learning rate, scaled 8 x lr x batch x processes / 512 unless --absolute-lr")
-      ->capture_default_str()
-      ->group("Optimisation");
+  addRunOption(app, "--epochs", c.epochs, "Epochs", "Optimisation");
+  addRunOption(app, "--learning-rate", c.learningRate,
+               "Base learning rate (finite, > 0), scaled 8 x lr x batch x processes / 512 unless "
+               "--absolute-lr",
+               "Optimisation");
   addSharedFlag(app, "--absolute-lr", c.absoluteLr);
-  app.add_option("--momentum", c.momentum, "SGD momentum")
-      ->capture_default_str()
-      ->group("Optimisation");
-  app.add_option("--weight-decay", c.weightDecay, "SGD weight decay")
-      ->capture_default_str()
-      ->group("Optimisation");
+  addRunOption(app, "--momentum", c.momentum, "SGD momentum, in [0, 1)", "Optimisation");
+  addRunOption(app, "--weight-decay", c.weightDecay, "SGD weight decay, >= 0", "Optimisation");
   app.add_flag("--nesterov", c.nesterov, "Nesterov momentum")->group("Optimisation");
   addChoice(app, "--lr-schedule", c.lrSchedule, engine::scheduleKinds(),
             "Learning-rate schedule: step (StepLR), cosine or constant")
       ->group("Optimisation");
-  app.add_option("--lr-step", c.lrStep, "StepLR period in epochs")
-      ->capture_default_str()
-      ->group("Optimisation");
-  app.add_option("--lr-gamma", c.lrGamma, "StepLR factor")
-      ->capture_default_str()
-      ->group("Optimisation");
-  app.add_option("--warmup-epochs", c.warmupEpochs, "Linear warm-up (epochs)")
-      ->capture_default_str()
-      ->group("Optimisation");
-  app.add_option("--label-smoothing", c.labelSmoothing, "Label smoothing")
-      ->capture_default_str()
-      ->group("Optimisation");
-  app.add_option("--eval-every", c.evalEvery, "Evaluate every K epochs (and after the last)")
-      ->capture_default_str()
+  addRunOption(app, "--lr-step", c.lrStep, "StepLR period in epochs", "Optimisation");
+  addRunOption(app, "--lr-gamma", c.lrGamma, "StepLR factor, > 0", "Optimisation");
+  addRunOption(app, "--warmup-epochs", c.warmupEpochs, "Linear warm-up (epochs), >= 0",
+               "Optimisation");
+  addRunOption(app, "--label-smoothing", c.labelSmoothing, "Label smoothing, in [0, 1)",
+               "Optimisation");
+  addRunOption(app, "--eval-every", c.evalEvery, "Evaluate every K epochs (and after the last)",
+               "Optimisation");
+  addChoice(app, "--nan-policy", c.nanPolicy, engine::nanPolicies(),
+            "A step whose loss or gradient is NaN or inf: stop (exit 1, the state before it "
+            "saved) or skip it (warned, counted in metrics.jsonl)")
       ->group("Optimisation");
   addShared(app, "--seed", c.seed);
-  app.add_option("--stop-after-steps", c.stopAfterSteps,
-                 "Stop (with a checkpoint) after this many steps in total; rerun to resume")
+  addRunOption(app, "--stop-after-steps", c.stopAfterSteps,
+               "Stop (with a checkpoint) once this many steps are done in total, >= 1 (-1: "
+               "never); rerun to resume. A run already there stops at once",
+               "Optimisation");
+  app.add_flag("--allow-config-change", c.allowConfigChange,
+               "Resume even when settings that define the run (architecture, classes, sizes, "
+               "batch, accumulation, transform, sampler, seed, data) differ from the checkpoint's")
       ->group("Optimisation");
-  app.add_option("--log-every", c.logEvery, "Progress line every N iterations")
-      ->capture_default_str()
-      ->group("Output");
+  addRunOption(app, "--log-every", c.logEvery, "Progress line every N iterations, >= 1", "Output");
   addSharedFlag(app, "--cpu", cpu);
+  // Every value on its own is checked once parsing is done, before any file is opened: the same
+  // checks (and messages) as the engine's.
+  app.parse_complete_callback([&c] {
+    try {
+      c.validateValues();
+    } catch (const UsageError& e) {
+      throw CLI::ValidationError(e.what());
+    }
+  });
 }
 
 void addEvalFlags(CLI::App& app, EvalFlags& f) {

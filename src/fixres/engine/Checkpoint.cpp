@@ -100,12 +100,13 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
   d.insert("iteration", s.iteration);
   d.insert("global_step", s.globalStep);
   d.insert("seed", static_cast<int64_t>(s.seed));
+  d.insert("world_size", s.worldSize);
   d.insert("config", s.configJson);
   models::writeTorchFile(path, d);
 }
 
 CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::SGD& optimizer) {
+                               torch::optim::SGD& optimizer, const CheckpointCheck& check) {
   auto content = models::readTorchFile(path);
   FIXRES_CHECK(content.isGenericDict(), WeightsError, path, ": not a fixres checkpoint");
   auto d = content.toGenericDict();
@@ -119,6 +120,7 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
   s.accuracy = field<double>(d, "accuracy", path);
   s.seed = static_cast<uint64_t>(field<int64_t>(d, "seed", path));
   s.configJson = field<std::string>(d, "config", path);
+  if (d.contains("world_size")) s.worldSize = field<int64_t>(d, "world_size", path);
   if (d.contains("integrity")) {
     // Verified before anything is copied into the model.
     FIXRES_CHECK(d.at("integrity").isGenericDict() && d.at("model").isGenericDict() &&
@@ -134,13 +136,15 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
                  ", the file records ", expectedBytes, " bytes with ", expectedCrc,
                  "): the file is corrupt");
   }
+  if (check) check(s);
   models::loadStateDict(model, d.at("model"), models::LoadOptions{}, path);
   restoreMomentum(d.at("optimizer"), model, optimizer, path);
   return s;
 }
 
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
-                                                torch::optim::SGD& optimizer) {
+                                                torch::optim::SGD& optimizer,
+                                                const CheckpointCheck& check) {
   namespace fs = std::filesystem;
   std::vector<std::pair<int64_t, std::string>> candidates;
   if (fs::exists(runDir + "/checkpoint.pth"))
@@ -159,7 +163,7 @@ std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch
   std::string failures;
   for (const auto& [epoch, path] : candidates) {
     try {
-      auto s = loadCheckpoint(path, model, optimizer);
+      auto s = loadCheckpoint(path, model, optimizer, check);
       if (!failures.empty())
         log::warn("unusable checkpoint(s): ", failures, "; resumed from ", path);
       return s;

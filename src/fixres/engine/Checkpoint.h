@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -13,14 +14,20 @@ namespace fixres::engine {
 
 struct CheckpointState {
   int64_t epoch = 0;       // epoch in progress (or the next one when iteration == 0)
-  int64_t iteration = 0;   // batches done in that epoch
+  int64_t iteration = 0;   // optimizer steps done in that epoch (all of them: its end-of-epoch
+                           // evaluation and per-epoch checkpoint are still to do)
   int64_t globalStep = 0;  // optimizer steps done in the whole run
   double accuracy = -1;    // last top-1 on the validation set, -1 when none
   double learningRate = 0;
   std::string scheduleKind;
   uint64_t seed = 0;
+  int64_t worldSize = 0;  // processes of the run; 0: not recorded (earlier versions)
   std::string configJson;
 };
+
+// Called with a checkpoint's state once its file is read and verified, before anything is copied
+// into the model; it may throw to refuse the checkpoint (the error propagates).
+using CheckpointCheck = std::function<void(const CheckpointState&)>;
 
 void saveCheckpoint(const std::string& path, const CheckpointState& state,
                     const torch::nn::Module& model, torch::optim::SGD& optimizer);
@@ -28,12 +35,13 @@ void saveCheckpoint(const std::string& path, const CheckpointState& state,
 // Restores model weights, momentum buffers and the state. WeightsError when the file is
 // unreadable, corrupt, or does not fit the model.
 CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::SGD& optimizer);
+                               torch::optim::SGD& optimizer, const CheckpointCheck& check = {});
 
 // The newest loadable checkpoint of a run folder: checkpoint.pth, else the highest
 // checkpoint_<epoch>.pth (with a warning naming what was corrupt). nullopt when the folder has
-// none at all.
+// none at all. `check` sees the chosen checkpoint before it is loaded.
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
-                                                torch::optim::SGD& optimizer);
+                                                torch::optim::SGD& optimizer,
+                                                const CheckpointCheck& check = {});
 
 }  // namespace fixres::engine

@@ -1,6 +1,10 @@
 // Validation and JSON form of a run's configuration.
 #include "fixres/engine/RunConfig.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
 #include "fixres/common/Error.h"
 
 namespace fixres::engine {
@@ -47,6 +51,7 @@ void visitFields(Config& c, Visitor&& v) {
   v("normalize_on", c.numerics.normalizeOn, numericsChoices().normalizeOn);
   v("seed", c.seed);
   v("stop_after_steps", c.stopAfterSteps);
+  v("nan_policy", c.nanPolicy, nanPolicies());
   v("run_dir", c.runDir);
 }
 
@@ -82,12 +87,64 @@ struct JsonReader {
   }
 };
 
+// The settings that make a run what it is: the model, the data and the order it is seen in, the
+// size of a step, the seed. Resuming with any of them changed would mix two runs.
+const char* const kDefinesRun[] = {
+    "mode",  "architecture",       "num_classes", "train_path",  "input_size",    "train_transform",
+    "batch", "accumulation_steps", "sampler",     "repetitions", "iteration_cap", "seed"};
+// Per-invocation settings, never compared.
+const char* const kNotCompared[] = {"run_dir", "stop_after_steps"};
+
+template <size_t N>
+bool among(const char* const (&names)[N], const std::string& key) {
+  return std::find(std::begin(names), std::end(names), key) != std::end(names);
+}
+
+// "--flag must be a finite number in [lo, hi), got v" and its one-sided forms; hi = inf: no
+// upper bound.
+void checkReal(const char* flag, double v, double lo, bool loOpen, double hi = INFINITY,
+               bool hiOpen = true) {
+  const bool ok = std::isfinite(v) && (loOpen ? v > lo : v >= lo) && (hiOpen ? v < hi : v <= hi);
+  if (ok) return;
+  const std::string range =
+      std::isinf(hi) ? (loOpen ? "> " : ">= ") + detail::concat(lo)
+                     : detail::concat(loOpen ? "(" : "[", lo, ", ", hi, hiOpen ? ")" : "]");
+  FIXRES_FAIL(UsageError, flag, " must be a finite number ", std::isinf(hi) ? "" : "in ", range,
+              ", got ", v);
+}
+
+void checkAtLeast(const char* flag, int64_t v, int64_t lo) {
+  FIXRES_CHECK(v >= lo, UsageError, flag, " must be >= ", lo, ", got ", v);
+}
+
+// -1 (none) or a count >= 1.
+void checkCountOrNone(const char* flag, int64_t v) {
+  FIXRES_CHECK(v == -1 || v >= 1, UsageError, flag, " must be >= 1 (or -1: none), got ", v);
+}
+
 }  // namespace
+
+const ChoiceTable<NanPolicy>& nanPolicies() {
+  static const ChoiceTable<NanPolicy> kTable = {
+      "NaN policy", {{"stop", NanPolicy::kStop}, {"skip", NanPolicy::kSkip}}};
+  return kTable;
+}
 
 const ChoiceTable<RunMode>& runModes() {
   static const ChoiceTable<RunMode> kTable = {
       "run mode", {{"train", RunMode::kTrain}, {"finetune", RunMode::kFinetune}}};
   return kTable;
+}
+
+std::vector<ConfigChange> resumeChanges(const nlohmann::json& stored, const RunConfig& now) {
+  const nlohmann::json before = RunConfig::fromJson(stored).toJson();
+  const nlohmann::json after = now.toJson();
+  std::vector<ConfigChange> out;
+  for (const auto& [key, value] : after.items()) {
+    if (!stored.contains(key) || among(kNotCompared, key) || before.at(key) == value) continue;
+    out.push_back({key, before.at(key).dump(), value.dump(), among(kDefinesRun, key)});
+  }
+  return out;
 }
 
 std::string runFolder(const std::string& shared, RunMode mode, const std::string& jobId) {
@@ -108,25 +165,38 @@ RunConfig RunConfig::forMode(RunMode mode) {
   return c;
 }
 
+void RunConfig::validateValues() const {
+  FIXRES_CHECK(model.numClasses >= 0, UsageError,
+               "--num-classes must be >= 1 (or 0: the number of dataset classes), got ",
+               model.numClasses);
+  FIXRES_CHECK(inputSize >= 8 && inputSize <= 4096, UsageError,
+               "--input-size must be in [8, 4096], got ", inputSize);
+  FIXRES_CHECK(evalSize == 0 || (evalSize >= 8 && evalSize <= 4096), UsageError,
+               "--eval-size must be in [8, 4096] (or 0: --input-size), got ", evalSize);
+  checkAtLeast("--batch", batch, 1);
+  checkAtLeast("--accumulation-steps", accumulationSteps, 1);
+  checkAtLeast("--workers", workers, 1);
+  FIXRES_CHECK(repetitions >= 1 && repetitions <= 100, UsageError,
+               "--repetitions must be in [1, 100], got ", repetitions);
+  checkCountOrNone("--iteration-cap", iterationCap);
+  checkAtLeast("--epochs", epochs, 1);
+  checkReal("--learning-rate", learningRate, 0, /*loOpen=*/true);
+  checkReal("--momentum", momentum, 0, false, 1, /*hiOpen=*/true);
+  checkReal("--weight-decay", weightDecay, 0, false);
+  checkAtLeast("--lr-step", lrStep, 1);
+  checkReal("--lr-gamma", lrGamma, 0, /*loOpen=*/true);
+  checkReal("--warmup-epochs", warmupEpochs, 0, false);
+  checkReal("--label-smoothing", labelSmoothing, 0, false, 1, /*hiOpen=*/true);
+  checkAtLeast("--eval-every", evalEvery, 1);
+  checkCountOrNone("--stop-after-steps", stopAfterSteps);
+  checkAtLeast("--log-every", logEvery, 1);
+}
+
 void RunConfig::validate() const {
+  validateValues();
   FIXRES_CHECK(!trainPath.empty(), UsageError, "no training data: give --imnet-path (with train/)");
   FIXRES_CHECK(mode != RunMode::kFinetune || !model.weightPath.empty(), UsageError,
                "finetune needs --weight-path (the weights to fine-tune)");
-  FIXRES_CHECK(inputSize >= 8 && inputSize <= 4096, UsageError,
-               "--input-size must be in [8, 4096], got ", inputSize);
-  FIXRES_CHECK(batch >= 1, UsageError, "--batch must be >= 1, got ", batch);
-  FIXRES_CHECK(accumulationSteps >= 1, UsageError, "--accumulation-steps must be >= 1, got ",
-               accumulationSteps);
-  FIXRES_CHECK(workers >= 1, UsageError, "--workers must be >= 1, got ", workers);
-  FIXRES_CHECK(epochs >= 1, UsageError, "--epochs must be >= 1, got ", epochs);
-  FIXRES_CHECK(learningRate > 0, UsageError, "--learning-rate must be > 0, got ", learningRate);
-  FIXRES_CHECK(momentum >= 0 && momentum < 1, UsageError, "--momentum must be in [0, 1), got ",
-               momentum);
-  FIXRES_CHECK(weightDecay >= 0, UsageError, "--weight-decay must be >= 0, got ", weightDecay);
-  FIXRES_CHECK(labelSmoothing >= 0 && labelSmoothing < 1, UsageError,
-               "--label-smoothing must be in [0, 1), got ", labelSmoothing);
-  FIXRES_CHECK(evalEvery >= 1, UsageError, "--eval-every must be >= 1, got ", evalEvery);
-  FIXRES_CHECK(repetitions >= 1, UsageError, "--repetitions must be >= 1, got ", repetitions);
   FIXRES_CHECK(!runDir.empty(), UsageError, "no run folder (--shared-folder-path / --save-path)");
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fixres/data/Sampler.h"
 #include "fixres/engine/Evaluator.h"
@@ -19,6 +20,11 @@ namespace fixres::engine {
 
 enum class RunMode { kTrain, kFinetune };
 const ChoiceTable<RunMode>& runModes();  // train, finetune
+
+// What a step whose loss or gradient is not finite (NaN, inf) does: stop the run (exit 1, the
+// state before that step saved) or skip the step (not applied, counted, warned about).
+enum class NanPolicy { kStop, kSkip };
+const ChoiceTable<NanPolicy>& nanPolicies();  // stop, skip
 
 // FixRes's repeated-augmentation epoch: floor(2 N) samples (RASampler's len_factor).
 constexpr double kRepeatedAugLenFactor = 2.0;
@@ -39,7 +45,7 @@ struct RunConfig {
   bool skipBadImages = false;  // count and skip unreadable images instead of failing
   data::SamplerKind sampler = data::SamplerKind::kRepeatedAug;
   int repetitions = 3;
-  int64_t iterationCap = -1;  // -1: FixRes cap 5005*512/total batch (train), none (finetune)
+  int64_t iterationCap = -1;  // >= 1; -1: FixRes cap 5005*512/total batch (train), none (finetune)
   // optimisation
   int epochs = 120;
   double learningRate = 0.02;
@@ -57,7 +63,11 @@ struct RunConfig {
   bool testFlip = false;          // evaluation: average logits with the flipped image
   NumericsOptions numerics;
   uint64_t seed = 0;
-  int64_t stopAfterSteps = -1;  // stop (checkpointed) after this many optimizer steps in total
+  int64_t stopAfterSteps = -1;  // >= 1: stop (checkpointed) after this many steps in total; -1 none
+  NanPolicy nanPolicy = NanPolicy::kStop;
+  // Resume even when settings that define the run (resumeChanges) differ from the stored ones.
+  // A choice of this invocation only: not part of config.json.
+  bool allowConfigChange = false;
   // outputs
   std::string runDir;  // checkpoints, config.json, metrics.jsonl (rank 0 writes)
   int logEvery = 20;
@@ -67,7 +77,10 @@ struct RunConfig {
   // step at the test resolution (384, val transform, DistributedSampler, 56 epochs, lr 1e-3).
   static RunConfig forMode(RunMode mode);
 
-  void validate() const;  // UsageError naming the option
+  // UsageError naming the flag: every value on its own (ranges, finiteness; what the CLI checks
+  // while parsing), then what a run needs (data, run folder).
+  void validateValues() const;
+  void validate() const;
   // The settings of the evaluations run during training.
   EvalSettings evalSettings() const;
   int evaluationSize() const { return evalSize > 0 ? evalSize : inputSize; }
@@ -78,6 +91,17 @@ struct RunConfig {
   // for a value of the wrong type or an unknown choice.
   static RunConfig fromJson(const nlohmann::json& json);
 };
+
+// A setting that differs between the configuration a run started with and the one it resumes with.
+struct ConfigChange {
+  std::string key;            // config.json key
+  std::string before, after;  // JSON text
+  bool definesRun = false;    // must not change on resume (architecture, batch, seed, ...)
+};
+// The settings of `now` that differ from `stored` (config.json or a checkpoint's config, of this
+// or an earlier version; keys `stored` lacks are not compared), in key order. run_dir and
+// stop_after_steps are never compared.
+std::vector<ConfigChange> resumeChanges(const nlohmann::json& stored, const RunConfig& now);
 
 // <shared>/<mode>/<job-id> (shared: "runs" when empty).
 std::string runFolder(const std::string& sharedFolder, RunMode mode, const std::string& jobId);

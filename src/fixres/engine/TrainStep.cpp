@@ -1,7 +1,22 @@
 // The data-parallel SGD step.
 #include "fixres/engine/TrainStep.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace fixres::engine {
+namespace {
+
+// All elements of all (defined) tensors finite, with one synchronisation.
+bool allFinite(const std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard noGrad;
+  std::vector<torch::Tensor> flags;
+  for (const auto& t : tensors)
+    if (t.defined() && t.is_floating_point()) flags.push_back(torch::isfinite(t).all());
+  return flags.empty() || torch::stack(flags).all().item<bool>();
+}
+
+}  // namespace
 
 TrainStep::TrainStep(models::ResNet model, StepOptions o, distributed::Communicator& comm)
     : model_(std::move(model)), o_(o), comm_(comm) {
@@ -23,6 +38,16 @@ TrainStep::TrainStep(models::ResNet model, StepOptions o, distributed::Communica
                                                        .weight_decay(o_.weightDecay)
                                                        .nesterov(o_.nesterov));
   reducer_ = std::make_unique<distributed::GradReducer>(comm_, params_);
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    auto same = [&](const BufferGroup& g) {
+      const auto& first = buffers_[g.members.front()];
+      return first.scalar_type() == buffers_[i].scalar_type() &&
+             first.device() == buffers_[i].device();
+    };
+    auto it = std::find_if(bufferGroups_.begin(), bufferGroups_.end(), same);
+    if (it == bufferGroups_.end()) it = bufferGroups_.insert(bufferGroups_.end(), BufferGroup{});
+    it->members.push_back(i);
+  }
 }
 
 std::vector<torch::Tensor> TrainStep::trainableParameters() const {
@@ -45,6 +70,38 @@ void TrainStep::begin() {
   // Gradients set to none rather than zeroed: the first backward then writes them in place of
   // a zero fill plus an accumulation pass.
   for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+  torch::NoGradGuard noGrad;
+  for (auto& g : bufferGroups_) {
+    std::vector<torch::Tensor> flat;
+    for (size_t i : g.members) flat.push_back(buffers_[i].reshape({-1}));
+    g.saved = torch::cat(flat);
+  }
+  phase_ = Phase::kBegun;
+}
+
+bool TrainStep::rollBack() {
+  if (phase_ == Phase::kApplying) return false;
+  if (phase_ == Phase::kBegun) {
+    torch::NoGradGuard noGrad;
+    for (auto& g : bufferGroups_) {
+      int64_t offset = 0;
+      for (size_t i : g.members) {
+        auto& b = buffers_[i];
+        b.copy_(g.saved.narrow(0, offset, b.numel()).view(b.sizes()));
+        offset += b.numel();
+      }
+    }
+    phase_ = Phase::kIdle;
+  }
+  return true;
+}
+
+bool TrainStep::stateFinite() {
+  std::vector<torch::Tensor> all = buffers_;
+  for (auto& p : model_->parameters()) all.push_back(p);
+  for (auto& [key, state] : optimizer_->state())
+    all.push_back(static_cast<torch::optim::SGDParamState&>(*state).momentum_buffer());
+  return allFinite(all);
 }
 
 double TrainStep::backward(const torch::Tensor& images, const torch::Tensor& labels,
@@ -61,17 +118,27 @@ double TrainStep::backward(const torch::Tensor& images, const torch::Tensor& lab
   return loss.item<double>();
 }
 
-void TrainStep::finish(double lr) {
+bool TrainStep::finish(double lr, bool lossFinite) {
+  if (!lossFinite) params_.front().mutable_grad() = torch::full_like(params_.front(), NAN);
+  reducer_->reduce();
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params_) grads.push_back(p.grad());
+  if (!allFinite(grads)) {
+    rollBack();
+    return false;
+  }
   for (auto& group : optimizer_->param_groups())
     static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
-  reducer_->reduce();
+  phase_ = Phase::kApplying;
   optimizer_->step();
+  phase_ = Phase::kIdle;
+  return true;
 }
 
 double TrainStep::step(const torch::Tensor& images, const torch::Tensor& labels, double lr) {
   begin();
   double loss = backward(images, labels, 1.0);
-  finish(lr);
+  finish(lr, std::isfinite(loss));
   return loss;
 }
 

@@ -36,12 +36,25 @@ class TrainStep {
   double step(const torch::Tensor& images, const torch::Tensor& labels, double lr);
 
   // The same step in parts, for gradient accumulation over micro-batches: begin() clears the
-  // gradients (and takes rank 0's BN statistics, as DDP's broadcast_buffers), each backward() adds
-  // the gradient of lossScale x loss of one micro-batch and returns its unscaled loss, finish()
-  // all-reduces the gradients and applies SGD with the given learning rate.
+  // gradients (and takes rank 0's BN statistics, as DDP's broadcast_buffers) and keeps a copy of
+  // the buffers, each backward() adds the gradient of lossScale x loss of one micro-batch and
+  // returns its unscaled loss, finish() all-reduces the gradients and applies SGD with the given
+  // learning rate.
+  //
+  // finish() applies the step only when every rank's loss (`lossFinite` on this one) and the
+  // averaged gradients are finite, and returns whether it did; otherwise every rank alike drops
+  // the step (rollBack()). A rank whose loss is not finite makes its gradient NaN, so the
+  // all-reduce carries the verdict to every rank without another collective.
   void begin();
   double backward(const torch::Tensor& images, const torch::Tensor& labels, double lossScale);
-  void finish(double lr);
+  bool finish(double lr, bool lossFinite = true);
+
+  // Undoes a begun step that was not applied: the buffers as begin() found them (a forward pass
+  // in train mode updates the BN statistics). Returns false when a failure interrupted SGD itself
+  // (the weights are half updated: nothing of this state may be saved); true otherwise.
+  bool rollBack();
+  // Whether every parameter, buffer and momentum buffer is finite.
+  bool stateFinite();
 
   torch::optim::SGD& optimizer() { return *optimizer_; }
   std::vector<torch::Tensor> trainableParameters() const;
@@ -55,6 +68,14 @@ class TrainStep {
   FinetuneRecipe recipe_;  // finetune only
   std::vector<torch::Tensor> buffers_;
   std::vector<torch::Tensor> params_;  // the trainable ones
+  // Buffers of one dtype and device, copied at begin() into one flat tensor (a few copies per
+  // step rather than one per buffer).
+  struct BufferGroup {
+    std::vector<size_t> members;  // indices into buffers_
+    torch::Tensor saved;
+  };
+  std::vector<BufferGroup> bufferGroups_;
+  enum class Phase { kIdle, kBegun, kApplying } phase_ = Phase::kIdle;
 };
 
 }  // namespace fixres::engine

@@ -1,9 +1,11 @@
-// Training and FixRes fine-tuning loop, in named steps: prepare the run folder, resume or
-// evaluate first, then per epoch start, train, finish; every early stop goes through stopRun.
+// Training and FixRes fine-tuning loop, in named steps: resume (or evaluate first), start the run
+// folder, then per epoch start, train, finish; every early stop goes through stopRun, every error
+// after training began through saveBeforeExit.
 #include "fixres/engine/Trainer.h"
 
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 
@@ -20,6 +22,23 @@ using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+
+// --nan-policy skip gives up after this many skipped steps in a row: the weights themselves are
+// then the problem, not a batch.
+constexpr int64_t kMaxSkippedInARow = 10;
+
+std::string signalName(int signal) {
+  switch (signal) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "signal " + std::to_string(signal);
+  }
+}
 }  // namespace
 
 Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
@@ -30,9 +49,12 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
     val_ = data::openImageFolder(cfg_.valPath);
     data::checkSameClasses(*train_, *val_);
   }
+  const auto classes = static_cast<int64_t>(train_->classes().size());
+  FIXRES_CHECK(cfg_.model.numClasses == 0 || cfg_.model.numClasses >= classes, UsageError,
+               "--num-classes ", cfg_.model.numClasses, " is fewer than the ", classes,
+               " classes of ", cfg_.trainPath);
   // Same initial weights on every rank (and broadcast by the step anyway).
-  auto built =
-      buildModel(cfg_.model, static_cast<int64_t>(train_->classes().size()), run_, cfg_.seed);
+  auto built = buildModel(cfg_.model, classes, run_, cfg_.seed);
   model_ = built.model;
   if (!cfg_.model.weightPath.empty())
     log::info("loaded ", built.weights.loaded, " tensors from ", cfg_.model.weightPath,
@@ -45,6 +67,8 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
                   ? cfg_.learningRate
                   : fixresScaledLr(cfg_.learningRate, cfg_.batch * cfg_.accumulationSteps,
                                    comm_.worldSize());
+  FIXRES_CHECK(std::isfinite(scaledLr_), UsageError, "--learning-rate ", cfg_.learningRate,
+               " scaled by 8 x batch x processes / 512 is not a finite number");
   StepOptions st;
   st.learningRate = scaledLr_;
   st.momentum = cfg_.momentum;
@@ -72,48 +96,83 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
 RunSummary Trainer::run() {
   summary_ = RunSummary{};
   start_ = Clock::now();
-  prepareRunFolder();
-  if (!resume() && cfg_.mode == RunMode::kFinetune && val_) evaluateBeforeTraining();
+  const bool resumed = resume();
+  startRunFolder(resumed);
+  if (!resumed && cfg_.mode == RunMode::kFinetune && val_) evaluateBeforeTraining();
   stepsAtStart_ = state_.globalStep;
   data::Loader loader = makeTrainLoader();
-  while (state_.epoch < cfg_.epochs) {
-    const int64_t iterations = startEpoch(loader);
-    if (auto stop = trainEpoch(loader, iterations)) return stopRun(*stop, iterations);
-    finishEpoch();
-    if (auto stop = agreedStop()) {
-      stop->checkpointed = true;
-      return stopRun(*stop, 0);
-    }
+  std::optional<Stop> stop;
+  try {
+    stop = train(loader);
+  } catch (...) {
+    saveBeforeExit();
+    throw;
   }
+  if (stop) return stopRun(*stop);
   if (val_ && summary_.after.count == 0) summary_.after = evaluateNow();
   return summarize();
 }
 
-void Trainer::prepareRunFolder() {
-  if (comm_.rank() == 0) {
-    makeDirectories(cfg_.runDir);
-    writeFileAtomic(cfg_.runDir + "/config.json", cfg_.toJson().dump(2) + "\n");
+std::optional<Trainer::Stop> Trainer::train(data::Loader& loader) {
+  while (state_.epoch < cfg_.epochs) {
+    // (An epoch whose steps are all done but not its end -- a stop on its last step -- is
+    // finished first.)
+    if (state_.iteration == 0)
+      if (auto stop = stepLimit()) return stop;
+    const int64_t iterations = startEpoch(loader);
+    if (auto stop = trainEpoch(loader, iterations)) return stop;
+    finishEpoch();
+    if (auto stop = agreedStop()) return stop;
   }
-  comm_.barrier();
+  return std::nullopt;
 }
 
 bool Trainer::resume() {
-  auto resumed = resumeFromRunDir(cfg_.runDir, *model_, step_->optimizer());
+  auto resumed = resumeFromRunDir(cfg_.runDir, *model_, step_->optimizer(),
+                                  [this](const CheckpointState& s) { checkResumable(s); });
   if (!resumed) return false;
-  // The configuration the checkpoint was written with must still read (today's and earlier
-  // versions' form); what differs from the new flags is listed for the curious.
-  if (!resumed->configJson.empty()) {
-    const auto stored = RunConfig::fromJson(nlohmann::json::parse(resumed->configJson)).toJson();
-    const auto now = cfg_.toJson();
-    for (const auto& [key, value] : now.items())
-      if (stored.contains(key) && stored[key] != value)
-        log::debug("resume: ", key, " was ", stored.at(key).dump(), ", now ", value.dump());
-  }
   state_ = *resumed;
   state_.configJson = cfg_.toJson().dump();
   log::info("resumed from ", cfg_.runDir, " at epoch ", state_.epoch, ", iteration ",
             state_.iteration, " (step ", state_.globalStep, ")");
   return true;
+}
+
+void Trainer::checkResumable(const CheckpointState& stored) const {
+  std::vector<ConfigChange> changes;
+  if (!stored.configJson.empty()) {
+    const auto json = nlohmann::json::parse(stored.configJson, nullptr, false);
+    FIXRES_CHECK(json.is_object(), WeightsError, "the checkpoint's config is not a JSON object");
+    changes = resumeChanges(json, cfg_);
+  }
+  // Another number of processes changes the sharding and the scaled learning rate, but resuming
+  // a job on fewer or more GPUs is legitimate: noted, not refused.
+  if (stored.worldSize > 0 && stored.worldSize != comm_.worldSize())
+    changes.push_back(
+        {"world_size", std::to_string(stored.worldSize), std::to_string(comm_.worldSize()), false});
+  std::string fixed, other;
+  for (const auto& c : changes) {
+    std::string& list = c.definesRun ? fixed : other;
+    list += (list.empty() ? "" : "; ") + c.key + ": " + c.before + " -> " + c.after;
+  }
+  FIXRES_CHECK(fixed.empty() || cfg_.allowConfigChange, UsageError, "cannot resume ", cfg_.runDir,
+               " with settings that differ from the ones it started with (", fixed,
+               "): give the same ones, another --job-id, or --allow-config-change");
+  if (!fixed.empty()) log::warn("resuming with changed settings (--allow-config-change): ", fixed);
+  if (!other.empty()) log::info("resuming with changed settings: ", other);
+}
+
+// Written once the run really starts: the data and model are loaded and the checkpoint, if any,
+// accepted.
+void Trainer::startRunFolder(bool resumed) {
+  if (comm_.rank() == 0) {
+    makeDirectories(cfg_.runDir);
+    writeFileAtomic(cfg_.runDir + "/config.json", cfg_.toJson().dump(2) + "\n");
+    std::optional<MetricsLog::Position> at;
+    if (resumed) at = MetricsLog::Position{state_.globalStep, state_.epoch};
+    metrics_ = std::make_unique<MetricsLog>(cfg_.runDir + "/metrics.jsonl", at);
+  }
+  comm_.barrier();
 }
 
 void Trainer::evaluateBeforeTraining() {
@@ -152,84 +211,156 @@ int64_t Trainer::startEpoch(data::Loader& loader) {
   return iterations;
 }
 
-bool Trainer::trainStep(data::Loader& loader, double lr, double& loss, int64_t& images) {
+Trainer::StepOutcome Trainer::trainStep(data::Loader& loader, double lr, double& loss,
+                                        int64_t& images) {
   const int accumulation = cfg_.accumulationSteps;
   step_->begin();
   loss = 0;
   for (int got = 0; got < accumulation; ++got) {
     auto batch = loader.next();
-    if (!batch) return false;  // the loader ran dry (skipped images)
+    if (!batch) {  // the loader ran dry (skipped images)
+      step_->rollBack();
+      return StepOutcome::kNoData;
+    }
     auto [x, y] = toModel(*batch, run_, trainTransform_);
     loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;
     images += y.size(0);
   }
-  step_->finish(lr);
-  return true;
+  return step_->finish(lr, std::isfinite(loss)) ? StepOutcome::kApplied : StepOutcome::kNotFinite;
 }
 
 std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t iterations) {
   const auto epochStart = Clock::now();
   int64_t seen = 0, lossCount = 0;
   double lossSum = 0;
+  int64_t skipped = 0, done = 0;
   while (state_.iteration < iterations) {
+    if (auto stop = stepLimit()) return stop;
     const double lr = schedule_->rate(static_cast<int>(state_.epoch),
                                       static_cast<double>(state_.iteration) / iterations);
     double loss = 0;
-    if (!trainStep(loader, lr, loss, seen)) break;
+    const StepOutcome outcome = trainStep(loader, lr, loss, seen);
+    if (outcome == StepOutcome::kNoData) break;
+    if (outcome == StepOutcome::kNotFinite) {
+      // Every rank has dropped the step (TrainStep::finish): the model is as before it.
+      const std::string what = detail::concat(
+          "step ", state_.globalStep + 1, " (epoch ", state_.epoch + 1, ", iteration ",
+          state_.iteration + 1, "): ",
+          std::isfinite(loss)
+              ? "the averaged gradient is not finite"
+              : std::string("the loss is ") + (std::isnan(loss) ? "NaN" : "infinite"));
+      if (cfg_.nanPolicy == NanPolicy::kStop)
+        return Stop{"a loss that is not finite", 0,
+                    what +
+                        "; stopped (--nan-policy stop: lower --learning-rate, or skip such "
+                        "steps with --nan-policy skip)"};
+      if (++skippedInARow_ > kMaxSkippedInARow)
+        return Stop{"a loss that is not finite", 0,
+                    detail::concat(what, "; stopped: ", skippedInARow_,
+                                   " steps in a row skipped (--nan-policy skip), the run diverged "
+                                   "(lower --learning-rate)")};
+      log::warn(what, "; step skipped (--nan-policy skip)");
+      ++skipped;
+    } else {
+      skippedInARow_ = 0;
+      lossSum += loss;
+      lossCount++;
+    }
+    // No throwing call between the step's update and these counts: a checkpoint is only ever
+    // taken with the weights and the counts of the same step.
     state_.iteration++;
     state_.globalStep++;
-    lossSum += loss;
-    lossCount++;
+    unsaved_ = true;
+    ++done;
     if (state_.iteration % cfg_.logEvery == 0 || state_.iteration == iterations) {
       const double dt = secondsSince(epochStart);
       const double ips = seen * comm_.worldSize() / std::max(dt, 1e-9);
-      const double eta = dt / std::max<int64_t>(1, lossCount) * (iterations - state_.iteration);
-      logProgress(state_.iteration, iterations, lossSum / lossCount, lr, ips, eta);
-      appendMetrics({{"step", state_.globalStep},
-                     {"epoch", state_.epoch},
-                     {"iteration", state_.iteration},
-                     {"lr", lr},
-                     {"loss", lossSum / lossCount},
-                     {"images_per_s", ips}});
+      const double eta = dt / done * (iterations - state_.iteration);
+      const double meanLoss = lossCount > 0 ? lossSum / lossCount : NAN;
+      logProgress(state_.iteration, iterations, meanLoss, lr, ips, eta);
+      nlohmann::json record = {{"step", state_.globalStep},
+                               {"epoch", state_.epoch},
+                               {"iteration", state_.iteration},
+                               {"lr", lr},
+                               {"loss", meanLoss},
+                               {"images_per_s", ips}};
+      if (skipped > 0) record["skipped_steps"] = skipped;
+      appendMetrics(record);
     }
-    if (cfg_.stopAfterSteps > 0 && state_.globalStep >= cfg_.stopAfterSteps)
-      return Stop{"--stop-after-steps"};
     if (auto stop = agreedStop()) return stop;
   }
   return std::nullopt;
 }
 
+// The epoch's steps are done (state_.iteration may equal its step count in a checkpoint taken
+// here: a resumed run then starts with this).
 void Trainer::finishEpoch() {
-  state_.epoch++;
-  state_.iteration = 0;
-  const bool last = state_.epoch >= cfg_.epochs;
-  if (val_ && (last || state_.epoch % cfg_.evalEvery == 0)) {
+  const int64_t epoch = state_.epoch + 1;  // epochs done with this one
+  if (!step_->stateFinite())
+    throw Error(
+        ExitCode::kOther,
+        detail::concat("epoch ", epoch, ": the weights are not finite after step ",
+                       state_.globalStep, " (an update overflowed: lower --learning-rate)"));
+  if (val_ && (epoch >= cfg_.epochs || epoch % cfg_.evalEvery == 0)) {
     summary_.after = evaluateNow();
     state_.accuracy = summary_.after.top1;
-    log::info("epoch ", state_.epoch, ": val top-1 ", summary_.after.top1, "  top-5 ",
-              summary_.after.top5, "  loss ", summary_.after.loss, " (", summary_.after.count,
-              " images)");
-    appendMetrics({{"epoch", state_.epoch}, {"eval", summary_.after.toJson()}});
+    log::info("epoch ", epoch, ": val top-1 ", summary_.after.top1, "  top-5 ", summary_.after.top5,
+              "  loss ", summary_.after.loss, " (", summary_.after.count, " images)");
+    appendMetrics({{"epoch", epoch}, {"eval", summary_.after.toJson()}});
   }
+  state_.epoch = epoch;
+  state_.iteration = 0;
+  unsaved_ = true;
   writeCheckpoints(true);
   comm_.barrier();
 }
 
-RunSummary Trainer::stopRun(const Stop& stop, int64_t iterations) {
-  if (!stop.checkpointed) {
-    if (state_.iteration >= iterations) {
-      state_.epoch++;
-      state_.iteration = 0;
-    }
+RunSummary Trainer::stopRun(const Stop& stop) {
+  const bool trained = state_.globalStep > stepsAtStart_ || unsaved_;
+  // The state is what every rank holds (weights, momentum: identical; buffers: rank 0's).
+  const bool finite = !unsaved_ || step_->stateFinite();
+  if (unsaved_ && finite) {
     writeCheckpoints(false);
     comm_.barrier();
   }
   summary_.stoppedEarly = true;
   summary_.stopSignal = stop.signal;
-  log::info("stopped after step ", state_.globalStep, " (", stop.why,
-            stop.checkpointed ? ", at the end of epoch " + std::to_string(state_.epoch) : "",
-            "); checkpoint saved in ", cfg_.runDir, ", run the same command again to resume");
+  const std::string saved =
+      finite ? "the state of step " + std::to_string(state_.globalStep) + " is saved in " +
+                   cfg_.runDir + "/checkpoint.pth"
+             : "nothing saved (the weights are not finite): the last checkpoint in " + cfg_.runDir +
+                   " is kept";
+  if (!stop.error.empty()) throw Error(ExitCode::kOther, stop.error + "; " + saved);
+  if (trained) {
+    log::info("stopped after step ", state_.globalStep, " (", stop.why, "); ", saved,
+              "; run the same command again to resume");
+  } else {
+    log::info("already at step ", state_.globalStep, " (", stop.why,
+              "): nothing to train; run folder ", cfg_.runDir);
+  }
   return summarize();
+}
+
+// An error ends the run after training began: rank 0 saves the last completed step first when it
+// can, then the error goes on as it came. Nothing is saved when the error came from a checkpoint
+// write (it would fail again), interrupted an update, or the weights are not finite.
+void Trainer::saveBeforeExit() {
+  if (comm_.rank() != 0 || !unsaved_ || saving_) return;
+  if (!step_->rollBack()) {
+    log::warn("no checkpoint saved: the error interrupted a weight update");
+    return;
+  }
+  if (!step_->stateFinite()) {
+    log::warn("no checkpoint saved: the weights are not finite");
+    return;
+  }
+  try {
+    writeCheckpoints(false);
+    log::warn("saved the state of step ", state_.globalStep, " in ", cfg_.runDir,
+              "/checkpoint.pth before exiting; rerun the same command to resume");
+  } catch (const std::exception& e) {
+    log::warn("could not save a checkpoint before exiting: ", oneLine(e.what()));
+  }
 }
 
 RunSummary Trainer::summarize() {
@@ -246,10 +377,7 @@ EvalResult Trainer::evaluateNow() {
 }
 
 void Trainer::appendMetrics(const nlohmann::json& line) {
-  if (comm_.rank() != 0) return;
-  if (!metrics_.is_open()) metrics_.open(cfg_.runDir + "/metrics.jsonl", std::ios::app);
-  metrics_ << line.dump() << "\n";
-  metrics_.flush();
+  if (metrics_) metrics_->append(line);
 }
 
 void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double ips, double eta) {
@@ -269,28 +397,39 @@ void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double 
 }
 
 void Trainer::writeCheckpoints(bool epochEnd) {
+  unsaved_ = false;
   if (comm_.rank() != 0) return;
+  saving_ = true;  // stays set when a write fails
   state_.learningRate = schedule_->rate(static_cast<int>(state_.epoch));
+  state_.worldSize = comm_.worldSize();
   saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, step_->optimizer());
   if (epochEnd) {
     saveCheckpoint(cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth", state_,
                    *model_, step_->optimizer());
   }
+  saving_ = false;
+}
+
+std::optional<Trainer::Stop> Trainer::stepLimit() const {
+  if (cfg_.stopAfterSteps < 0 || state_.globalStep < cfg_.stopAfterSteps) return std::nullopt;
+  return Stop{"--stop-after-steps " + std::to_string(cfg_.stopAfterSteps), 0, ""};
 }
 
 std::optional<Trainer::Stop> Trainer::agreedStop() {
   // Every rank must stop at the same step (rank 0 saves, all meet at a barrier), so the ranks
-  // agree: SIGTERM if any rank got it, else SIGINT if any got that.
-  const int own = stopSignal();
-  double term = own == SIGTERM, interrupt = own == SIGINT;
+  // agree on one signal: the highest-numbered one any rank got (SIGTERM before SIGINT before
+  // SIGHUP), whichever it is.
+  int signal = stopSignal();
   if (comm_.worldSize() > 1) {
-    auto sums = distributed::allReduceScalars(comm_, {term, interrupt});
-    term = sums[0];
-    interrupt = sums[1];
+    std::vector<double> got(NSIG, 0.0);  // ranks that got each signal
+    if (signal > 0 && signal < NSIG) got[static_cast<size_t>(signal)] = 1;
+    got = distributed::allReduceScalars(comm_, got);
+    signal = 0;
+    for (int s = 1; s < NSIG; ++s)
+      if (got[static_cast<size_t>(s)] > 0) signal = s;
   }
-  if (term > 0) return Stop{"SIGTERM", SIGTERM};
-  if (interrupt > 0) return Stop{"SIGINT", SIGINT};
-  return std::nullopt;
+  if (signal == 0) return std::nullopt;
+  return Stop{signalName(signal), signal, ""};
 }
 
 }  // namespace fixres::engine

@@ -6,7 +6,6 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <optional>
 
@@ -15,6 +14,7 @@
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Checkpoint.h"
 #include "fixres/engine/Evaluator.h"
+#include "fixres/engine/MetricsLog.h"
 #include "fixres/engine/RunConfig.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/engine/TrainStep.h"
@@ -28,13 +28,21 @@ struct RunSummary {
   int64_t steps = 0;
   double seconds = 0;
   bool stoppedEarly = false;  // --stop-after-steps reached, or a stop signal
-  int stopSignal = 0;         // SIGTERM / SIGINT when the run stopped on one
+  int stopSignal = 0;         // the signal (SIGTERM, SIGINT, ...) when the run stopped on one
 };
 
+// Every way a run ends after its training began leaves a checkpoint of its last completed step
+// when one can be saved (never a half-applied step, never weights that are not finite): a stop
+// (--stop-after-steps, a stop signal) returns a summary; a step whose loss or gradient is not
+// finite (--nan-policy stop) throws an Error with exit code 1 naming the step; any other error
+// (data, distributed, a write) is rethrown as it came.
 class Trainer {
  public:
   // Opens the datasets, builds the model (config.model) on run.device, the step and schedule.
   Trainer(RunConfig config, distributed::Communicator& comm, RunDevice run);
+  // Resumes from the run folder's checkpoint when there is one (UsageError listing the settings
+  // that define the run and differ, unless config.allowConfigChange), then writes config.json
+  // and trains.
   RunSummary run();
 
   models::ResNet& model() { return model_; }
@@ -43,20 +51,24 @@ class Trainer {
  private:
   // Why a run stops before its last epoch.
   struct Stop {
-    std::string why;            // "--stop-after-steps", "SIGTERM", "SIGINT"
-    int signal = 0;             // the signal, when one
-    bool checkpointed = false;  // the epoch-end checkpoint already holds this state
+    std::string why;    // "--stop-after-steps 3", "SIGTERM", "a loss that is not finite"
+    int signal = 0;     // the signal, when one
+    std::string error;  // when set, the run fails (exit code 1) with this message after saving
   };
+  enum class StepOutcome { kApplied, kNotFinite, kNoData };
 
-  void prepareRunFolder();
   bool resume();
+  void checkResumable(const CheckpointState& stored) const;
+  void startRunFolder(bool resumed);
   void evaluateBeforeTraining();
   data::Loader makeTrainLoader();
+  std::optional<Stop> train(data::Loader& loader);
   int64_t startEpoch(data::Loader& loader);  // returns the epoch's optimizer steps
   std::optional<Stop> trainEpoch(data::Loader& loader, int64_t iterations);
-  bool trainStep(data::Loader& loader, double lr, double& loss, int64_t& images);
+  StepOutcome trainStep(data::Loader& loader, double lr, double& loss, int64_t& images);
   void finishEpoch();
-  RunSummary stopRun(const Stop& stop, int64_t iterations);
+  RunSummary stopRun(const Stop& stop);
+  void saveBeforeExit();
   RunSummary summarize();
 
   EvalResult evaluateNow();
@@ -64,6 +76,7 @@ class Trainer {
   void logProgress(int64_t iteration, int64_t iterations, double loss, double lr, double imgPerSec,
                    double etaSeconds);
   void appendMetrics(const nlohmann::json& line);
+  std::optional<Stop> stepLimit() const;
   std::optional<Stop> agreedStop();
 
   RunConfig cfg_;
@@ -76,7 +89,10 @@ class Trainer {
   std::unique_ptr<Schedule> schedule_;
   CheckpointState state_;
   double scaledLr_ = 0;
-  std::ofstream metrics_;
+  std::unique_ptr<MetricsLog> metrics_;  // rank 0
+  bool unsaved_ = false;       // state_ has moved on since the last checkpoint written or read
+  bool saving_ = false;        // a checkpoint write is under way (or failed)
+  int64_t skippedInARow_ = 0;  // --nan-policy skip: steps skipped since the last applied one
   RunSummary summary_;
   int64_t stepsAtStart_ = 0;
   std::chrono::steady_clock::time_point start_;

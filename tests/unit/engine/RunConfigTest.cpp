@@ -3,7 +3,9 @@
 // and `fixres finetune`) still read, and every choice goes through its name table both ways.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "fixres/common/Error.h"
@@ -102,6 +104,130 @@ TEST(RunConfigTest, FinetuneRecipeDefaultsAreTheReferences) {
   EXPECT_EQ(t.epochs, 120);
   EXPECT_DOUBLE_EQ(t.learningRate, 0.02);
   EXPECT_EQ(t.trainTransform, image::TransformKind::kFull);
+}
+
+// Each bad value is refused with a UsageError naming its flag (the CLI runs the same checks while
+// parsing: exit 2 before any file is opened).
+TEST(RunConfigTest, EveryNumericValueIsCheckedAndTheMessageNamesTheFlag) {
+  const std::vector<std::pair<std::string, std::function<void(RunConfig&)>>> cases = {
+      {"--log-every", [](RunConfig& c) { c.logEvery = 0; }},
+      {"--log-every", [](RunConfig& c) { c.logEvery = -3; }},
+      {"--learning-rate", [](RunConfig& c) { c.learningRate = INFINITY; }},
+      {"--learning-rate", [](RunConfig& c) { c.learningRate = NAN; }},
+      {"--learning-rate", [](RunConfig& c) { c.learningRate = 0; }},
+      {"--learning-rate", [](RunConfig& c) { c.learningRate = -0.1; }},
+      {"--momentum", [](RunConfig& c) { c.momentum = 1; }},
+      {"--momentum", [](RunConfig& c) { c.momentum = NAN; }},
+      {"--weight-decay", [](RunConfig& c) { c.weightDecay = INFINITY; }},
+      {"--weight-decay", [](RunConfig& c) { c.weightDecay = -1e-4; }},
+      {"--label-smoothing", [](RunConfig& c) { c.labelSmoothing = 1; }},
+      {"--label-smoothing", [](RunConfig& c) { c.labelSmoothing = NAN; }},
+      {"--warmup-epochs", [](RunConfig& c) { c.warmupEpochs = INFINITY; }},
+      {"--warmup-epochs", [](RunConfig& c) { c.warmupEpochs = -1; }},
+      {"--lr-gamma", [](RunConfig& c) { c.lrGamma = 0; }},
+      {"--lr-gamma", [](RunConfig& c) { c.lrGamma = -INFINITY; }},
+      {"--lr-step", [](RunConfig& c) { c.lrStep = 0; }},
+      {"--eval-every", [](RunConfig& c) { c.evalEvery = 0; }},
+      {"--epochs", [](RunConfig& c) { c.epochs = 0; }},
+      {"--batch", [](RunConfig& c) { c.batch = -1; }},
+      {"--accumulation-steps", [](RunConfig& c) { c.accumulationSteps = 0; }},
+      {"--repetitions", [](RunConfig& c) { c.repetitions = 0; }},
+      {"--repetitions", [](RunConfig& c) { c.repetitions = 1000000; }},
+      {"--iteration-cap", [](RunConfig& c) { c.iterationCap = 0; }},
+      {"--iteration-cap", [](RunConfig& c) { c.iterationCap = -2; }},
+      {"--stop-after-steps", [](RunConfig& c) { c.stopAfterSteps = 0; }},
+      {"--stop-after-steps", [](RunConfig& c) { c.stopAfterSteps = -5; }},
+      {"--num-classes", [](RunConfig& c) { c.model.numClasses = -1; }},
+      {"--input-size", [](RunConfig& c) { c.inputSize = 4; }},
+      {"--eval-size", [](RunConfig& c) { c.evalSize = 5; }},
+  };
+  for (auto mode : {RunMode::kTrain, RunMode::kFinetune}) {
+    RunConfig good = RunConfig::forMode(mode);
+    EXPECT_NO_THROW(good.validateValues());
+    for (const auto& [flag, spoil] : cases) {
+      RunConfig c = good;
+      spoil(c);
+      try {
+        c.validateValues();
+        ADD_FAILURE() << flag << ": a bad value was accepted";
+      } catch (const UsageError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind(flag + " ", 0), 0u) << e.what();
+      }
+    }
+  }
+  // -1 is "none" where it has a meaning; the edges of the ranges are accepted.
+  RunConfig c = RunConfig::forMode(RunMode::kTrain);
+  c.iterationCap = 1;
+  c.stopAfterSteps = 1;
+  c.logEvery = 1;
+  c.momentum = 0;
+  c.weightDecay = 0;
+  c.model.numClasses = 1;
+  EXPECT_NO_THROW(c.validateValues());
+}
+
+TEST(RunConfigTest, NanPolicyIsAChoiceInConfigJson) {
+  auto c = RunConfig::forMode(RunMode::kTrain);
+  EXPECT_EQ(c.toJson()["nan_policy"], "stop");
+  c.nanPolicy = NanPolicy::kSkip;
+  c.allowConfigChange = true;
+  auto j = c.toJson();
+  EXPECT_EQ(j["nan_policy"], "skip");
+  EXPECT_FALSE(j.contains("allow_config_change"));  // a choice of one invocation
+  EXPECT_EQ(RunConfig::fromJson(j).nanPolicy, NanPolicy::kSkip);
+  j["nan_policy"] = "ignore";
+  EXPECT_THROW(RunConfig::fromJson(j), UsageError);
+}
+
+std::string describe(const std::vector<ConfigChange>& changes) {
+  std::string s;
+  for (const auto& c : changes)
+    s += c.key + ":" + c.before + "->" + c.after + (c.definesRun ? "!" : "") + " ";
+  return s;
+}
+
+TEST(RunConfigTest, ResumeChangesSayWhichSettingsDefineTheRun) {
+  auto started = RunConfig::forMode(RunMode::kTrain);
+  started.trainPath = "/data/a/train";
+  started.runDir = "runs/train/1";
+  auto same = started;
+  same.stopAfterSteps = 7;      // per invocation: never compared
+  same.runDir = "/abs/runs/1";  // the same folder reached another way
+  same.allowConfigChange = true;
+  EXPECT_EQ(describe(resumeChanges(started.toJson(), same)), "");
+
+  auto other = started;
+  other.batch = 8;
+  other.inputSize = 160;
+  other.seed = 4;
+  other.accumulationSteps = 2;
+  other.trainTransform = image::TransformKind::kVal;
+  other.model.architecture = "resnet18";
+  other.model.numClasses = 10;
+  other.trainPath = "/data/b/train";
+  other.sampler = data::SamplerKind::kDistributed;
+  other.repetitions = 2;
+  other.iterationCap = 5;
+  other.learningRate = 0.5;
+  other.epochs = 200;
+  EXPECT_EQ(describe(resumeChanges(started.toJson(), other)),
+            "accumulation_steps:1->2! architecture:\"ResNet50\"->\"resnet18\"! batch:64->8! "
+            "epochs:120->200 input_size:224->160! iteration_cap:-1->5! learning_rate:0.02->0.5 "
+            "num_classes:0->10! repetitions:3->2! sampler:\"ra\"->\"distributed\"! seed:0->4! "
+            "train_path:\"/data/a/train\"->\"/data/b/train\"! train_transform:\"full\"->\"val\"! ");
+}
+
+TEST(RunConfigTest, ResumeChangesCompareOnlyWhatAnOlderConfigHolds) {
+  auto old = readJson("config-0.1.0-train.json");
+  auto now = RunConfig::fromJson(old);
+  EXPECT_TRUE(resumeChanges(old, now).empty());
+  now.nanPolicy = NanPolicy::kSkip;  // a key 0.1.0 did not have
+  EXPECT_TRUE(resumeChanges(old, now).empty());
+  now.batch += 1;
+  auto changes = resumeChanges(old, now);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].key, "batch");
+  EXPECT_TRUE(changes[0].definesRun);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <cmath>
+
 #include "fixres/common/Error.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Precision.h"
@@ -94,6 +96,80 @@ TEST(TrainStepTest, ChannelsLastComputesTheSameLogits) {
       model->named_parameters()["conv1.weight"].is_contiguous(at::MemoryFormat::ChannelsLast));
   auto out = model->forward(x.contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_LT(maxRelDiff(out, ref), 1e-5);
+}
+
+// The model's whole state: weights, buffers (BN statistics) and momentum buffers.
+std::vector<torch::Tensor> snapshot(models::ResNet& model, TrainStep& step) {
+  std::vector<torch::Tensor> out;
+  for (auto& t : model->parameters()) out.push_back(t.detach().clone());
+  for (auto& t : model->buffers()) out.push_back(t.clone());
+  for (auto& [key, state] : step.optimizer().state())
+    out.push_back(static_cast<torch::optim::SGDParamState&>(*state).momentum_buffer().clone());
+  return out;
+}
+
+bool sameState(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!torch::equal(a[i], b[i])) return false;
+  return true;
+}
+
+TEST(TrainStepTest, AStepWithANonFiniteLossIsNotAppliedAndLeavesTheModelAsItWas) {
+  auto comm = distributed::makeSingleProcessCommunicator();
+  auto model = tinyModel();
+  StepOptions so;
+  so.learningRate = 0.1;
+  TrainStep step(model, so, *comm);
+  step.setTrainingMode();  // BN statistics move with every forward pass
+  torch::manual_seed(3);
+  auto x = torch::randn({4, 3, 24, 24});
+  auto y = torch::randint(0, 5, {4}, torch::kLong);
+  step.step(x, y, 0.1);  // momentum buffers exist
+  const auto before = snapshot(model, step);
+  ASSERT_TRUE(step.stateFinite());
+  for (double bad : {NAN, INFINITY}) {
+    auto poisoned = x.clone();
+    poisoned[1][0][3][3] = bad;
+    step.begin();
+    const double loss = step.backward(poisoned, y, 1.0);
+    EXPECT_FALSE(std::isfinite(loss));
+    EXPECT_FALSE(step.finish(0.1, std::isfinite(loss))) << bad;
+    EXPECT_TRUE(sameState(before, snapshot(model, step))) << "state changed by a dropped step";
+  }
+  // A finite loss whose verdict says otherwise (another rank's loss) is dropped the same way.
+  step.begin();
+  step.backward(x, y, 1.0);
+  EXPECT_FALSE(step.finish(0.1, /*lossFinite=*/false));
+  EXPECT_TRUE(sameState(before, snapshot(model, step)));
+  // And a good step still applies.
+  step.begin();
+  step.backward(x, y, 1.0);
+  EXPECT_TRUE(step.finish(0.1, true));
+  EXPECT_FALSE(sameState(before, snapshot(model, step)));
+}
+
+TEST(TrainStepTest, RollBackRestoresTheBuffersOfABegunStep) {
+  auto comm = distributed::makeSingleProcessCommunicator();
+  auto model = tinyModel();
+  TrainStep step(model, StepOptions{}, *comm);
+  step.setTrainingMode();
+  const auto before = snapshot(model, step);
+  step.begin();
+  step.backward(torch::randn({4, 3, 24, 24}), torch::randint(0, 5, {4}, torch::kLong), 1.0);
+  EXPECT_FALSE(sameState(before, snapshot(model, step)));  // the BN statistics moved
+  EXPECT_TRUE(step.rollBack());
+  EXPECT_TRUE(sameState(before, snapshot(model, step)));
+}
+
+TEST(TrainStepTest, StateFiniteSeesAnInfiniteWeight) {
+  auto comm = distributed::makeSingleProcessCommunicator();
+  auto model = tinyModel();
+  TrainStep step(model, StepOptions{}, *comm);
+  EXPECT_TRUE(step.stateFinite());
+  torch::NoGradGuard noGrad;
+  model->named_parameters()["fc.weight"][0][0] = INFINITY;
+  EXPECT_FALSE(step.stateFinite());
 }
 
 TEST(TrainStepTest, ParsesPrecisionAndMemoryFormat) {

@@ -1,0 +1,82 @@
+// Whole-line appends and the resume rewrite of metrics.jsonl.
+#include "fixres/engine/MetricsLog.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Files.h"
+#include "fixres/common/Log.h"
+
+namespace fixres::engine {
+
+MetricsLog::MetricsLog(std::string path, std::optional<Position> resumeAt)
+    : path_(std::move(path)) {
+  std::string kept;
+  if (resumeAt && fileExists(path_)) {
+    const auto bytes = readFile(path_);
+    size_t dropped = 0;
+    kept = keptRecords(std::string(bytes.begin(), bytes.end()), *resumeAt, dropped);
+    if (dropped > 0)
+      log::info(path_, ": ", dropped, " line(s) after step ", resumeAt->globalStep,
+                " (the checkpoint's) or not whole dropped");
+  }
+  writeFileAtomic(path_, kept);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  FIXRES_CHECK(fd_ >= 0, DataError, "cannot open ", path_, ": ", std::strerror(errno));
+}
+
+MetricsLog::~MetricsLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MetricsLog::append(const nlohmann::json& record) {
+  const std::string line = record.dump() + "\n";
+  const off_t end = ::lseek(fd_, 0, SEEK_END);
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : "nothing written";
+      // A part of the line may have gone in: cut it off so the file keeps whole lines.
+      const bool cut = done == 0 || (end >= 0 && ::ftruncate(fd_, end) == 0);
+      FIXRES_FAIL(DataError, "cannot write ", path_, ": ", why,
+                  cut ? "" : " (and the partial line could not be removed)");
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+std::string MetricsLog::keptRecords(const std::string& text, Position at, size_t& dropped) {
+  std::string out;
+  dropped = 0;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    const size_t newline = text.find('\n', begin);
+    if (newline == std::string::npos) {  // a part of a line: the last write did not finish
+      ++dropped;
+      break;
+    }
+    const std::string line = text.substr(begin, newline - begin);
+    begin = newline + 1;
+    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    bool keep = record.is_object();
+    if (keep && record.contains("eval") && record.contains("epoch")) {
+      keep = record["epoch"].is_number_integer() && record["epoch"].get<int64_t>() <= at.epochsDone;
+    } else if (keep && record.contains("step")) {
+      keep = record["step"].is_number_integer() && record["step"].get<int64_t>() <= at.globalStep;
+    }
+    if (keep) {
+      out += line + "\n";
+    } else if (!line.empty()) {
+      ++dropped;
+    }
+  }
+  return out;
+}
+
+}  // namespace fixres::engine

@@ -1,0 +1,46 @@
+// metrics.jsonl of a run folder: one JSON object per line (progress records with their step,
+// evaluations with their epoch). Appends are whole lines: a write that fails (disk full) is cut
+// back, so the file never ends inside a record. A resumed run first rewrites the file atomically
+// to its whole, readable records up to the checkpoint it resumes from, so no step is listed twice.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace fixres::engine {
+
+class MetricsLog {
+ public:
+  // Where a run resumes: what it has done so far.
+  struct Position {
+    int64_t globalStep = 0;  // optimizer steps
+    int64_t epochsDone = 0;  // epochs whose end-of-epoch evaluation is done
+  };
+
+  // Opens `path` for appending: a fresh run (no position) starts an empty file, a resumed one
+  // keeps what keptRecords() keeps (dropped records are counted in a log line). DataError naming
+  // the file when it cannot be read or written.
+  MetricsLog(std::string path, std::optional<Position> resumeAt);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  // Appends `record` as one line. DataError naming the file when it cannot be written; the file
+  // then holds what it held before.
+  void append(const nlohmann::json& record);
+
+  // The lines of `text` a run resuming at `at` keeps: whole lines (ended by a newline) holding a
+  // JSON object; of those, records with a "step" up to at.globalStep, evaluations ("eval" and
+  // "epoch") of epochs up to at.epochsDone, and any other (the evaluation before fine-tuning).
+  // `dropped` counts the other lines.
+  static std::string keptRecords(const std::string& text, Position at, size_t& dropped);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace fixres::engine
