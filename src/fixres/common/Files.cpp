@@ -69,6 +69,18 @@ void makeDirectories(const std::string& path) {
   FIXRES_CHECK(!ec, OutputError, "cannot create folder ", path, ": ", ec.message());
 }
 
+void checkOutputFolder(const std::string& path, const std::string& what) {
+  auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  struct stat st {};
+  FIXRES_CHECK(::stat(dir.c_str(), &st) == 0, OutputError, "cannot write ", what, " ", path,
+               ": folder ", dir, ": ", sysError());
+  FIXRES_CHECK(S_ISDIR(st.st_mode), OutputError, "cannot write ", what, " ", path, ": ", dir,
+               " is not a folder");
+  FIXRES_CHECK(::access(dir.c_str(), W_OK) == 0, OutputError, "cannot write ", what, " ", path,
+               ": folder ", dir, ": ", sysError());
+}
+
 bool fileExists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;

@@ -28,4 +28,8 @@ void makeDirectories(const std::string& path);
 
 bool fileExists(const std::string& path);
 
+// Checks, before any work whose result goes to `path`, that its folder exists, is a folder and is
+// writable: else an OutputError "cannot write <what> <path>: ...". (The write can still fail.)
+void checkOutputFolder(const std::string& path, const std::string& what);
+
 }  // namespace fixres
