@@ -140,7 +140,7 @@ run "$FIXRES" "${SMALL[@]}" --epochs 1
 expect_code 0
 cp "$RUNS/train/full/checkpoint.pth" "$WORK/before.pth"
 run bash -c "ulimit -f 64; exec \"$FIXRES\" ${SMALL[*]} --epochs 2"
-expect_code 4
+expect_code 6
 tail -1 "$ERR" | grep -Eq "^fixres: error: cannot write .*checkpoint.*File too large" \
   || bad "disk full: the last line is not the write error"
 [ "$(grep -c 'error' "$ERR")" -eq 1 ] || bad "disk full: more than one error line"

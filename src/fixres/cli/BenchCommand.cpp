@@ -40,8 +40,11 @@ void addBenchShapeOptions(CLI::App& sub, BenchShape& b) {
   addShared(sub, "--input-size", b.inputSize);
   addShared(sub, "--batch", b.batch);
   sub.add_option("--steps", b.steps, "Timed iterations (train: steps, eval: batches)")
+      ->check(intIn(1, 1000000))
       ->capture_default_str();
-  sub.add_option("--warmup", b.warmup, "Untimed iterations first")->capture_default_str();
+  sub.add_option("--warmup", b.warmup, "Untimed iterations first")
+      ->check(intIn(0, 1000000))
+      ->capture_default_str();
   addShared(sub, "--num-classes", b.model.numClasses);
   addNumericsOptions(sub, b.numerics, false);
   addSharedFlag(sub, "--cpu", b.cpu);
@@ -50,8 +53,6 @@ void addBenchShapeOptions(CLI::App& sub, BenchShape& b) {
 // The model (seeded, built as every subcommand builds it) and a random input batch.
 std::pair<models::ResNet, torch::Tensor> benchModel(const BenchShape& b,
                                                     const engine::RunDevice& run) {
-  FIXRES_CHECK(b.steps >= 1 && b.batch >= 1 && b.inputSize >= 8, UsageError,
-               "--steps, --batch and --input-size must be positive");
   auto model = engine::buildModel(b.model, b.model.numClasses, run).model;
   auto x = torch::randn({b.batch, 3, b.inputSize, b.inputSize},
                         torch::TensorOptions().device(run.device))
@@ -160,8 +161,12 @@ Command addBenchAllreduce(CLI::App& bench) {
   };
   auto s = std::make_shared<State>();
   addShared(*sub, "--architecture", s->architecture);
-  sub->add_option("--iters", s->iters, "Timed iterations")->capture_default_str();
-  sub->add_option("--bucket-mb", s->bucketMb, "Bucket size in MB")->capture_default_str();
+  sub->add_option("--iters", s->iters, "Timed iterations")
+      ->check(intIn(1, 1000000))
+      ->capture_default_str();
+  sub->add_option("--bucket-mb", s->bucketMb, "Bucket size in MB")
+      ->check(finiteIn(0, 1e6, /*openLow=*/true))
+      ->capture_default_str();
   addClusterOptions(*sub, s->cluster);
   return {
       sub, [s]() -> int {

@@ -14,10 +14,11 @@ void addBenchDataSubcommand(CLI::App& bench, std::function<int()>& action) {
   o->kind = image::TransformKind::kFull;
   addShared(*sub, "--dataset-path", o->datasetPath)->required();
   addChoice(*sub, "--kind", o->kind, image::transformKinds(), "Transform set");
-  addShared(*sub, "--input-size", o->inputSize)->check(CLI::PositiveNumber);
-  addShared(*sub, "--workers", o->threads)->check(CLI::PositiveNumber);
-  addShared(*sub, "--batch", o->batchSize)->check(CLI::PositiveNumber);
+  addShared(*sub, "--input-size", o->inputSize);
+  addShared(*sub, "--workers", o->threads);
+  addShared(*sub, "--batch", o->batchSize);
   sub->add_option("--seconds", o->minSeconds, "Minimum measuring time (whole passes)")
+      ->check(finiteIn(0, 86400))
       ->capture_default_str();
   sub->add_flag("--from-disk", o->fromDisk,
                 "Read the files at each access (default: cached in memory)");

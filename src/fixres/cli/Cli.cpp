@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "fixres/cli/Flags.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/Runtime.h"
@@ -16,7 +17,7 @@ namespace {
 void addGlobalOptions(CLI::App& app, GlobalOptions& g) {
   app.add_option("--threads", g.threads, "Intra-op CPU threads (0 = all hardware threads)")
       ->envname("FIXRES_THREADS")
-      ->check(CLI::NonNegativeNumber)
+      ->check(intIn(0, 1024))
       ->capture_default_str();
   app.add_flag("--log-all-ranks", g.logAllRanks, "Progress lines from every rank, not only rank 0");
   app.add_flag("-v,--verbose", g.verbose, "Debug log lines");
@@ -26,6 +27,35 @@ void addGlobalOptions(CLI::App& app, GlobalOptions& g) {
 int fail(ExitCode code, const std::string& message) {
   std::cerr << "fixres: error: " << oneLine(message) << std::endl;
   return static_cast<int>(code);
+}
+
+// Where a subcommand is required but none was recognised (fixres, fixres bench): "unknown
+// subcommand 'x' of fixres (one of: ...)" or "fixres needs a subcommand (one of: ...)"; "" when
+// every level has its subcommand (then CLI11's own message is the right one).
+std::string subcommandProblem(CLI::App& app, int argc, char** argv) {
+  CLI::App* at = &app;
+  std::string unknown;
+  for (int k = 1; k < argc && at->get_require_subcommand_min() > 0; ++k) {
+    const std::string word = argv[k];
+    if (word.rfind("-", 0) == 0) {
+      if (at == &app && (word == "--threads" || word == "--config")) ++k;  // its value
+      continue;
+    }
+    auto named = [&word](CLI::App* a) { return a->get_name() == word; };
+    auto found = at->get_subcommands(named);
+    if (found.empty()) {
+      unknown = word;
+      break;
+    }
+    at = found.front();
+  }
+  if (at->get_require_subcommand_min() == 0) return "";
+  std::string names;
+  for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  const std::string of = at == &app ? "fixres" : "fixres " + at->get_name();
+  if (unknown.empty()) return of + " needs a subcommand (one of: " + names + ")";
+  return "unknown subcommand '" + unknown + "' of " + of + " (one of: " + names + ")";
 }
 
 }  // namespace
@@ -63,6 +93,8 @@ int runCli(int argc, char** argv) {
     return 0;
   } catch (const CLI::ParseError& e) {
     // Help requested on a subcommand arrives here as CallForHelp too (handled above).
+    const std::string problem = subcommandProblem(app, argc, argv);
+    if (!problem.empty()) return fail(ExitCode::kUsage, problem);
     return fail(ExitCode::kUsage, std::string(e.what()) + " (see 'fixres --help')");
   }
 

@@ -1,6 +1,7 @@
 // `fixres extract` (main_extract) and `fixres eval-softmax` (main_evaluate_softmax).
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunOptions.h"
@@ -11,6 +12,41 @@
 #include "fixres/engine/Evaluator.h"
 
 namespace fixres::cli {
+namespace {
+
+// What eval-softmax can score: N integer labels in [0, C) and an N x C softmax of finite values,
+// N and C >= 1. DataError (exit 3) naming the file and the problem.
+void checkSoftmaxAndLabels(const torch::Tensor& softmax, const std::string& softmaxPath,
+                           const torch::Tensor& labels, const std::string& labelsPath) {
+  FIXRES_CHECK(labels.dim() == 1, DataError, labelsPath, ": labels must be a 1-d array, got shape ",
+               labels.sizes());
+  FIXRES_CHECK(labels.size(0) > 0, DataError, labelsPath, " is empty (no labels)");
+  FIXRES_CHECK(!at::isFloatingType(labels.scalar_type()) && labels.scalar_type() != torch::kBool,
+               DataError, labelsPath, ": labels must be integers, got ", labels.scalar_type());
+  FIXRES_CHECK(softmax.dim() == 2 && softmax.size(0) == labels.size(0), DataError, softmaxPath,
+               ": shape ", softmax.sizes(), " does not match the ", labels.size(0), " labels of ",
+               labelsPath, " (expected ", labels.size(0), " x classes)");
+  FIXRES_CHECK(softmax.size(1) > 0, DataError, softmaxPath, " has no classes (shape ",
+               softmax.sizes(), ")");
+  FIXRES_CHECK(at::isFloatingType(softmax.scalar_type()), DataError, softmaxPath,
+               ": softmax must be floating point, got ", softmax.scalar_type());
+  const auto wide = labels.to(torch::kLong);
+  const auto bad = (wide < 0).logical_or(wide >= softmax.size(1)).nonzero();
+  if (bad.size(0) > 0) {
+    const int64_t i = bad[0].item<int64_t>();
+    FIXRES_FAIL(DataError, labelsPath, ": label ", wide[i].item<int64_t>(), " at index ", i,
+                " is out of range [0, ", softmax.size(1), ") (", bad.size(0),
+                " label(s) out of range)");
+  }
+  const auto nonFinite = softmax.isfinite().logical_not().nonzero();
+  if (nonFinite.size(0) > 0)
+    FIXRES_FAIL(DataError, softmaxPath, ": value ",
+                softmax[nonFinite[0][0]][nonFinite[0][1]].item<double>(), " at row ",
+                nonFinite[0][0].item<int64_t>(), " is not finite (", nonFinite.size(0),
+                " non-finite value(s))");
+}
+
+}  // namespace
 
 Command addExtractCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand(
@@ -23,7 +59,7 @@ Command addExtractCommand(CLI::App& parent) {
     int inputSize = 224;
   };
   auto s = std::make_shared<State>();
-  sub->set_config("--config", "", "TOML/INI file with any of these options");
+  addConfigFile(*sub);
   addModelOptions(*sub, s->model);
   addShared(*sub, "--dataset-path", s->datasetPath)->required();
   addShared(*sub, "--save-path", s->savePath)->required();
@@ -34,6 +70,8 @@ Command addExtractCommand(CLI::App& parent) {
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "extract needs --weight-path");
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
             auto dataset = data::openImageFolder(s->datasetPath);
+            // The output folder exists before the work whose results it takes.
+            if (rank.comm->rank() == 0) makeDirectories(s->savePath);
             auto model = engine::buildModel(
                              s->model, static_cast<int64_t>(dataset->classes().size()), rank.run)
                              .model;
@@ -41,7 +79,6 @@ Command addExtractCommand(CLI::App& parent) {
                                          rank.run);
             auto out = engine::extract(model, dataset, o, *rank.comm);
             if (rank.comm->rank() == 0) {
-              makeDirectories(s->savePath);
               const std::string a = s->model.architecture;
               data::writeNpy(s->savePath + "/labels.npy", out.labels);
               data::writeNpy(s->savePath + "/" + a + "_logits.npy", out.logits);
@@ -66,12 +103,11 @@ Command addEvalSoftmaxCommand(CLI::App& parent) {
   addShared(*sub, "--save-path", s->savePath)->required();
   addShared(*sub, "--architecture", s->architecture);
   return {sub, [s]() -> int {
-            auto labels = data::readNpy(s->savePath + "/labels.npy");
-            auto softmax = data::readNpy(s->savePath + "/" + s->architecture + "_softmax.npy");
-            FIXRES_CHECK(
-                labels.dim() == 1 && softmax.dim() == 2 && softmax.size(0) == labels.size(0),
-                DataError, s->savePath, ": labels (", labels.sizes(), ") and softmax (",
-                softmax.sizes(), ") do not match");
+            const std::string labelsPath = s->savePath + "/labels.npy";
+            const std::string softmaxPath = s->savePath + "/" + s->architecture + "_softmax.npy";
+            auto labels = data::readNpy(labelsPath);
+            auto softmax = data::readNpy(softmaxPath);
+            checkSoftmaxAndLabels(softmax, softmaxPath, labels, labelsPath);
             auto [top1, top5] = engine::topkAccuracy(softmax, labels.to(torch::kLong));
             std::printf("top1 %.3f top5 %.3f images %lld\n", top1, top5,
                         static_cast<long long>(labels.size(0)));

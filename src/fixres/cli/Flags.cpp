@@ -1,19 +1,87 @@
-// The table of shared flags.
+// The table of shared flags, the value checks and --config.
 #include "fixres/cli/Flags.h"
 
+#include <cstdint>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+
+#include "fixres/cli/ConfigFile.h"
 #include "fixres/common/Error.h"
 
 namespace fixres::cli {
 namespace {
 
-// An unsigned integer flag (a seed): "-1" would otherwise wrap around to 2^64 - 1.
-std::string nonNegative(const std::string& value) {
-  const auto first = value.find_first_not_of(" \t");
-  if (first == std::string::npos || value[first] != '-') return "";
-  return "must be >= 0, got " + value;
+// The whole of `text` as an integer (false for anything else, out-of-range values included).
+bool parseWholeInt(const std::string& text, int64_t& out) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end != text.c_str() + text.size()) return false;
+  out = v;
+  return true;
+}
+
+std::string rangeText(int64_t lo, int64_t hi) {
+  return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
 }
 
 }  // namespace
+
+CLI::Validator intIn(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        int64_t x = 0;
+        if (parseWholeInt(v, x) && x >= lo && x <= hi) return "";
+        return "must be an integer in " + rangeText(lo, hi) + ", got '" + v + "'";
+      },
+      rangeText(lo, hi));
+}
+
+CLI::Validator allOrAtLeastOne(int64_t hi) {
+  const std::string text = hi == INT64_MAX ? "-1 (all) or a positive integer"
+                                           : "-1 (all) or an integer in " + rangeText(1, hi);
+  return CLI::Validator(
+      [hi, text](std::string& v) -> std::string {
+        int64_t x = 0;
+        if (parseWholeInt(v, x) && (x == -1 || (x >= 1 && x <= hi))) return "";
+        return "must be " + text + ", got '" + v + "'";
+      },
+      hi == INT64_MAX ? "-1 or >= 1" : "-1 or " + rangeText(1, hi));
+}
+
+CLI::Validator finiteIn(double lo, double hi, bool openLow) {
+  std::ostringstream range;
+  range << (openLow ? "(" : "[") << lo << ", " << hi << "]";
+  const std::string text = range.str();
+  return CLI::Validator(
+      [lo, hi, openLow, text](std::string& v) -> std::string {
+        char* end = nullptr;
+        const double x = v.empty() ? NAN : std::strtod(v.c_str(), &end);
+        const bool whole = !v.empty() && end == v.c_str() + v.size();
+        if (whole && std::isfinite(x) && (openLow ? x > lo : x >= lo) && x <= hi) return "";
+        return "must be a finite number in " + text + ", got '" + v + "'";
+      },
+      text);
+}
+
+CLI::Validator intListIn(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        std::stringstream ss(v);
+        std::string item;
+        bool ok = !v.empty() && v.back() != ',';
+        int64_t x = 0;
+        while (ok && std::getline(ss, item, ',')) ok = parseWholeInt(item, x) && x >= lo && x <= hi;
+        if (ok) return "";
+        return "must be integers in " + rangeText(lo, hi) + " separated by commas, got '" + v + "'";
+      },
+      rangeText(lo, hi));
+}
 
 const std::vector<FlagSpec>& sharedFlags() {
   static const std::vector<FlagSpec> kFlags = {
@@ -24,7 +92,8 @@ const std::vector<FlagSpec>& sharedFlags() {
       {"--weight-path,--resnet-weight-path",
        "Weights: torch.save file (state dict, FixRes {'model': ...}, or a fixres checkpoint)",
        "Model", ""},
-      {"--num-classes", "Classifier size (0: number of dataset classes)", "Model", ""},
+      {"--num-classes", "Classifier size (0: number of dataset classes)", "Model", "",
+       intIn(0, 1000000)},
       {"--skip-classifier", "Load every weight but the classifier (for another number of classes)",
        "Model", ""},
       {"--imnet-path", "Image folder root holding train/ and val/ (and holdout/ when imported)",
@@ -33,9 +102,9 @@ const std::vector<FlagSpec>& sharedFlags() {
       {"--input-size",
        "Resolution in px (train: the train size; finetune, eval, extract: the test size; eval "
        "takes a comma-separated list)",
-       "Data", ""},
-      {"--batch", "Images per process and step", "Data", ""},
-      {"--workers", "Loader threads per process", "Data", ""},
+       "Data", "", intListIn(8, 4096)},
+      {"--batch", "Images per process and step", "Data", "", intIn(1, 1 << 20)},
+      {"--workers", "Loader threads per process", "Data", "", intIn(1, 1024)},
       {"--resize-mode", "Val resize: fixres (height set, the reference) or shorter (torchvision)",
        "Data", ""},
       {"--test-flip", "Average logits with the horizontally flipped image", "Data", ""},
@@ -48,12 +117,13 @@ const std::vector<FlagSpec>& sharedFlags() {
       {"--memory-format", "auto (channels-last on CUDA), contiguous or channels-last", "Numerics",
        ""},
       {"--seed", "Seed of initialisation, sampling and augmentation (>= 0)", "Optimisation", "",
-       nonNegative},
+       intIn(0, INT64_MAX)},
       {"--absolute-lr",
        "Use the learning rate as given (no linear scaling 8 x lr x batch x processes / 512)",
        "Optimisation", ""},
       {"--cpu", "Run on the CPU even when CUDA is available", "Device", ""},
-      {"--train-size", "The resolution the model was trained at (K_train)", "Resolution", ""},
+      {"--train-size", "The resolution the model was trained at (K_train)", "Resolution", "",
+       intIn(8, 4096)},
       {"--finetune",
        "FixRes fine-tuning (classifier + last BN): sweep fine-tunes at each resolution, bench "
        "train times that step",
@@ -64,6 +134,10 @@ const std::vector<FlagSpec>& sharedFlags() {
        "Output", ""},
       {"--save-path", "Folder of the .npy files (written by extract, read by eval-softmax)",
        "Output", ""},
+      {"--config",
+       "TOML file (INI when named *.ini) of this subcommand's options: `key = value`, keys are "
+       "flag names without '--'; flags on the command line win",
+       "Config", ""},
   };
   return kFlags;
 }
@@ -75,17 +149,38 @@ const FlagSpec& sharedFlag(const std::string& name) {
   FIXRES_FAIL(InternalError, "no shared flag ", name);
 }
 
-CLI::Option* withSpec(CLI::Option* opt, const FlagSpec& f) {
-  opt->group(f.group);
+CLI::Option* addSharedFlag(CLI::App& app, const std::string& name, bool& target) {
+  const FlagSpec& f = sharedFlag(name);
+  auto* opt = app.add_flag(f.names, target, f.help)->group(f.group);
   if (!f.envName.empty()) opt->envname(f.envName);
-  if (f.check != nullptr)
-    opt->check(CLI::Validator([c = f.check](std::string& v) { return c(v); }, ""));
   return opt;
 }
 
-CLI::Option* addSharedFlag(CLI::App& app, const std::string& name, bool& target) {
-  const FlagSpec& f = sharedFlag(name);
-  return withSpec(app.add_flag(f.names, target, f.help), f);
+CLI::Option* addConfigFile(CLI::App& app) {
+  const FlagSpec& f = sharedFlag("--config");
+  CLI::App* root = &app;
+  while (root->get_parent() != nullptr) root = root->get_parent();
+  // CLI11 reads config files for the top-level app only, after the whole command line and
+  // before it checks required flags: the subcommand's --config hands its file to the top-level
+  // one, and the formatter applies the file to the subcommand that was chosen.
+  CLI::Option* carrier = root->get_config_ptr();
+  if (carrier == nullptr) {
+    carrier = root->set_config(f.names, "", f.help)->group(f.group)->check(configFileCheck());
+    root->config_formatter(std::make_shared<SubcommandConfig>(*root));
+  }
+  return app
+      .add_option_function<std::string>(
+          f.names,
+          [carrier](const std::string& path) {
+            if (carrier->count() > 0)
+              throw CLI::ValidationError("--config", "given more than once ('" + path + "')");
+            carrier->add_result(path);
+          },
+          f.help)
+      ->trigger_on_parse()
+      ->configurable(false)
+      ->check(configFileCheck())
+      ->group(f.group);
 }
 
 }  // namespace fixres::cli

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,29 +15,48 @@
 
 namespace fixres::cli {
 
+// Value checks attached where a flag is declared, so a bad value is refused while parsing (exit
+// 2) with "<flag>: must be ..., got '<value>'" and the range shows in --help.
+// An integer in [lo, hi].
+CLI::Validator intIn(int64_t lo, int64_t hi);
+// -1 (meaning "all") or an integer in [1, hi].
+CLI::Validator allOrAtLeastOne(int64_t hi);
+// A finite number in [lo, hi], or in (lo, hi] when `openLow`.
+CLI::Validator finiteIn(double lo, double hi, bool openLow = false);
+// A comma-separated list of integers, each in [lo, hi].
+CLI::Validator intListIn(int64_t lo, int64_t hi);
+
 struct FlagSpec {
   std::string names;  // CLI11 form: "--weight-path,--resnet-weight-path"
   std::string help;
-  std::string group;    // section of --help
-  std::string envName;  // environment variable that sets it, or ""
-  // What is wrong with a value given for it ("" when nothing), checked while parsing; or none.
-  std::string (*check)(const std::string& value) = nullptr;
+  std::string group;                                   // section of --help
+  std::string envName;                                 // environment variable that sets it, or ""
+  std::optional<CLI::Validator> check = std::nullopt;  // the valid values, for every subcommand
 };
 
 // Every shared flag, in --help order.
 const std::vector<FlagSpec>& sharedFlags();
 // The shared flag whose first name is `name` (InternalError for an unknown one).
 const FlagSpec& sharedFlag(const std::string& name);
-// Gives `opt` the group, environment variable and check of `f`.
-CLI::Option* withSpec(CLI::Option* opt, const FlagSpec& f);
 
 // Adds shared flag `name` bound to `target` (the current value is the default shown).
 template <typename T>
 CLI::Option* addShared(CLI::App& app, const std::string& name, T& target) {
   const FlagSpec& f = sharedFlag(name);
-  return withSpec(app.add_option(f.names, target, f.help)->capture_default_str(), f);
+  auto* opt = app.add_option(f.names, target, f.help)->capture_default_str()->group(f.group);
+  if (!f.envName.empty()) opt->envname(f.envName);
+  if (f.check) opt->check(*f.check);
+  return opt;
 }
 CLI::Option* addSharedFlag(CLI::App& app, const std::string& name, bool& target);
+
+// --config FILE on subcommand `app`: its options read from a TOML file (an INI file when the
+// name ends in .ini): `key = value` lines whose keys are the subcommand's flag names without
+// "--", optionally under a [<subcommand>] section (sections of other subcommands are skipped, so
+// one file can serve several). Flags given on the command line win over the file. Applied after
+// the command line is read and before required flags are checked; a missing or unreadable file,
+// an unknown key or section, or a bad value is refused with exit 2 naming the file and the key.
+CLI::Option* addConfigFile(CLI::App& app);
 
 // A validator listing the table's names ("{a,b,c}" in --help) and refusing others with
 // "unknown <noun> 'x' (valid: ...)".
@@ -62,7 +83,9 @@ template <typename E>
 CLI::Option* addSharedChoice(CLI::App& app, const std::string& name, E& target,
                              const ChoiceTable<E>& table) {
   const FlagSpec& f = sharedFlag(name);
-  return withSpec(addChoice(app, f.names, target, table, f.help), f);
+  auto* opt = addChoice(app, f.names, target, table, f.help)->group(f.group);
+  if (!f.envName.empty()) opt->envname(f.envName);
+  return opt;
 }
 
 }  // namespace fixres::cli

@@ -8,17 +8,20 @@ namespace fixres::cli {
 namespace {
 // CLI11 2.1 cannot bind std::optional<int> directly on every version: go through a callback.
 void addOptionalInt(CLI::App& app, const std::string& name, std::optional<int>& target,
-                    const std::string& help) {
+                    const std::string& help, const CLI::Validator& check) {
   app.add_option_function<int>(
          name, [&target](const int& v) { target = v; }, help)
+      ->check(check)
       ->group("Cluster");
 }
 }  // namespace
 
 void addClusterOptions(CLI::App& app, ClusterOptions& o) {
-  addOptionalInt(app, "--num-tasks", o.flags.numTasks, "Total number of processes (world size)");
-  addOptionalInt(app, "--global-rank", o.flags.globalRank, "Rank of this process");
-  addOptionalInt(app, "--local-rank", o.flags.localRank, "Rank on this node (GPU index)");
+  addOptionalInt(app, "--num-tasks", o.flags.numTasks, "Total number of processes (world size)",
+                 intIn(1, 65536));
+  addOptionalInt(app, "--global-rank", o.flags.globalRank, "Rank of this process", intIn(0, 65535));
+  addOptionalInt(app, "--local-rank", o.flags.localRank, "Rank on this node (GPU index)",
+                 intIn(0, 65535));
   app.add_option("--job-id", o.flags.jobId, "Job id: names the run folder and the rendezvous")
       ->group("Cluster");
   app.add_option("--shared-folder-path", o.flags.sharedFolderPath,
@@ -29,6 +32,7 @@ void addClusterOptions(CLI::App& app, ClusterOptions& o) {
   app.add_option("--dist-timeout", o.flags.timeoutSeconds,
                  "Seconds before a lost or silent rank fails the job (exit code 5)")
       ->envname("FIXRES_DIST_TIMEOUT")
+      ->check(finiteIn(0, 604800, /*openLow=*/true))
       ->capture_default_str()
       ->group("Cluster");
   addChoice(app, "--backend", o.backend, distributed::backendNames(),

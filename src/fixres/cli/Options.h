@@ -1,5 +1,5 @@
 // Option groups shared by several subcommands, each option declared once (name, help, default,
-// environment variable). Parsing only: values are validated where they are used.
+// environment variable, the range of its values).
 #pragma once
 
 #include <CLI/CLI.hpp>

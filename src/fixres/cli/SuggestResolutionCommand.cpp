@@ -20,36 +20,46 @@ Command addSuggestResolutionCommand(CLI::App& parent) {
   auto s = std::make_shared<State>();
   addShared(*sub, "--train-size", s->trainSize);
   sub->add_option("--scale-min", s->scaleMin, "RandomResizedCrop minimum area fraction")
+      ->check(finiteIn(0, 1, /*openLow=*/true))
       ->capture_default_str();
   sub->add_option("--scale-max", s->scaleMax, "RandomResizedCrop maximum area fraction")
+      ->check(finiteIn(0, 1, /*openLow=*/true))
       ->capture_default_str();
   sub->add_option("--crop-ratio", s->cropRatio, "Test crop / resize ratio (224/256)")
+      ->check(finiteIn(0, 1, /*openLow=*/true))
       ->capture_default_str();
   sub->add_option("--image-size", s->imageSize,
                   "WxH: also simulate torchvision's RRC sampling on images of this size");
   sub->add_option("--multiple", s->multiple, "Round the suggestion to a multiple of this")
+      ->check(intIn(1, 4096))
       ->capture_default_str();
-  return {
-      sub, [s]() -> int {
-        auto r = engine::suggestResolution(s->trainSize, s->scaleMin, s->scaleMax, s->cropRatio,
-                                           s->multiple);
-        std::printf("train size %d, RRC scale [%.3g, %.3g], crop ratio %.4g\n", s->trainSize,
-                    s->scaleMin, s->scaleMax, s->cropRatio);
-        std::printf("closed form: E[s^-1/2] = %.4f -> test size %.1f (suggest %d)\n",
-                    r.expectedInvSqrtScale, r.suggested, r.suggestedRounded);
-        if (!s->imageSize.empty()) {
-          int w = 0, h = 0;
-          FIXRES_CHECK(std::sscanf(s->imageSize.c_str(), "%dx%d", &w, &h) == 2 && w > 0 && h > 0,
-                       UsageError, "--image-size must be WxH, got '", s->imageSize, "'");
-          auto m =
-              engine::simulateResolution(s->trainSize, w, h, s->scaleMin, s->scaleMax, 3.0 / 4.0,
-                                         4.0 / 3.0, s->cropRatio, 200000, 0, s->multiple);
-          std::printf("simulated RRC on %dx%d: factor %.4f -> test size %.1f (suggest %d)\n", w, h,
-                      m.expectedInvSqrtScale, m.suggested, m.suggestedRounded);
-        }
-        std::printf("suggested test resolution: %d\n", r.suggestedRounded);
-        return 0;
-      }};
+  return {sub, [s]() -> int {
+            FIXRES_CHECK(s->scaleMin <= s->scaleMax, UsageError, "--scale-min (", s->scaleMin,
+                         ") must not exceed --scale-max (", s->scaleMax, ")");
+            int w = 0, h = 0;
+            if (!s->imageSize.empty()) {
+              char rest = 0;
+              FIXRES_CHECK(std::sscanf(s->imageSize.c_str(), "%dx%d%c", &w, &h, &rest) == 2 &&
+                               w >= 1 && w <= 65535 && h >= 1 && h <= 65535,
+                           UsageError, "--image-size must be WxH with W and H in [1, 65535], got '",
+                           s->imageSize, "'");
+            }
+            auto r = engine::suggestResolution(s->trainSize, s->scaleMin, s->scaleMax, s->cropRatio,
+                                               s->multiple);
+            std::printf("train size %d, RRC scale [%.3g, %.3g], crop ratio %.4g\n", s->trainSize,
+                        s->scaleMin, s->scaleMax, s->cropRatio);
+            std::printf("closed form: E[s^-1/2] = %.4f -> test size %.1f (suggest %d)\n",
+                        r.expectedInvSqrtScale, r.suggested, r.suggestedRounded);
+            if (!s->imageSize.empty()) {
+              auto m = engine::simulateResolution(s->trainSize, w, h, s->scaleMin, s->scaleMax,
+                                                  3.0 / 4.0, 4.0 / 3.0, s->cropRatio, 200000, 0,
+                                                  s->multiple);
+              std::printf("simulated RRC on %dx%d: factor %.4f -> test size %.1f (suggest %d)\n", w,
+                          h, m.expectedInvSqrtScale, m.suggested, m.suggestedRounded);
+            }
+            std::printf("suggested test resolution: %d\n", r.suggestedRounded);
+            return 0;
+          }};
 }
 
 }  // namespace fixres::cli

@@ -1,8 +1,8 @@
 // `fixres sweep`: top-1 over a range of test resolutions, optionally after FixRes fine-tuning
 // at each one, with exactly the options `eval` and `finetune` use; table, JSON and an SVG plot
 // with the train resolution, the apparent-size suggestion and the best resolutions marked.
+#include <cstdint>
 #include <cstdio>
-#include <iostream>
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunFolder.h"
@@ -67,7 +67,7 @@ Command addSweepCommand(CLI::App& parent) {
       "sweep",
       "Top-1 vs test resolution, with and without FixRes fine-tuning at each; table and plot");
   auto s = std::make_shared<SweepState>();
-  sub->set_config("--config", "", "TOML/INI file with any of these options");
+  addConfigFile(*sub);
   addModelOptions(*sub, s->model);
   addShared(*sub, "--imnet-path", s->imnetPath)->required();
   sub->add_option("--split", s->split,
@@ -80,11 +80,14 @@ Command addSweepCommand(CLI::App& parent) {
                   "stride from 0.6x to 1.8x the train size, and the train size)");
   addSharedFlag(*sub, "--finetune", s->finetune);
   sub->add_option("--finetune-epochs", s->finetuneEpochs, "Fine-tuning epochs per resolution")
+      ->check(intIn(1, 100000))
       ->capture_default_str();
   sub->add_option("--finetune-iterations", s->finetuneIterations,
-                  "Cap on iterations per fine-tuning epoch (-1: the whole train split)");
+                  "Cap on iterations per fine-tuning epoch (-1: the whole train split)")
+      ->check(allOrAtLeastOne(INT64_MAX));
   sub->add_option("--finetune-lr", s->finetuneLr,
                   "Fine-tuning base learning rate (scaled as FixRes)")
+      ->check(finiteIn(0, 1e3, /*openLow=*/true))
       ->capture_default_str();
   addSharedFlag(*sub, "--absolute-lr", s->absoluteLr);
   addEvalFlags(*sub, s->eval);
@@ -98,9 +101,12 @@ Command addSweepCommand(CLI::App& parent) {
             s->sizes.empty()
                 ? engine::sweepSizes(s->trainSize, models::outputStride(s->model.architecture))
                 : parseSizes(s->sizes, "--sizes");
+        // Everything a fine-tuning run needs is checked before the first evaluation.
+        if (s->finetune) finetuneRun(*s, sizes.front()).validate();
         auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
         auto& comm = *rank.comm;
         auto dataset = data::openImageFolder(s->imnetPath + "/" + s->split);
+        if (s->finetune) data::openImageFolder(s->imnetPath + "/train");
         auto model =
             engine::buildModel(s->model, static_cast<int64_t>(dataset->classes().size()), rank.run)
                 .model;
@@ -108,8 +114,6 @@ Command addSweepCommand(CLI::App& parent) {
         auto suggestion = engine::suggestResolution(s->trainSize);
         nlohmann::json rows = nlohmann::json::array();
         std::vector<double> xs, plain, tuned;
-        if (comm.rank() == 0)
-          std::printf("%6s %10s %14s\n", "size", "top1", s->finetune ? "top1 finetuned" : "");
         for (int size : sizes) {
           auto r = engine::evaluate(
               model, dataset,
@@ -132,6 +136,9 @@ Command addSweepCommand(CLI::App& parent) {
           }
           rows.push_back(row);
           if (comm.rank() == 0) {
+            // The header once the first row is ready: an error before it prints no table.
+            if (rows.size() == 1)
+              std::printf("%6s %10s %14s\n", "size", "top1", s->finetune ? "top1 finetuned" : "");
             if (s->finetune)
               std::printf("%6d %10.3f %14.3f\n", size, r.top1, ft);
             else

@@ -33,7 +33,7 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
   auto* sub = parent.add_subcommand(name, help);
   auto s = std::make_shared<RunState>();
   s->cfg = engine::RunConfig::forMode(mode);
-  sub->set_config("--config", "", "TOML/INI file with any of these options (flags override it)");
+  addConfigFile(*sub);
   addTrainingOptions(*sub, s->cfg, s->imnetPath, s->cpu);
   addClusterOptions(*sub, s->cluster);
   if (mode == engine::RunMode::kFinetune) {

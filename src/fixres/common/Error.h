@@ -17,6 +17,7 @@ enum class ExitCode : int {
   kData = 3,         // dataset or image unreadable
   kWeights = 4,      // weights or checkpoint unreadable / mismatched
   kDistributed = 5,  // peer lost, timeout, rendezvous failure
+  kOutput = 6,       // an output could not be written: disk full, permission, read-only folder
 };
 
 // Base of every error fixres raises on purpose. Carries the exit code main() returns.
@@ -39,6 +40,7 @@ using UsageError = CodedError<ExitCode::kUsage>;
 using DataError = CodedError<ExitCode::kData>;
 using WeightsError = CodedError<ExitCode::kWeights>;
 using DistributedError = CodedError<ExitCode::kDistributed>;
+using OutputError = CodedError<ExitCode::kOutput>;
 using InternalError = CodedError<ExitCode::kOther>;
 
 namespace detail {

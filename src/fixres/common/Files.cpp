@@ -1,7 +1,9 @@
-// Atomic whole-file writes (through AtomicFile) and whole-file reads.
+// Atomic and plain whole-file writes, whole-file reads, folders.
 #include "fixres/common/Files.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -20,20 +22,32 @@ std::string sysError() {
 
 void writeFileAtomic(const std::string& path, const std::string& bytes) {
   AtomicFile file(path);
-  FIXRES_CHECK(file.failedStep() != AtomicFile::Step::kCreate, DataError, "cannot create ",
+  FIXRES_CHECK(file.failedStep() != AtomicFile::Step::kCreate, OutputError, "cannot create ",
                file.tempPath().empty() ? path : file.tempPath(), ": ", file.error());
   file.write(bytes.data(), bytes.size());
   if (file.commit()) return;
-  FIXRES_CHECK(file.failedStep() != AtomicFile::Step::kRename, DataError, "cannot rename ",
+  FIXRES_CHECK(file.failedStep() != AtomicFile::Step::kRename, OutputError, "cannot rename ",
                file.tempPath(), " to ", path, ": ", file.error());
-  FIXRES_FAIL(DataError, "cannot write ", path, ": ", file.error(), " (previous file kept)");
+  FIXRES_FAIL(OutputError, "cannot write ", path, ": ", file.error(), " (previous file kept)");
 }
 
 void writeFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  FIXRES_CHECK(out.good(), DataError, "cannot write ", path, ": ", sysError());
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  FIXRES_CHECK(fd >= 0, OutputError, "cannot create ", path, ": ", sysError());
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string why = n < 0 ? sysError() : "short write";
+      ::close(fd);
+      FIXRES_FAIL(OutputError, "cannot write ", path, ": ", why);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  FIXRES_CHECK(::close(fd) == 0, OutputError, "cannot write ", path, ": ", sysError());
 }
 
 std::vector<char> readFile(const std::string& path) {
@@ -52,7 +66,19 @@ std::vector<char> readFile(const std::string& path) {
 void makeDirectories(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
-  FIXRES_CHECK(!ec, DataError, "cannot create folder ", path, ": ", ec.message());
+  FIXRES_CHECK(!ec, OutputError, "cannot create folder ", path, ": ", ec.message());
+}
+
+void checkOutputFolder(const std::string& path, const std::string& what) {
+  auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  struct stat st {};
+  FIXRES_CHECK(::stat(dir.c_str(), &st) == 0, OutputError, "cannot write ", what, " ", path,
+               ": folder ", dir, ": ", sysError());
+  FIXRES_CHECK(S_ISDIR(st.st_mode), OutputError, "cannot write ", what, " ", path, ": ", dir,
+               " is not a folder");
+  FIXRES_CHECK(::access(dir.c_str(), W_OK) == 0, OutputError, "cannot write ", what, " ", path,
+               ": folder ", dir, ": ", sysError());
 }
 
 bool fileExists(const std::string& path) {

@@ -8,7 +8,8 @@
 
 namespace fixres::data {
 
-// Atomic write (see Files.h). The tensor is made contiguous on the CPU first.
+// Atomic write (see Files.h; OutputError, exit code 6, when it fails). The tensor is made
+// contiguous on the CPU first.
 void writeNpy(const std::string& path, const torch::Tensor& tensor);
 std::string encodeNpy(const torch::Tensor& tensor);
 

@@ -2,6 +2,7 @@
 #include "fixres/engine/Evaluator.h"
 
 #include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
 #include "fixres/data/Loader.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/engine/Metrics.h"
@@ -37,8 +38,10 @@ EvalOptions evalOptions(const EvalSettings& e, int size, const Preprocessing& pr
 }
 
 nlohmann::json EvalResult::toJson() const {
-  return {
+  nlohmann::json j = {
       {"input_size", inputSize}, {"top1", top1}, {"top5", top5}, {"loss", loss}, {"count", count}};
+  if (!complete) j["complete"] = false;
+  return j;
 }
 
 torch::Tensor predictLogits(models::ResNet& model, const torch::Tensor& images, bool testFlip) {
@@ -55,7 +58,12 @@ EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> 
   auto loader = makeEvalLoader(std::move(dataset), o, comm);
   loader.startEpoch(0);
   MetricSums sums;
+  bool complete = true;
   while (auto batch = loader.next()) {
+    if (o.stopOnSignal && stopSignal() != 0) {
+      complete = false;
+      break;
+    }
     auto [x, y] = toModel(*batch, o.run, o.transform);
     torch::Tensor logits;
     {
@@ -77,6 +85,7 @@ EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> 
   EvalResult r;
   r.count = static_cast<int64_t>(sums.count);
   r.inputSize = o.transform.inputSize;
+  r.complete = complete;
   if (r.count > 0) {
     r.top1 = 100.0 * sums.top1 / sums.count;
     r.top5 = 100.0 * sums.top5 / sums.count;

@@ -37,6 +37,9 @@ struct EvalOptions {
   uint64_t seed = 0;
   RunDevice run;       // the model is already on run.device, in run.numerics' memory format
   int64_t limit = -1;  // evaluate only the first `limit` images (smoke tests)
+  // Stop at the next batch once a stop signal arrived (StopSignal.h): the result is then of the
+  // images evaluated so far (complete = false). Every rank still reduces once: no rank waits.
+  bool stopOnSignal = false;
 };
 
 // The val transform at `size` with the model's preprocessing, and the settings.
@@ -47,7 +50,8 @@ struct EvalResult {
   double top1 = 0, top5 = 0, loss = 0;  // percent, percent, mean cross-entropy
   int64_t count = 0;
   int inputSize = 0;
-  nlohmann::json toJson() const;
+  bool complete = true;           // false: stopped by a signal before the last batch
+  nlohmann::json toJson() const;  // with "complete": false only when stopped
 };
 
 // Logits for a batch in eval mode of the given model, optionally with flip averaging.

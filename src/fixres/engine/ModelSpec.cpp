@@ -1,6 +1,7 @@
 // Model construction for every subcommand.
 #include "fixres/engine/ModelSpec.h"
 
+#include "fixres/common/Error.h"
 #include "fixres/models/Registry.h"
 
 namespace fixres::engine {
@@ -19,6 +20,10 @@ image::TransformOptions transformOptions(image::TransformKind kind, int size,
 
 BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDevice& run,
                       uint64_t seed) {
+  // Fewer outputs than the dataset has classes: the loss would fail deep in LibTorch.
+  FIXRES_CHECK(spec.numClasses == 0 || spec.numClasses >= datasetClasses, UsageError,
+               "--num-classes ", spec.numClasses, " is smaller than the ", datasetClasses,
+               " classes of the dataset");
   BuiltModel out;
   torch::manual_seed(seed);
   out.model = models::createModel(spec.architecture,

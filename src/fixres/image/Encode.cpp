@@ -27,7 +27,7 @@ void writePng(const std::string& path, int width, int height, int channels, cons
   std::string out;
   if (setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
-    FIXRES_FAIL(DataError, "cannot encode PNG ", path);
+    FIXRES_FAIL(OutputError, "cannot encode PNG ", path);
   }
   png_set_write_fn(png, &out, pngWrite, pngFlush);
   png_set_IHDR(png, info, width, height, 8,

@@ -79,7 +79,7 @@ PickleObjectPtr PickleGlobals::call(const PickleObjectPtr& callable, const Pickl
       for (const auto& kv : args->items[0]->items) {
         FIXRES_CHECK(kv->kind == Kind::kTuple && kv->items.size() == 2, WeightsError,
                      "malformed OrderedDict items");
-        out->entries.emplace_back(kv->items[0], kv->items[1]);
+        arena_.addEntry(out, kv->items[0], kv->items[1]);
       }
     }
     return out;
@@ -101,7 +101,8 @@ PickleObjectPtr PickleGlobals::call(const PickleObjectPtr& callable, const Pickl
   if (fn == "builtins.set" || fn == "builtins.frozenset" || fn == "__builtin__.set" ||
       fn == "__builtin__.frozenset") {  // protocols < 3 name builtins the Python 2 way
     auto out = arena_.make(Kind::kList);
-    if (args->kind == Kind::kTuple && !args->items.empty()) out->items = args->items[0]->items;
+    if (args->kind == Kind::kTuple && !args->items.empty())
+      for (const auto& x : args->items[0]->items) arena_.add(out, x);
     return out;
   }
   if (fn == "torch.device") {

@@ -9,7 +9,41 @@
 
 namespace fixres::models {
 
+void PickleArena::count(size_t n) {
+  values_ += n;
+  FIXRES_CHECK(values_ <= kMaxPickleValues, WeightsError, source_, " holds more than ",
+               kMaxPickleValues, " values (objects and references to them): not a weight file");
+}
+
+void PickleArena::checkMarks(size_t openMarks) const {
+  FIXRES_CHECK(openMarks < static_cast<size_t>(kMaxPickleDepth), WeightsError, source_,
+               " nests too deeply (more than ", kMaxPickleDepth, " MARKs open)");
+}
+
+void PickleArena::nest(const PickleObjectPtr& container, const PickleObjectPtr& item) {
+  // The path through this link: the levels above the container, the link, the levels below.
+  FIXRES_CHECK(container->depth + 1 + item->height < kMaxPickleDepth, WeightsError, source_,
+               " nests too deeply (more than ", kMaxPickleDepth, " levels)");
+  container->height = std::max(container->height, item->height + 1);
+  item->depth = std::max(item->depth, container->depth + 1);
+}
+
+void PickleArena::add(const PickleObjectPtr& container, const PickleObjectPtr& item) {
+  count();
+  nest(container, item);
+  container->items.push_back(item);
+}
+
+void PickleArena::addEntry(const PickleObjectPtr& container, const PickleObjectPtr& key,
+                           const PickleObjectPtr& value) {
+  count(2);
+  nest(container, key);
+  nest(container, value);
+  container->entries.emplace_back(key, value);
+}
+
 PickleObjectPtr PickleArena::make(PickleObject::Kind kind) {
+  count();
   PickleObject& o = objects_.emplace_back();
   o.kind = kind;
   return &o;
@@ -35,9 +69,14 @@ PickleObjectPtr PickleArena::makeStr(PickleObject::Kind kind, std::string value)
   o->s = std::move(value);
   return o;
 }
-PickleObjectPtr PickleArena::makeTuple(std::vector<PickleObjectPtr> items) {
+PickleObjectPtr PickleArena::makeTuple(const std::vector<PickleObjectPtr>& items) {
   auto o = make(PickleObject::Kind::kTuple);
-  o->items = std::move(items);
+  for (const auto& x : items) add(o, x);
+  return o;
+}
+PickleObjectPtr PickleArena::makeList(const std::vector<PickleObjectPtr>& items) {
+  auto o = make(PickleObject::Kind::kList);
+  for (const auto& x : items) add(o, x);
   return o;
 }
 
@@ -83,7 +122,8 @@ class Converter {
   explicit Converter(const std::string& source) : source_(source) {}
 
   c10::IValue convert(const PickleObject* o, int depth = 0) {
-    FIXRES_CHECK(depth < 200, WeightsError, source_, " nests too deeply");
+    FIXRES_CHECK(depth < kMaxPickleDepth, WeightsError, source_, " nests too deeply (more than ",
+                 kMaxPickleDepth, " levels)");
     auto it = done_.find(o);
     if (it != done_.end()) return it->second;
     // A container reached again inside itself would nest without end (and, held twice, take

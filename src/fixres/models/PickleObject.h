@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -19,6 +20,16 @@ struct PickleObject;
 // Not owning: every object belongs to the PickleArena that made it. The memo and containers may
 // hold the same object several times, and a pickle can make a container hold itself.
 using PickleObjectPtr = PickleObject*;
+
+// Bounds of one pickle, checked while it is read, before the objects past them are made. A
+// weight file nests a few levels and holds some tens of thousands of values (a ResNet-152
+// checkpoint with its optimizer state: about 80,000): a pickle past
+// these is refused (WeightsError) whatever it would have built, so neither its reading nor its
+// conversion can exhaust the stack or the memory (about 300 bytes per value at most).
+// Nesting: containers within containers, and MARKs open at once.
+constexpr int kMaxPickleDepth = 200;
+// Values: objects made plus the references to them a container, the stack or the memo stores.
+constexpr size_t kMaxPickleValues = 2000000;
 
 struct PickleObject {
   enum class Kind {
@@ -47,19 +58,45 @@ struct PickleObject {
   std::vector<std::pair<PickleObjectPtr, PickleObjectPtr>> entries;  // dict, insertion order
   at::Tensor tensor;                                                 // kTensor
   StorageRef storage;                                                // kStorage
+  // Nesting seen while building, in levels: `height` below this object (0: a scalar or an empty
+  // container), `depth` above it (0: in no container). Kept as items are added, not propagated
+  // further (a container filled after it was put into another does not raise the other's
+  // height): they catch the usual forms of deep nesting at once; toIValue checks the rest.
+  int height = 0;
+  int depth = 0;
 };
 
-// Owns the objects of one unpickling (freed together, cycles included); addresses are stable.
+// Owns the objects of one unpickling (freed together, cycles included, without recursion);
+// addresses are stable. Every object and every reference stored goes through it, so it enforces
+// kMaxPickleValues and kMaxPickleDepth: WeightsError naming `source` ("data.pkl holds more than
+// 2000000 values ...", "data.pkl nests too deeply ...") before anything past a bound is made.
 class PickleArena {
  public:
+  explicit PickleArena(std::string source) : source_(std::move(source)) {}
+
   PickleObjectPtr make(PickleObject::Kind kind);
   PickleObjectPtr makeBool(bool value);
   PickleObjectPtr makeInt(int64_t value);
   PickleObjectPtr makeFloat(double value);
   PickleObjectPtr makeStr(PickleObject::Kind kind, std::string value);  // kStr, kBytes, ...
-  PickleObjectPtr makeTuple(std::vector<PickleObjectPtr> items);
+  PickleObjectPtr makeTuple(const std::vector<PickleObjectPtr>& items);
+  PickleObjectPtr makeList(const std::vector<PickleObjectPtr>& items);
+
+  // Appends `item` to the items of `container` (a list, set or tuple being built).
+  void add(const PickleObjectPtr& container, const PickleObjectPtr& item);
+  // Appends (key, value) to the entries of the dict `container`.
+  void addEntry(const PickleObjectPtr& container, const PickleObjectPtr& key,
+                const PickleObjectPtr& value);
+  // Counts `n` references stored elsewhere (on the stack, in the memo) against kMaxPickleValues.
+  void count(size_t n = 1);
+  // Refuses one more MARK when `openMarks` are open already (nesting of kMaxPickleDepth).
+  void checkMarks(size_t openMarks) const;
 
  private:
+  void nest(const PickleObjectPtr& container, const PickleObjectPtr& item);
+
+  std::string source_;
+  size_t values_ = 0;
   std::deque<PickleObject> objects_;
 };
 
@@ -70,9 +107,9 @@ const char* kindName(PickleObject::Kind kind);
 // dict -> GenericDict in insertion order (key type str/int/float when all keys are, value type
 // Tensor/str/int/float likewise, else Any); list and set -> GenericList typed the same way;
 // tuple -> Tuple; str, bytes and globals -> str; storages, numpy dtypes and opaque objects ->
-// None. WeightsError (naming `source`, e.g. "data.pkl") when nesting exceeds 200 levels or a
-// container holds itself (both "nests too deeply"), or a dict key is not a str, int, float or
-// bool.
+// None. WeightsError (naming `source`, e.g. "data.pkl") when nesting exceeds kMaxPickleDepth
+// levels or a container holds itself (both "nests too deeply"), or a dict key is not a str, int,
+// float or bool. Recursive, but never deeper than kMaxPickleDepth calls.
 c10::IValue toIValue(const PickleObjectPtr& root, const std::string& source);
 
 }  // namespace fixres::models

@@ -165,7 +165,7 @@ void writeTorchFile(const std::string& path, const c10::IValue& value) {
   pickler.dump(value);
 
   AtomicFile file(path);
-  FIXRES_CHECK(file.ok(), WeightsError, "cannot write ", path, ": ", file.reason());
+  FIXRES_CHECK(file.ok(), OutputError, "cannot write ", path, ": ", file.reason());
   std::string failure;
   try {
     // The zip writer cannot unwind through its C code: AtomicFile keeps the first write error.
@@ -187,7 +187,7 @@ void writeTorchFile(const std::string& path, const c10::IValue& value) {
     failure = e.what();
   }
   if (failure.empty() && !file.commit()) failure = file.reason();
-  FIXRES_CHECK(failure.empty(), WeightsError, "cannot write ", path, ": ", failure,
+  FIXRES_CHECK(failure.empty(), OutputError, "cannot write ", path, ": ", failure,
                " (any previous file there is unchanged)");
 }
 

@@ -65,7 +65,8 @@ c10::IValue readTorchFile(const std::string& path);
 // memory: one tensor, for GPU tensors). Atomic (AtomicFile.h): written to a temporary file in
 // the same directory (O_EXCL|O_NOFOLLOW, mode 0666 & ~umask), fsynced, renamed over `path`,
 // directory fsynced. On failure (e.g. disk full) `path` is untouched, the temporary removed and
-// a WeightsError names the cause.
+// an OutputError (exit code 6) names the cause; a value with no torch.save form is a
+// WeightsError, before any file is made.
 void writeTorchFile(const std::string& path, const c10::IValue& value);
 
 }  // namespace fixres::models

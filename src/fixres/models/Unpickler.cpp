@@ -23,7 +23,11 @@ using Obj = PickleObjectPtr;
 class Unpickler::Machine {
  public:
   Machine(const char* data, size_t size, StorageResolver& storages, std::string source)
-      : data_(data), size_(size), source_(std::move(source)), globals_(arena_, storages, source_) {}
+      : data_(data),
+        size_(size),
+        source_(std::move(source)),
+        arena_(source_),
+        globals_(arena_, storages, source_) {}
 
   Obj run() {
     for (;;) {
@@ -74,7 +78,12 @@ class Unpickler::Machine {
   }
 
   // ---- stack, marks and memo
+  // (Objects made are counted by the arena; pushReference counts one more reference to one.)
   void push(Obj o) { stack_.push_back(std::move(o)); }
+  void pushReference(Obj o) {
+    arena_.count();
+    push(std::move(o));
+  }
   Obj pop() {
     FIXRES_CHECK(!stack_.empty(), WeightsError, "malformed pickle: stack underflow");
     Obj o = stack_.back();
@@ -99,22 +108,20 @@ class Unpickler::Machine {
     FIXRES_CHECK(it != memo_.end(), WeightsError, "malformed pickle: memo key ", k, " unset");
     return it->second;
   }
-  void memoPut(uint64_t k) { memo_[k] = top(); }
+  void memoPut(uint64_t k) {
+    arena_.count();
+    memo_[k] = top();
+  }
 
   // ---- containers
-  static void setItems(const Obj& target, std::vector<Obj> kv) {
+  void setItems(const Obj& target, const std::vector<Obj>& kv) {
     FIXRES_CHECK(kv.size() % 2 == 0, WeightsError, "malformed pickle: odd SETITEMS");
     if (target->kind != Kind::kDict) return;  // state of an unsupported object: ignored
-    for (size_t k = 0; k < kv.size(); k += 2) target->entries.emplace_back(kv[k], kv[k + 1]);
+    for (size_t k = 0; k < kv.size(); k += 2) arena_.addEntry(target, kv[k], kv[k + 1]);
   }
-  static void appendItems(const Obj& target, std::vector<Obj> items) {
+  void appendItems(const Obj& target, const std::vector<Obj>& items) {
     if (target->kind != Kind::kList) return;
-    for (auto& x : items) target->items.push_back(std::move(x));
-  }
-  Obj listOf(std::vector<Obj> items) {
-    auto l = arena_.make(Kind::kList);
-    l->items = std::move(items);
-    return l;
+    for (const auto& x : items) arena_.add(target, x);
   }
 
   // ---- scalars
@@ -219,7 +226,7 @@ class Unpickler::Machine {
         FIXRES_CHECK(stack_.size() >= n, WeightsError, "malformed pickle: short TUPLE");
         std::vector<Obj> items(stack_.end() - n, stack_.end());
         stack_.resize(stack_.size() - n);
-        push(arena_.makeTuple(std::move(items)));
+        push(arena_.makeTuple(items));
         break;
       }
       case Op::kEmptyList:
@@ -228,7 +235,7 @@ class Unpickler::Machine {
         break;
       case Op::kList:
       case Op::kFrozenSet:
-        push(listOf(popMark()));
+        push(arena_.makeList(popMark()));
         break;
       case Op::kAppend: {
         Obj v = pop();
@@ -238,7 +245,7 @@ class Unpickler::Machine {
       case Op::kAppends:
       case Op::kAddItems: {
         auto items = popMark();
-        appendItems(top(), std::move(items));
+        appendItems(top(), items);
         break;
       }
       case Op::kEmptyDict:
@@ -258,11 +265,12 @@ class Unpickler::Machine {
       }
       case Op::kSetItems: {
         auto kv = popMark();
-        setItems(top(), std::move(kv));
+        setItems(top(), kv);
         break;
       }
       // Stack.
       case Op::kMark:
+        arena_.checkMarks(marks_.size());
         marks_.push_back(stack_.size());
         break;
       case Op::kPop:
@@ -273,7 +281,7 @@ class Unpickler::Machine {
         break;
       case Op::kDup: {
         Obj copy = top();
-        push(std::move(copy));
+        pushReference(std::move(copy));
         break;
       }
       // Globals, calls, objects.
@@ -326,16 +334,16 @@ class Unpickler::Machine {
         memoPut(uintLE(4));
         break;
       case Op::kMemoize:
-        memo_[memo_.size()] = top();
+        memoPut(memo_.size());
         break;
       case Op::kGet:
-        push(memoGet(std::stoull(line())));
+        pushReference(memoGet(std::stoull(line())));
         break;
       case Op::kBinGet:
-        push(memoGet(uintLE(1)));
+        pushReference(memoGet(uintLE(1)));
         break;
       case Op::kLongBinGet:
-        push(memoGet(uintLE(4)));
+        pushReference(memoGet(uintLE(4)));
         break;
       default:
         FIXRES_FAIL(WeightsError, "unsupported pickle opcode 0x", std::hex, int(byte),

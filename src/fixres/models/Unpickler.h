@@ -34,10 +34,13 @@ class Unpickler {
   // Python objects -> None (see ignoredObjects()). Any malformed input -> WeightsError naming
   // `source` ("data.pkl is truncated (...)", "unsupported pickle opcode 0x.. at offset N in
   // data.pkl", ...), never another exception type; the resolver's own WeightsErrors pass through.
+  // A pickle past the bounds of PickleObject.h (kMaxPickleDepth levels of nesting,
+  // kMaxPickleValues values) fails where it passes them ("data.pkl nests too deeply", "data.pkl
+  // holds more than N values"), before the rest is made: position() then tells where.
   c10::IValue parse();
 
   // Bytes consumed: after parse(), the offset just past STOP (where a following pickle of the
-  // same stream starts).
+  // same stream starts); after a failed parse(), where reading stopped.
   size_t position() const;
 
   // Python class names of the objects parse() could not represent (mapped to None), each once.

@@ -52,7 +52,7 @@ TEST_F(CliTest, SharedNamesComeFromOneDeclaration) {
   ASSERT_GT(options.size(), 50u);
   int shared = 0;
   for (const auto& [name, uses] : options) {
-    if (name == "--help" || name == "--config") continue;  // CLI11's own
+    if (name == "--help") continue;  // CLI11's own
     if (uses.size() > 1) ++shared;
     for (const auto& u : uses) {
       EXPECT_EQ(u.option->get_description(), uses[0].option->get_description())
@@ -93,7 +93,8 @@ TEST_F(CliTest, NoSubcommandShadowsAGlobalOption) {
   for (const CLI::App* s : app_.get_subcommands([](const CLI::App*) { return true; }))
     collect(*s, s->get_name(), options);
   for (const auto& [name, uses] : options) {
-    if (name == "--help" || name == "--version") continue;
+    // (--config is one flag in both places: `fixres --config F eval` = `fixres eval --config F`.)
+    if (name == "--help" || name == "--version" || name == "--config") continue;
     EXPECT_EQ(global.count(name), 0u)
         << name << " of '" << uses[0].path << "' hides the global one";
   }

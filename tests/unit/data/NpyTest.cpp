@@ -106,7 +106,7 @@ TEST(Files, AtomicWriteReplacesAndFailureKeepsTheOldFile) {
   auto v = readFile(d + "/x");
   EXPECT_EQ(std::string(v.begin(), v.end()), "second");
   // A target whose folder does not exist fails cleanly with the path in the message.
-  EXPECT_THROW(writeFileAtomic(d + "/no/such/dir/x", "y"), DataError);
+  EXPECT_THROW(writeFileAtomic(d + "/no/such/dir/x", "y"), OutputError);
   // No temp file is left behind.
   int files = 0;
   for (auto& e : std::filesystem::directory_iterator(d)) files += e.is_regular_file();

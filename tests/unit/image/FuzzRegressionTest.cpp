@@ -89,6 +89,12 @@ const std::map<std::string, Expected>& expectedOutcomes() {
       // A list appended to itself: the objects held each other and leaked.
       {"torchfile/regression-self-holding-list-leak.pkl",
        failsWith({"nests too deeply"}, ExitCode::kWeights)},
+      // 60,000 nested TUPLE1s and 3,900 lists nested from the outside in through the memo (the
+      // 100,000-level forms of these overflowed the stack): refused once past 200 levels.
+      {"torchfile/regression-deep-tuples-stack-overflow.pkl",
+       failsWith({"data.pkl nests too deeply (more than 200 levels)"}, ExitCode::kWeights)},
+      {"torchfile/regression-outside-in-lists-stack-overflow.pkl",
+       failsWith({"data.pkl nests too deeply (more than 200 levels)"}, ExitCode::kWeights)},
   };
   return outcomes;
 }

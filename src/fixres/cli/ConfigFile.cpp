@@ -1,0 +1,108 @@
+// Config files applied to the chosen subcommand.
+#include "fixres/cli/ConfigFile.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace fixres::cli {
+namespace {
+
+// The deepest subcommand parsed ("bench train" -> train), and its names from the top.
+CLI::App* chosenSubcommand(CLI::App& root, std::vector<std::string>& path) {
+  CLI::App* app = &root;
+  for (;;) {
+    auto parsed = app->get_subcommands();
+    if (parsed.empty()) return app == &root ? nullptr : app;
+    app = parsed.front();
+    path.push_back(app->get_name());
+  }
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string joined(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+}  // namespace
+
+CLI::Validator configFileCheck() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0)
+          return "cannot read config file " + path + ": " + std::strerror(errno);
+        if (!S_ISREG(st.st_mode)) return "cannot read config file " + path + ": not a file";
+        std::ifstream in(path);
+        if (!in.good()) return "cannot read config file " + path + ": " + std::strerror(errno);
+        return "";
+      },
+      "FILE");
+}
+
+std::vector<CLI::ConfigItem> SubcommandConfig::from_config(std::istream& input) const {
+  const std::string file = root_.get_config_ptr()->as<std::string>();
+  std::vector<std::string> path;
+  CLI::App* sub = chosenSubcommand(root_, path);
+  const std::string name = path.empty() ? "fixres" : "fixres " + joined(path, " ");
+  if (sub == nullptr || sub->get_option_no_throw("--config") == nullptr)
+    throw CLI::ConfigError("--config " + file + ": " + name + " takes no config file");
+  std::vector<CLI::ConfigItem> items = endsWith(file, ".ini")
+                                           ? CLI::ConfigINI().from_config(input)
+                                           : CLI::ConfigTOML().from_config(input);
+  for (const auto& item : items) {
+    if (item.name == "++" || item.name == "--") continue;  // section markers
+    if (item.parents.empty() || item.parents == path) {
+      apply(*sub, file, item);
+      continue;
+    }
+    // A section of another subcommand (one file for several) is skipped; any other is a typo.
+    CLI::App* other = &root_;
+    for (const auto& p : item.parents) {
+      auto named = [&p](CLI::App* a) { return a->get_name() == p; };
+      auto found = other == nullptr ? std::vector<CLI::App*>{} : other->get_subcommands(named);
+      other = found.empty() ? nullptr : found.front();
+    }
+    if (other == nullptr)
+      throw CLI::ConfigError("--config " + file + ": unknown section [" +
+                             joined(item.parents, ".") + "] (key '" + item.name + "')");
+  }
+  return {};
+}
+
+void SubcommandConfig::apply(CLI::App& sub, const std::string& file,
+                             const CLI::ConfigItem& item) const {
+  const std::string where = "--config " + file + ": ";
+  CLI::Option* op = sub.get_option_no_throw("--" + item.name);
+  if (op == nullptr && item.name.size() == 1) op = sub.get_option_no_throw("-" + item.name);
+  if (op == nullptr)
+    throw CLI::ConfigError(where + "unknown key '" + item.name + "' (fixres " + sub.get_name() +
+                           " has no --" + item.name + ")");
+  if (!op->get_configurable())
+    throw CLI::ConfigError(where + "'" + item.name + "' cannot be set in a config file");
+  if (!op->empty()) return;  // given on the command line: it wins
+  try {
+    if (op->get_expected_min() == 0)
+      op->add_result(op->get_flag_value(item.name, to_flag(item)));
+    else
+      op->add_result(item.inputs);
+    op->run_callback();
+  } catch (const CLI::Error& e) {
+    throw CLI::ConfigError(where + item.name + " = " + joined(item.inputs, ",") + ": " + e.what());
+  }
+}
+
+std::string SubcommandConfig::to_config(const CLI::App* app, bool defaults, bool descriptions,
+                                        std::string prefix) const {
+  return CLI::ConfigTOML().to_config(app, defaults, descriptions, std::move(prefix));
+}
+
+}  // namespace fixres::cli

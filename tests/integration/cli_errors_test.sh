@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Exit codes and messages of eval, extract, sweep, eval-softmax and the subcommand dispatch:
+# outputs that cannot be written (exit 6, checked before the work), tables printed only once
+# their first row is ready, eval-softmax inputs it cannot score (exit 3), SIGINT during eval
+# --json (partial results written, exit 130), --config through the binary, unknown subcommands.
+set -u
+source "$(dirname "$0")/lib.sh" "$@"
+D="$WORK/data"
+"$PY" "$SRC/tests/reference/make_image_folder.py" "$D" --classes 2 --train 4 --val 16 --size 24 \
+  >/dev/null || bad "data generation"
+run "$FIXRES" train --imnet-path "$D" --architecture resnet_tiny --workers 1 --input-size 24 \
+  --batch 4 --epochs 1 --iteration-cap 1 --shared-folder-path "$WORK/runs" --job-id w
+expect_code 0
+W="$WORK/runs/train/w/checkpoint.pth"
+EVAL=(eval --architecture resnet_tiny --weight-path "$W" --workers 1 --batch 4)
+PLAIN="$WORK/plain"; echo "a file, not a folder" >"$PLAIN"
+
+# Outputs that cannot be written: exit 6, one line naming the path, before any result.
+run "$FIXRES" "${EVAL[@]}" --dataset-path "$D/val" --input-size 24 --json "$PLAIN/eval.json"
+expect_code 6; expect_err_lines 1; expect_err "^fixres: error: cannot write --json $PLAIN/eval.json"
+[ -s "$OUT" ] && bad "eval printed results before refusing its --json path"
+run "$FIXRES" "${EVAL[@]}" --dataset-path "$D/val" --input-size 24 --json "$WORK/no/such/eval.json"
+expect_code 6; expect_err_lines 1; expect_err "no/such"
+run "$FIXRES" extract --architecture resnet_tiny --weight-path "$W" --dataset-path "$D/val" \
+  --input-size 24 --save-path "$PLAIN/npy"
+expect_code 6; expect_err_lines 1; expect_err "^fixres: error: cannot create folder $PLAIN/npy"
+run "$FIXRES" sweep --architecture resnet_tiny --weight-path "$W" --imnet-path "$D" --split val \
+  --sizes 24 --out "$PLAIN/sweep"
+expect_code 6; expect_err_lines 1; expect_err "$PLAIN/sweep"
+run "$FIXRES" train --imnet-path "$D" --architecture resnet_tiny --workers 1 --input-size 24 \
+  --batch 4 --epochs 1 --iteration-cap 1 --shared-folder-path "$PLAIN" --job-id x
+expect_code 6; expect_err "^fixres: error: .*$PLAIN"
+
+# A dataset error before the first row: the error line alone, no table header.
+mkdir -p "$WORK/broken/a" "$WORK/broken/b"
+cp "$D"/val/*/* "$WORK/broken/a/" 2>/dev/null
+echo "not an image" >"$WORK/broken/b/0.jpg"
+run "$FIXRES" "${EVAL[@]}" --dataset-path "$WORK/broken" --input-size 24
+expect_code 3; expect_err_lines 1
+[ -s "$OUT" ] && bad "eval printed its table header before the error"
+run "$FIXRES" sweep --architecture resnet_tiny --weight-path "$W" --imnet-path "$WORK" \
+  --split broken --sizes 24 --workers 1 --out "$WORK/sweep-broken"
+expect_code 3
+[ -s "$OUT" ] && bad "sweep printed its table header before the error"
+run "$FIXRES" "${EVAL[@]}" --dataset-path "$D/val" --imnet-path "$D"
+expect_code 2; expect_err_lines 1; expect_err "imnet-path.*dataset-path"
+
+# SIGINT during eval --json: the sizes done so far are written, marked partial, exit 130.
+SIZES=$(printf '24,%.0s' $(seq 1 200))24
+"$FIXRES" "${EVAL[@]}" --dataset-path "$D/val" --input-size "$SIZES" --json "$WORK/partial.json" \
+  >"$WORK/int.out" 2>"$WORK/int.err" &
+PID=$!
+for _ in $(seq 1 3000); do grep -q '^ *24 ' "$WORK/int.out" 2>/dev/null && break; sleep 0.02; done
+kill -INT $PID
+wait $PID; CODE=$?; CMD="eval interrupted by SIGINT"
+cp "$WORK/int.out" "$OUT"; cp "$WORK/int.err" "$ERR"
+expect_code 130; expect_err "partial results written to"
+run "$PY" -c "
+import json; d = json.load(open('$WORK/partial.json'))
+assert d['partial'] is True and d['stopped_by_signal'] == 2, d
+assert 1 <= len(d['results']) < 201, len(d['results'])
+print(len(d['results']))"
+expect_code 0
+
+# eval-softmax: what it cannot score is a data error naming the file and the problem.
+run "$PY" - "$WORK/softmax" <<'EOF'
+import os, sys, numpy as np
+root = sys.argv[1]
+sm = np.full((3, 4), 0.25, np.float32)
+def case(name, labels, softmax):
+    os.makedirs(os.path.join(root, name), exist_ok=True)
+    np.save(os.path.join(root, name, "labels.npy"), labels)
+    np.save(os.path.join(root, name, "ResNet50_softmax.npy"), softmax)
+case("range", np.array([0, 1, 4]), sm)
+case("negative", np.array([0, -1, 2]), sm)
+case("float", np.array([0.0, 1.0, 2.0]), sm)
+nan = sm.copy(); nan[1, 2] = np.nan; case("nan", np.array([0, 1, 2]), nan)
+inf = sm.copy(); inf[2, 0] = -np.inf; case("inf", np.array([0, 1, 2]), inf)
+case("empty", np.zeros((0,), np.int64), np.zeros((0, 4), np.float32))
+case("shape", np.array([0, 1]), sm)
+EOF
+for c in "range:label 4 at index 2 is out of range \[0, 4\)" "negative:label -1 at index 1" \
+  "float:labels must be integers" "nan:value nan at row 1 is not finite" \
+  "inf:value -inf at row 2 is not finite" "empty:labels.npy is empty" "shape:does not match"; do
+  run "$FIXRES" eval-softmax --save-path "$WORK/softmax/${c%%:*}"
+  expect_code 3; expect_err_lines 1; expect_err "^fixres: error: $WORK/softmax/${c%%:*}/.*${c#*:}"
+done
+
+# --config through the binary: applied, the command line wins, mistakes name file and key.
+printf 'weight-path = "%s"\ndataset-path = "%s"\ninput-size = 24\nworkers = 1\nbatch = 0\n' \
+  "$W" "$D/val" >"$WORK/eval.toml"
+run "$FIXRES" eval --architecture resnet_tiny --config "$WORK/eval.toml"
+expect_code 2; expect_err_lines 1; expect_err "eval.toml: batch = 0: --batch: must be"
+run "$FIXRES" eval --architecture resnet_tiny --config "$WORK/eval.toml" --batch 4
+expect_code 0; expect_out "^ +24 "
+printf '[eval]\nbogus = 1\n' >"$WORK/bogus.ini"
+run "$FIXRES" eval --config "$WORK/bogus.ini"
+expect_code 2; expect_err_lines 1; expect_err "bogus.ini: unknown key 'bogus'"
+run "$FIXRES" eval --config "$WORK/missing.toml"
+expect_code 2; expect_err_lines 1; expect_err "cannot read config file .*missing.toml"
+
+# Subcommands: an unknown one is named, with the valid ones.
+run "$FIXRES" nosuchsub
+expect_code 2; expect_err_lines 1
+expect_err "^fixres: error: unknown subcommand 'nosuchsub' of fixres \(one of: train, finetune, eval"
+run "$FIXRES" bench nosuch
+expect_code 2; expect_err "unknown subcommand 'nosuch' of fixres bench \(one of: train, eval"
+run "$FIXRES" --threads 2
+expect_code 2; expect_err "fixres needs a subcommand \(one of: "
+finish
