@@ -51,8 +51,8 @@ void addBenchShapeOptions(CLI::App& sub, BenchShape& b) {
 }
 
 // The model (seeded, built as every subcommand builds it) and a random input batch.
-std::pair<models::ResNet, torch::Tensor> benchModel(const BenchShape& b,
-                                                    const engine::RunDevice& run) {
+std::pair<models::Model, torch::Tensor> benchModel(const BenchShape& b,
+                                                   const engine::RunDevice& run) {
   auto model = engine::buildModel(b.model, b.model.numClasses, run).model;
   auto x = torch::randn({b.batch, 3, b.inputSize, b.inputSize},
                         torch::TensorOptions().device(run.device))
@@ -124,7 +124,7 @@ Command addBenchEval(CLI::App& bench) {
             const auto precision = run.numerics.precision;
             const bool channelsLast = run.numerics.channelsLast;
             auto setup = benchModel(b, run);  // (lambdas cannot capture bindings)
-            models::ResNet& model = setup.first;
+            models::Model& model = setup.first;
             const torch::Tensor& x = setup.second;
             model->eval();
             torch::NoGradGuard noGrad;

@@ -75,7 +75,7 @@ Command addExtractCommand(CLI::App& parent) {
             auto model = engine::buildModel(
                              s->model, static_cast<int64_t>(dataset->classes().size()), rank.run)
                              .model;
-            auto o = engine::evalOptions(s->eval.settings, s->inputSize, s->model.preprocessing,
+            auto o = engine::evalOptions(s->eval.settings, s->inputSize, s->model.preprocessing(),
                                          rank.run);
             auto out = engine::extract(model, dataset, o, *rank.comm);
             if (rank.comm->rank() == 0) {

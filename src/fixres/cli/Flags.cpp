@@ -86,9 +86,25 @@ CLI::Validator intListIn(int64_t lo, int64_t hi) {
 const std::vector<FlagSpec>& sharedFlags() {
   static const std::vector<FlagSpec> kFlags = {
       {"--architecture",
-       "Model name (FixRes or torchvision spelling: ResNet50, resnet50, IGAM_Resnext101_32x48d, "
-       "...)",
+       "Model name (FixRes, torchvision or timm spelling: ResNet50, resnet50, "
+       "IGAM_Resnext101_32x48d, tf_efficientnet_b0, efficientnet_b2, EfficientNet with "
+       "--EfficientNet-models, ...)",
        "Model", ""},
+      {"--EfficientNet-models",
+       "With --architecture EfficientNet (the reference's spelling): the timm model, e.g. "
+       "tf_efficientnet_b0_ap, tf_efficientnet_l2_ns",
+       "Model", ""},
+      {"--interpolation", "Resize filter: bilinear (the reference's) or bicubic (timm's recipes)",
+       "Model", ""},
+      {"--mean", "Normalisation mean R G B (default: the architecture's; ImageNet's)", "Model", ""},
+      {"--std", "Normalisation std R G B (default: the architecture's; ImageNet's)", "Model", ""},
+      {"--drop-rate",
+       "Dropout before the classifier in training (EfficientNet; default: the paper's per model)",
+       "Model", "", finiteIn(0, 0.99)},
+      {"--drop-path-rate",
+       "Stochastic depth in training, rising linearly to this rate over the blocks (EfficientNet; "
+       "default 0.2)",
+       "Model", "", finiteIn(0, 0.99)},
       {"--weight-path,--resnet-weight-path",
        "Weights: torch.save file (state dict, FixRes {'model': ...}, or a fixres checkpoint)",
        "Model", ""},

@@ -16,6 +16,12 @@ void addModelOptions(CLI::App& app, engine::ModelSpec& m) {
   addShared(app, "--weight-path", m.weightPath);
   addShared(app, "--num-classes", m.numClasses);
   addSharedFlag(app, "--skip-classifier", m.skipClassifier);
+  addShared(app, "--EfficientNet-models", m.efficientNetModel);
+  addSharedChoice(app, "--interpolation", m.interpolation, image::interpolations());
+  addShared(app, "--mean", m.mean)->expected(3);
+  addShared(app, "--std", m.std)->expected(3);
+  addShared(app, "--drop-rate", m.dropRate);
+  addShared(app, "--drop-path-rate", m.dropPathRate);
 }
 
 void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n, bool normalizeOn) {

@@ -98,9 +98,9 @@ Command addSweepCommand(CLI::App& parent) {
       sub, [s]() -> int {
         FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "sweep needs --weight-path");
         std::vector<int> sizes =
-            s->sizes.empty()
-                ? engine::sweepSizes(s->trainSize, models::outputStride(s->model.architecture))
-                : parseSizes(s->sizes, "--sizes");
+            s->sizes.empty() ? engine::sweepSizes(s->trainSize,
+                                                  models::outputStride(s->model.architectureName()))
+                             : parseSizes(s->sizes, "--sizes");
         // Everything a fine-tuning run needs is checked before the first evaluation.
         if (s->finetune) finetuneRun(*s, sizes.front()).validate();
         auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
@@ -117,7 +117,8 @@ Command addSweepCommand(CLI::App& parent) {
         for (int size : sizes) {
           auto r = engine::evaluate(
               model, dataset,
-              engine::evalOptions(s->eval.settings, size, s->model.preprocessing, rank.run), comm);
+              engine::evalOptions(s->eval.settings, size, s->model.preprocessing(), rank.run),
+              comm);
           nlohmann::json row = {
               {"size", size}, {"top1", r.top1}, {"top5", r.top5}, {"loss", r.loss}};
           xs.push_back(size);

@@ -44,13 +44,13 @@ nlohmann::json EvalResult::toJson() const {
   return j;
 }
 
-torch::Tensor predictLogits(models::ResNet& model, const torch::Tensor& images, bool testFlip) {
+torch::Tensor predictLogits(models::Model& model, const torch::Tensor& images, bool testFlip) {
   auto logits = model->forward(images);
   if (testFlip) logits = 0.5 * (logits + model->forward(images.flip({3})));
   return logits;
 }
 
-EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> dataset,
+EvalResult evaluate(models::Model& model, std::shared_ptr<const data::Dataset> dataset,
                     const EvalOptions& o, distributed::Communicator& comm) {
   torch::NoGradGuard noGrad;
   const bool wasTraining = model->is_training();
@@ -94,7 +94,7 @@ EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> 
   return r;
 }
 
-Extraction extract(models::ResNet& model, std::shared_ptr<const data::Dataset> dataset,
+Extraction extract(models::Model& model, std::shared_ptr<const data::Dataset> dataset,
                    const EvalOptions& o, distributed::Communicator& comm) {
   torch::NoGradGuard noGrad;
   model->eval();

@@ -14,7 +14,7 @@
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/Numerics.h"
 #include "fixres/image/Transform.h"
-#include "fixres/models/ResNet.h"
+#include "fixres/models/Model.h"
 
 namespace fixres::engine {
 
@@ -55,9 +55,9 @@ struct EvalResult {
 };
 
 // Logits for a batch in eval mode of the given model, optionally with flip averaging.
-torch::Tensor predictLogits(models::ResNet& model, const torch::Tensor& images, bool testFlip);
+torch::Tensor predictLogits(models::Model& model, const torch::Tensor& images, bool testFlip);
 
-EvalResult evaluate(models::ResNet& model, std::shared_ptr<const data::Dataset> dataset,
+EvalResult evaluate(models::Model& model, std::shared_ptr<const data::Dataset> dataset,
                     const EvalOptions& options, distributed::Communicator& comm);
 
 struct Extraction {
@@ -68,7 +68,7 @@ struct Extraction {
 
 // Every rank computes its shard; rank 0 receives everything in dataset order (the other ranks
 // get empty tensors).
-Extraction extract(models::ResNet& model, std::shared_ptr<const data::Dataset> dataset,
+Extraction extract(models::Model& model, std::shared_ptr<const data::Dataset> dataset,
                    const EvalOptions& options, distributed::Communicator& comm);
 
 }  // namespace fixres::engine

@@ -1,20 +1,41 @@
 // FixRes fine-tuning recipes.
 #include "fixres/engine/FinetuneRecipe.h"
 
+#include "fixres/common/Error.h"
+
 namespace fixres::engine {
+
+namespace {
+void addParameters(FinetuneRecipe& r, torch::nn::Module& m) {
+  for (auto& p : m.parameters()) r.trainable.push_back(p);
+}
+}  // namespace
 
 FinetuneRecipe resnetFinetuneRecipe(models::ResNetImpl& model, bool bnAffine) {
   FinetuneRecipe r;
-  for (auto& p : model.classifier()->parameters()) r.trainable.push_back(p);
+  addParameters(r, *model.classifier());
   auto& bn = model.lastBatchNorm();
-  if (bnAffine)
-    for (auto& p : bn->parameters()) r.trainable.push_back(p);
+  if (bnAffine) addParameters(r, *bn);
   r.trainMode.push_back(bn.ptr());
   return r;
 }
 
-FinetuneRecipe finetuneRecipe(models::ResNet& model, bool bnAffine) {
-  return resnetFinetuneRecipe(*model, bnAffine);
+FinetuneRecipe efficientNetFinetuneRecipe(models::EfficientNetImpl& model, bool bnAffine) {
+  FinetuneRecipe r;
+  addParameters(r, *model.classifier());
+  addParameters(r, *model.conv_head);
+  if (bnAffine) addParameters(r, *model.bn2);
+  r.trainMode.push_back(model.conv_head.ptr());
+  r.trainMode.push_back(model.bn2.ptr());
+  return r;
+}
+
+FinetuneRecipe finetuneRecipe(models::Model& model, bool bnAffine) {
+  if (auto* m = dynamic_cast<models::ResNetImpl*>(model.get()))
+    return resnetFinetuneRecipe(*m, bnAffine);
+  if (auto* m = dynamic_cast<models::EfficientNetImpl*>(model.get()))
+    return efficientNetFinetuneRecipe(*m, bnAffine);
+  FIXRES_FAIL(InternalError, "no fine-tuning recipe for this architecture");
 }
 
 void freezeForFinetune(torch::nn::Module& model, const FinetuneRecipe& recipe) {

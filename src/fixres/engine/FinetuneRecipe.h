@@ -8,6 +8,8 @@
 #include <memory>
 #include <vector>
 
+#include "fixres/models/EfficientNet.h"
+#include "fixres/models/Model.h"
 #include "fixres/models/ResNet.h"
 
 namespace fixres::engine {
@@ -22,8 +24,13 @@ struct FinetuneRecipe {
 // weight and bias (the paper's variant).
 FinetuneRecipe resnetFinetuneRecipe(models::ResNetImpl& model, bool bnAffine);
 
+// EfficientNet (the reference's main_finetune): the classifier and conv_head learn; conv_head
+// and bn2 run in train mode (bn2 re-estimates its statistics), and with `bnAffine` bn2 also
+// learns its weight and bias.
+FinetuneRecipe efficientNetFinetuneRecipe(models::EfficientNetImpl& model, bool bnAffine);
+
 // The recipe of `model`'s family.
-FinetuneRecipe finetuneRecipe(models::ResNet& model, bool bnAffine);
+FinetuneRecipe finetuneRecipe(models::Model& model, bool bnAffine);
 
 // Freezes every parameter but recipe.trainable.
 void freezeForFinetune(torch::nn::Module& model, const FinetuneRecipe& recipe);

@@ -1,6 +1,9 @@
 // Model construction for every subcommand.
 #include "fixres/engine/ModelSpec.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "fixres/common/Error.h"
 #include "fixres/models/Registry.h"
 
@@ -18,6 +21,44 @@ image::TransformOptions transformOptions(image::TransformKind kind, int size,
   return t;
 }
 
+std::string ModelSpec::architectureName() const {
+  if (architecture == "EfficientNet") {
+    FIXRES_CHECK(!efficientNetModel.empty(), UsageError,
+                 "--architecture EfficientNet needs --EfficientNet-models (e.g. "
+                 "tf_efficientnet_b0_ap)");
+    return efficientNetModel;
+  }
+  FIXRES_CHECK(efficientNetModel.empty(), UsageError, "--EfficientNet-models '", efficientNetModel,
+               "' is used with --architecture EfficientNet, not '", architecture, "'");
+  return architecture;
+}
+
+Preprocessing ModelSpec::preprocessing() const {
+  models::ArchInfo a = info();
+  Preprocessing p;
+  p.mean = a.mean;
+  p.std = a.std;
+  if (mean.size() == 3) std::copy(mean.begin(), mean.end(), p.mean.begin());
+  if (std.size() == 3) std::copy(std.begin(), std.end(), p.std.begin());
+  p.filter = interpolation;
+  return p;
+}
+
+void ModelSpec::validate() const {
+  info();
+  FIXRES_CHECK(mean.empty() || mean.size() == 3, UsageError, "--mean takes 3 values (R G B), got ",
+               mean.size());
+  FIXRES_CHECK(std.empty() || std.size() == 3, UsageError, "--std takes 3 values (R G B), got ",
+               std.size());
+  for (float v : std)
+    FIXRES_CHECK(v > 0 && std::isfinite(v), UsageError, "--std values must be positive, got ", v);
+  for (float v : mean)
+    FIXRES_CHECK(std::isfinite(v), UsageError, "--mean values must be finite, got ", v);
+  FIXRES_CHECK(dropRate < 1, UsageError, "--drop-rate must be below 1, got ", dropRate);
+  FIXRES_CHECK(dropPathRate < 1, UsageError, "--drop-path-rate must be below 1, got ",
+               dropPathRate);
+}
+
 BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDevice& run,
                       uint64_t seed) {
   // Fewer outputs than the dataset has classes: the loss would fail deep in LibTorch.
@@ -25,14 +66,16 @@ BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDe
                "--num-classes ", spec.numClasses, " is smaller than the ", datasetClasses,
                " classes of the dataset");
   BuiltModel out;
+  spec.validate();
   torch::manual_seed(seed);
-  out.model = models::createModel(spec.architecture,
-                                  spec.numClasses > 0 ? spec.numClasses : datasetClasses);
-  if (!spec.weightPath.empty()) {
-    models::LoadOptions lo;
-    lo.skipClassifier = spec.skipClassifier;
-    out.weights = models::loadWeightsFile(*out.model, spec.weightPath, lo);
-  }
+  models::ModelOptions mo;
+  mo.numClasses = spec.numClasses > 0 ? spec.numClasses : datasetClasses;
+  mo.dropRate = spec.dropRate;
+  mo.dropPathRate = spec.dropPathRate;
+  out.model = models::createModel(spec.architectureName(), mo);
+  if (!spec.weightPath.empty())
+    out.weights = models::loadWeightsFile(*out.model, spec.weightPath,
+                                          models::loadOptionsFor(*out.model, spec.skipClassifier));
   out.model->to(run.device);
   if (run.numerics.channelsLast) useChannelsLast(*out.model);
   return out;

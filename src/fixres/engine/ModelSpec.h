@@ -7,10 +7,12 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fixres/engine/Numerics.h"
 #include "fixres/image/Transform.h"
-#include "fixres/models/ResNet.h"
+#include "fixres/models/Model.h"
+#include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
 
 namespace fixres::engine {
@@ -24,10 +26,24 @@ struct Preprocessing {
 
 struct ModelSpec {
   std::string architecture = "ResNet50";  // any name of models::knownArchitectures()
-  int64_t numClasses = 0;                 // 0: the number of classes of the dataset
-  std::string weightPath;                 // empty: random initialisation (seeded)
-  bool skipClassifier = false;            // load every weight but the classifier
-  Preprocessing preprocessing;
+  std::string efficientNetModel;  // with architecture "EfficientNet" (the reference's spelling)
+  int64_t numClasses = 0;         // 0: the number of classes of the dataset
+  std::string weightPath;         // empty: random initialisation (seeded)
+  bool skipClassifier = false;    // load every weight but the classifier
+  // Preprocessing overrides: empty mean/std: the architecture's (ImageNet's; 0.5 for PNASNet).
+  std::vector<float> mean, std;
+  image::Filter interpolation = image::Filter::kBilinear;  // the reference's resize filter
+  // Dropout and drop-path rates in training (< 0: the architecture's default).
+  double dropRate = -1, dropPathRate = -1;
+
+  // The registry name: efficientNetModel for "EfficientNet", else architecture. UsageError when
+  // --EfficientNet-models is missing or given with another architecture.
+  std::string architectureName() const;
+  models::ArchInfo info() const { return models::architectureInfo(architectureName()); }
+  // The normalisation and filter of this model's inputs.
+  Preprocessing preprocessing() const;
+  // UsageError naming the flag for an unknown architecture or bad overrides.
+  void validate() const;
 };
 
 // The transform `kind` at `size` with the model's preprocessing.
@@ -36,7 +52,7 @@ image::TransformOptions transformOptions(image::TransformKind kind, int size,
                                          const Preprocessing& preprocessing);
 
 struct BuiltModel {
-  models::ResNet model{nullptr};
+  models::Model model{nullptr};
   models::LoadReport weights;  // loaded == 0 when no weight file was given
 };
 

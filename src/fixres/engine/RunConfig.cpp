@@ -16,6 +16,12 @@ template <typename Config, typename Visitor>
 void visitFields(Config& c, Visitor&& v) {
   v("mode", c.mode, runModes());
   v("architecture", c.model.architecture);
+  v("efficientnet_model", c.model.efficientNetModel);
+  v("interpolation", c.model.interpolation, image::interpolations());
+  v("mean", c.model.mean);
+  v("std", c.model.std);
+  v("drop_rate", c.model.dropRate);
+  v("drop_path_rate", c.model.dropPathRate);
   v("num_classes", c.model.numClasses);
   v("weight_path", c.model.weightPath);
   v("skip_classifier", c.model.skipClassifier);
@@ -89,9 +95,19 @@ struct JsonReader {
 
 // The settings that make a run what it is: the model, the data and the order it is seen in, the
 // size of a step, the seed. Resuming with any of them changed would mix two runs.
-const char* const kDefinesRun[] = {
-    "mode",  "architecture",       "num_classes", "train_path",  "input_size",    "train_transform",
-    "batch", "accumulation_steps", "sampler",     "repetitions", "iteration_cap", "seed"};
+const char* const kDefinesRun[] = {"mode",
+                                   "architecture",
+                                   "efficientnet_model",
+                                   "num_classes",
+                                   "train_path",
+                                   "input_size",
+                                   "train_transform",
+                                   "batch",
+                                   "accumulation_steps",
+                                   "sampler",
+                                   "repetitions",
+                                   "iteration_cap",
+                                   "seed"};
 // Per-invocation settings, never compared.
 const char* const kNotCompared[] = {"run_dir", "stop_after_steps"};
 
@@ -190,6 +206,7 @@ void RunConfig::validateValues() const {
   checkAtLeast("--eval-every", evalEvery, 1);
   checkCountOrNone("--stop-after-steps", stopAfterSteps);
   checkAtLeast("--log-every", logEvery, 1);
+  model.validate();
 }
 
 void RunConfig::validate() const {

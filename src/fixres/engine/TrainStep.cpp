@@ -18,7 +18,7 @@ bool allFinite(const std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
-TrainStep::TrainStep(models::ResNet model, StepOptions o, distributed::Communicator& comm)
+TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicator& comm)
     : model_(std::move(model)), o_(o), comm_(comm) {
   if (o_.finetune) {
     recipe_ = finetuneRecipe(model_, o_.finetuneBnAffine);

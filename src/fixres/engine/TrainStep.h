@@ -10,7 +10,7 @@
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/FinetuneRecipe.h"
 #include "fixres/engine/Precision.h"
-#include "fixres/models/ResNet.h"
+#include "fixres/models/Model.h"
 
 namespace fixres::engine {
 
@@ -28,7 +28,7 @@ struct StepOptions {
 class TrainStep {
  public:
   // Freezes parameters for finetune, broadcasts rank 0's weights, builds optimizer and reducer.
-  TrainStep(models::ResNet model, StepOptions options, distributed::Communicator& comm);
+  TrainStep(models::Model model, StepOptions options, distributed::Communicator& comm);
 
   // Train mode (or, for finetune, eval mode but for the recipe's train-mode modules).
   void setTrainingMode();
@@ -60,7 +60,7 @@ class TrainStep {
   std::vector<torch::Tensor> trainableParameters() const;
 
  private:
-  models::ResNet model_;
+  models::Model model_;
   StepOptions o_;
   distributed::Communicator& comm_;
   std::unique_ptr<torch::optim::SGD> optimizer_;

@@ -60,7 +60,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
     log::info("loaded ", built.weights.loaded, " tensors from ", cfg_.model.weightPath,
               built.weights.skipped.empty() ? "" : " (classifier re-initialised)");
   trainTransform_ = transformOptions(cfg_.trainTransform, cfg_.inputSize, cfg_.resizeMode,
-                                     cfg_.model.preprocessing);
+                                     cfg_.model.preprocessing());
 
   // The reference's linear scaling counts the images of one optimizer step.
   scaledLr_ = cfg_.absoluteLr
@@ -371,8 +371,8 @@ RunSummary Trainer::summarize() {
 
 EvalResult Trainer::evaluateNow() {
   return evaluate(model_, val_,
-                  evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(), cfg_.model.preprocessing,
-                              run_, cfg_.seed),
+                  evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(),
+                              cfg_.model.preprocessing(), run_, cfg_.seed),
                   comm_);
 }
 

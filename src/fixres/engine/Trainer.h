@@ -18,7 +18,7 @@
 #include "fixres/engine/RunConfig.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/engine/TrainStep.h"
-#include "fixres/models/ResNet.h"
+#include "fixres/models/Model.h"
 
 namespace fixres::engine {
 
@@ -45,7 +45,7 @@ class Trainer {
   // and trains.
   RunSummary run();
 
-  models::ResNet& model() { return model_; }
+  models::Model& model() { return model_; }
   const CheckpointState& state() const { return state_; }
 
  private:
@@ -82,7 +82,7 @@ class Trainer {
   RunConfig cfg_;
   distributed::Communicator& comm_;
   RunDevice run_;
-  models::ResNet model_{nullptr};
+  models::Model model_{nullptr};
   std::shared_ptr<const data::Dataset> train_, val_;
   image::TransformOptions trainTransform_;
   std::unique_ptr<TrainStep> step_;

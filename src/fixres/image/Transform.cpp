@@ -34,6 +34,12 @@ const ChoiceTable<ResizeMode>& resizeModes() {
   return kTable;
 }
 
+const ChoiceTable<Filter>& interpolations() {
+  static const ChoiceTable<Filter> kTable = {
+      "interpolation", {{"bilinear", Filter::kBilinear}, {"bicubic", Filter::kBicubic}}};
+  return kTable;
+}
+
 TransformKind parseTransformKind(const std::string& name) {
   return parseChoice(transformKinds(), name, "--transform");
 }

@@ -41,6 +41,8 @@ struct TransformOptions {
 const ChoiceTable<TransformKind>& transformKinds();
 // fixres, shorter.
 const ChoiceTable<ResizeMode>& resizeModes();
+// --interpolation: the resize filter (bilinear, the reference's; bicubic, timm's recipes).
+const ChoiceTable<Filter>& interpolations();
 // The tables above; UsageError naming --transform / --resize-mode and listing the valid names.
 TransformKind parseTransformKind(const std::string& name);
 std::string transformKindName(TransformKind kind);

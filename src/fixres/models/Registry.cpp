@@ -1,9 +1,11 @@
-// Architecture table: torchvision's ResNet family plus FixRes's names and a tiny demo model.
+// Architecture table: torchvision's ResNet family plus FixRes's names and a tiny demo model,
+// timm's EfficientNets.
 #include "fixres/models/Registry.h"
 
 #include <utility>
 
 #include "fixres/common/Error.h"
+#include "fixres/models/EfficientNet.h"
 
 namespace fixres::models {
 namespace {
@@ -37,51 +39,107 @@ const std::vector<Entry>& table() {
   return kTable;
 }
 
+const Entry* findResNet(const std::string& name) {
+  for (const auto& e : table())
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
 std::string knownList() {
   std::string s;
   for (const auto& n : knownArchitectures()) s += (s.empty() ? "" : ", ") + n;
-  return s;
+  return s + " (EfficientNets also with timm's weight suffixes, e.g. tf_efficientnet_b0_ap)";
+}
+
+[[noreturn]] void unknown(const std::string& name) {
+  FIXRES_CHECK(name != "EfficientNet", UsageError,
+               "architecture 'EfficientNet' needs the model named by --EfficientNet-models "
+               "(e.g. tf_efficientnet_b0_ap)");
+  FIXRES_FAIL(UsageError, "unknown architecture '", name, "'; known: ", knownList());
+}
+
+void checkClasses(int64_t numClasses) {
+  FIXRES_CHECK(numClasses >= 1, UsageError, "number of classes must be at least 1, got ",
+               numClasses);
 }
 
 }  // namespace
 
 std::vector<std::string> knownArchitectures() {
   std::vector<std::string> names;
-  for (const auto& e : table()) names.emplace_back(e.name);
+  for (const auto& e : table())
+    if (!e.aliasOf) names.emplace_back(e.name);
+  for (const auto& n : efficientNetNames()) names.push_back(n);
+  for (const auto& e : table())
+    if (e.aliasOf) names.emplace_back(e.name);
   return names;
 }
 
-ResNetConfig modelConfig(const std::string& name, int64_t numClasses) {
-  FIXRES_CHECK(numClasses >= 1, UsageError, "number of classes must be at least 1, got ",
-               numClasses);
-  for (const auto& e : table()) {
-    if (name != e.name) continue;
-    ResNetConfig c;
-    c.name = e.aliasOf ? e.aliasOf : e.name;
-    c.bottleneck = e.bottleneck;
-    c.layers = e.layers;
-    c.groups = e.groups;
-    c.widthPerGroup = e.widthPerGroup;
-    c.numClasses = numClasses;
-    if (c.name == "resnet_tiny") {
-      // Basic blocks [1,1,1,1], widths 16/32/64/128, small-image stem: ~0.7M parameters.
-      c.widths = {16, 32, 64, 128};
-      c.smallStem = true;
-    }
-    return c;
+ArchInfo architectureInfo(const std::string& name) {
+  ArchInfo info;
+  if (const Entry* e = findResNet(name)) {
+    info.name = e->aliasOf ? e->aliasOf : e->name;
+    info.family = Family::kResNet;
+    info.outputStride = info.name == "resnet_tiny" ? 8 : 32;
+    return info;
   }
-  FIXRES_FAIL(UsageError, "unknown architecture '", name, "'; known: ", knownList());
+  if (auto c = efficientNetConfig(name)) {
+    info.name = c->name;
+    info.family = Family::kEfficientNet;
+    info.defaultSize = c->defaultSize;
+    return info;
+  }
+  unknown(name);
 }
 
-ResNet createModel(const std::string& name, int64_t numClasses) {
-  return ResNet(modelConfig(name, numClasses));
+ResNetConfig modelConfig(const std::string& name, int64_t numClasses) {
+  checkClasses(numClasses);
+  const Entry* e = findResNet(name);
+  if (!e) {
+    architectureInfo(name);  // names the problem for unknown names
+    FIXRES_FAIL(UsageError, "'", name, "' is not a ResNet-family architecture");
+  }
+  ResNetConfig c;
+  c.name = e->aliasOf ? e->aliasOf : e->name;
+  c.bottleneck = e->bottleneck;
+  c.layers = e->layers;
+  c.groups = e->groups;
+  c.widthPerGroup = e->widthPerGroup;
+  c.numClasses = numClasses;
+  if (c.name == "resnet_tiny") {
+    // Basic blocks [1,1,1,1], widths 16/32/64/128, small-image stem: ~0.7M parameters.
+    c.widths = {16, 32, 64, 128};
+    c.smallStem = true;
+  }
+  return c;
+}
+
+Model createModel(const std::string& name, const ModelOptions& options) {
+  checkClasses(options.numClasses);
+  if (findResNet(name)) return std::make_shared<ResNetImpl>(modelConfig(name, options.numClasses));
+  if (auto c = efficientNetConfig(name)) {
+    c->options = options;
+    return std::make_shared<EfficientNetImpl>(*c);
+  }
+  unknown(name);
+}
+
+Model createModel(const std::string& name, int64_t numClasses) {
+  ModelOptions o;
+  o.numClasses = numClasses;
+  return createModel(name, o);
 }
 
 int outputStride(const std::string& name) {
-  return modelConfig(name, 1).smallStem ? 8 : 32;
+  return architectureInfo(name).outputStride;
 }
 
 int64_t parameterCount(const std::string& name, int64_t numClasses) {
+  if (!findResNet(name)) {
+    int64_t n = 0;
+    for (const auto& p : createModel(name, numClasses)->parameters()) n += p.numel();
+    return n;
+  }
   ResNetConfig c = modelConfig(name, numClasses);
   int64_t exp = c.bottleneck ? 4 : 1;
   int64_t stem = c.smallStem ? 3 : 7;

@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "fixres/models/Model.h"
+
 namespace fixres::models {
 
 struct ResNetConfig {
@@ -48,19 +50,21 @@ class BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
-class ResNetImpl : public torch::nn::Module {
+class ResNetImpl : public ModelImpl {
  public:
   explicit ResNetImpl(const ResNetConfig& config);
 
   // x: N x 3 x H x W float (any H, W >= 1 after the stem; NCHW or channels-last) -> N x C logits.
-  torch::Tensor forward(torch::Tensor x);
+  torch::Tensor forward(torch::Tensor x) override;
   // {logits N x C, pooled embedding N x D} (D = embeddingDim(); the input of fc).
-  std::pair<torch::Tensor, torch::Tensor> forwardWithEmbedding(torch::Tensor x);
+  std::pair<torch::Tensor, torch::Tensor> forwardWithEmbedding(torch::Tensor x) override;
 
-  torch::nn::Linear& classifier() { return fc; }
+  torch::nn::Linear& classifier() override { return fc; }
+  std::string classifierPrefix() const override { return "fc."; }
+  Family family() const override { return Family::kResNet; }
   // The BatchNorm right before global pooling: the last block's bn3 (bottleneck) or bn2 (basic).
   torch::nn::BatchNorm2d& lastBatchNorm();
-  int64_t embeddingDim() const { return embeddingDim_; }
+  int64_t embeddingDim() const override { return embeddingDim_; }
 
   torch::nn::Conv2d conv1{nullptr};
   torch::nn::BatchNorm2d bn1{nullptr};

@@ -101,8 +101,21 @@ std::string shapeText(at::IntArrayRef sizes) {
 
 using CopyFn = std::function<void(const at::Tensor& src, at::Tensor& dst)>;
 
-LoadReport loadEntries(torch::nn::Module& m, const Entries& file, const LoadOptions& opts,
+// Renames the entries of a foreign layout of opts.layouts' architecture to its own names.
+void translateLayout(Entries& file, const LoadOptions& opts, std::string& layout) {
+  if (!opts.layouts) return;
+  std::vector<std::string> keys;
+  keys.reserve(file.size());
+  for (const auto& e : file) keys.push_back(e.first);
+  if (!opts.layouts->isForeignLayout(keys)) return;
+  for (auto& e : file) e.first = opts.layouts->canonicalKey(e.first);
+  opts.layouts->adoptForeignLayout();
+  layout += ", torchvision names renamed";
+}
+
+LoadReport loadEntries(torch::nn::Module& m, Entries file, const LoadOptions& opts,
                        const std::string& source, std::string layout, const CopyFn& copy) {
+  translateLayout(file, opts, layout);
   Entries model = moduleEntries(m);
   auto isClassifier = [&](const std::string& name) {
     return opts.skipClassifier && !opts.classifierPrefix.empty() &&
@@ -180,6 +193,14 @@ LoadReport loadEntries(torch::nn::Module& m, const Entries& file, const LoadOpti
 }
 
 }  // namespace
+
+LoadOptions loadOptionsFor(ModelImpl& model, bool skipClassifier) {
+  LoadOptions o;
+  o.skipClassifier = skipClassifier;
+  o.classifierPrefix = model.classifierPrefix();
+  o.layouts = &model;
+  return o;
+}
 
 c10::Dict<std::string, at::Tensor> stateDict(const torch::nn::Module& m) {
   c10::Dict<std::string, at::Tensor> out;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fixres/models/Model.h"
 #include "fixres/models/TorchFile.h"  // readTorchFile, writeTorchFile
 
 namespace fixres::models {
@@ -23,7 +24,13 @@ struct LoadOptions {
   // initialisation: for a model with another number of classes.
   bool skipClassifier = false;
   std::string classifierPrefix = "fc.";
+  // The architecture whose other published layouts are recognised (ModelImpl::isForeignLayout)
+  // and renamed to its own names before matching; nullptr: names are taken as they are.
+  ModelImpl* layouts = nullptr;
 };
+
+// Options for loading into `model`: its classifier prefix and its published layouts.
+LoadOptions loadOptionsFor(ModelImpl& model, bool skipClassifier);
 
 struct LoadReport {
   size_t loaded = 0;                 // model tensors set from the file

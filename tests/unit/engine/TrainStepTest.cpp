@@ -2,7 +2,10 @@
 // loss over the batch is the mean of the micro-batch means), bf16 autocast stays within bf16
 // tolerance of fp32, channels-last computes the same function as NCHW.
 #include <gtest/gtest.h>
+
 #include <torch/torch.h>
+#include <map>
+#include <set>
 
 #include <ATen/autocast_mode.h>
 
@@ -17,7 +20,7 @@
 namespace fixres::engine {
 namespace {
 
-models::ResNet tinyModel() {
+models::Model tinyModel() {
   torch::manual_seed(7);
   return models::createModel("resnet_tiny", 5);
 }
@@ -99,7 +102,7 @@ TEST(TrainStepTest, ChannelsLastComputesTheSameLogits) {
 }
 
 // The model's whole state: weights, buffers (BN statistics) and momentum buffers.
-std::vector<torch::Tensor> snapshot(models::ResNet& model, TrainStep& step) {
+std::vector<torch::Tensor> snapshot(models::Model& model, TrainStep& step) {
   std::vector<torch::Tensor> out;
   for (auto& t : model->parameters()) out.push_back(t.detach().clone());
   for (auto& t : model->buffers()) out.push_back(t.clone());
@@ -147,6 +150,34 @@ TEST(TrainStepTest, AStepWithANonFiniteLossIsNotAppliedAndLeavesTheModelAsItWas)
   step.backward(x, y, 1.0);
   EXPECT_TRUE(step.finish(0.1, true));
   EXPECT_FALSE(sameState(before, snapshot(model, step)));
+}
+
+// The reference's EfficientNet fine-tuning (main_finetune): one step changes the classifier and
+// conv_head (weights) and bn2's running statistics, and leaves every other parameter and buffer
+// bitwise as it was.
+TEST(TrainStepTest, EfficientNetFinetuneStepChangesExactlyTheRecipesTensors) {
+  auto comm = distributed::makeSingleProcessCommunicator();
+  models::ModelOptions mo;
+  mo.numClasses = 5;
+  torch::manual_seed(4);
+  models::Model model = models::createModel("tf_efficientnet_b0", mo);
+  std::map<std::string, torch::Tensor> before;
+  for (const auto& p : model->named_parameters()) before[p.key()] = p.value().detach().clone();
+  for (const auto& b : model->named_buffers()) before[b.key()] = b.value().clone();
+  StepOptions so;
+  so.finetune = true;
+  so.learningRate = 0.1;
+  TrainStep step(model, so, *comm);
+  step.setTrainingMode();
+  step.step(torch::randn({4, 3, 64, 64}), torch::randint(0, 5, {4}, torch::kLong), 0.1);
+  std::set<std::string> changed;
+  for (const auto& p : model->named_parameters())
+    if (!torch::equal(p.value(), before.at(p.key()))) changed.insert(p.key());
+  for (const auto& b : model->named_buffers())
+    if (!torch::equal(b.value(), before.at(b.key()))) changed.insert(b.key());
+  EXPECT_EQ(changed, (std::set<std::string>{"classifier.weight", "classifier.bias",
+                                            "conv_head.weight", "bn2.running_mean",
+                                            "bn2.running_var", "bn2.num_batches_tracked"}));
 }
 
 TEST(TrainStepTest, RollBackRestoresTheBuffersOfABegunStep) {

@@ -81,11 +81,11 @@ TEST(Model, BuiltModelsHaveTheCountedParametersAndTorchvisionNames) {
 }
 
 TEST(Model, LastBatchNormAndEmbeddingDim) {
-  auto r50 = createModel("resnet50", 7);
+  ResNet r50(modelConfig("resnet50", 7));
   EXPECT_EQ(r50->lastBatchNorm().get(), r50->layer4[2]->as<BlockImpl>()->bn3.get());
   EXPECT_EQ(r50->embeddingDim(), 2048);
   EXPECT_EQ(r50->classifier()->weight.sizes(), (std::vector<int64_t>{7, 2048}));
-  auto tiny = createModel("resnet_tiny", 10);
+  ResNet tiny(modelConfig("resnet_tiny", 10));
   EXPECT_EQ(tiny->lastBatchNorm().get(), tiny->layer4[0]->as<BlockImpl>()->bn2.get());
   EXPECT_EQ(tiny->embeddingDim(), 128);
   torch::NoGradGuard noGrad;

@@ -142,7 +142,7 @@ TEST(WeightIO, ReadsPythonCheckpointsWithOptimizerState) {
 
 TEST(WeightIO, SkipClassifierLoadsAllButFc) {
   const std::string path = referenceDir() + "/resnet_tiny.pth";
-  auto model = createModel("resnet_tiny", 1000);
+  ResNet model(modelConfig("resnet_tiny", 1000));
   // Strict: another class count is a mis-shaped classifier.
   expectWeightsError([&] { loadWeightsFile(*model, path, {}); },
                      {path, "2 mis-shaped", "fc.weight (file [10, 128], model [1000, 128])",

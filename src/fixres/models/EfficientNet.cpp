@@ -1,0 +1,318 @@
+// EfficientNet as timm builds it (_gen_efficientnet): the B0 stage table scaled by width and
+// depth multipliers, SiLU activations, squeeze-and-excitation at a quarter of each block's input
+// channels, drop path rising linearly over the blocks.
+#include "fixres/models/EfficientNet.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "fixres/common/Error.h"
+
+namespace fixres::models {
+namespace {
+
+// The B0 stages: block repeats, kernel, stride of the first block, expansion, output channels.
+struct Stage {
+  int repeats, kernel, stride, expansion, channels;
+};
+constexpr Stage kStages[] = {{1, 3, 1, 1, 16},  {2, 3, 2, 6, 24},  {2, 5, 2, 6, 40},
+                             {3, 3, 2, 6, 80},  {3, 5, 1, 6, 112}, {4, 5, 2, 6, 192},
+                             {1, 3, 1, 6, 320}};
+
+struct Variant {
+  const char* suffix;  // b0 ... l2
+  double width, depth;
+  int size;
+  double dropRate;
+};
+// The paper's (width, depth, resolution, dropout) per model.
+constexpr Variant kVariants[] = {
+    {"b0", 1.0, 1.0, 224, 0.2}, {"b1", 1.0, 1.1, 240, 0.2}, {"b2", 1.1, 1.2, 260, 0.3},
+    {"b3", 1.2, 1.4, 300, 0.3}, {"b4", 1.4, 1.8, 380, 0.4}, {"b5", 1.6, 2.2, 456, 0.4},
+    {"b6", 1.8, 2.6, 528, 0.5}, {"b7", 2.0, 3.1, 600, 0.5}, {"b8", 2.2, 3.6, 672, 0.5},
+    {"l2", 4.3, 5.3, 800, 0.5}};
+
+constexpr double kDefaultDropPath = 0.2;  // timm's training note for every EfficientNet
+
+// Rounds to a multiple of `divisor`, never more than 10 % below v (timm's make_divisible).
+int64_t mbMakeDivisible(double v, int64_t divisor = 8) {
+  int64_t n = std::max<int64_t>(divisor, static_cast<int64_t>(v + divisor / 2.0) / divisor * divisor);
+  if (n < 0.9 * v) n += divisor;
+  return n;
+}
+
+// Python's round(): halves to even.
+int64_t mbRoundHalfEven(double v) { return static_cast<int64_t>(std::nearbyint(v)); }
+
+torch::nn::Conv2d mbConv(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding,
+                       int64_t groups = 1, bool bias = false) {
+  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, k)
+                               .stride(stride)
+                               .padding(padding)
+                               .groups(groups)
+                               .bias(bias));
+}
+
+torch::nn::BatchNorm2d mbNorm(int64_t channels, double eps) {
+  return torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(channels).eps(eps));
+}
+
+// A convolution whose padding is static: symmetric k/2 for stride 1 (both variants), timm's
+// ((s - 1) + (k - 1)) / 2 for the symmetric variant, none for the "same" variant's strided
+// convolutions (padded per input by padSame).
+int64_t mbStaticPadding(int64_t k, int64_t stride, bool tfSame) {
+  if (tfSame && stride > 1) return 0;
+  return ((stride - 1) + (k - 1)) / 2;
+}
+
+// TensorFlow "same" padding: output ceil(in / stride), the extra pixel on the right/bottom.
+torch::Tensor mbPadSame(const torch::Tensor& x, int64_t k, int64_t stride) {
+  auto pad = [&](int64_t in) {
+    return std::max<int64_t>((((in + stride - 1) / stride) - 1) * stride + k - in, 0);
+  };
+  int64_t ph = pad(x.size(2)), pw = pad(x.size(3));
+  if (ph == 0 && pw == 0) return x;
+  return torch::constant_pad_nd(x, {pw / 2, pw - pw / 2, ph / 2, ph - ph / 2}, 0);
+}
+
+// timm's drop path: whole samples of the residual branch zeroed with probability p, the rest
+// scaled by 1 / (1 - p); identity in eval mode.
+torch::Tensor mbDropPath(const torch::Tensor& x, double p, bool training) {
+  if (p <= 0 || !training) return x;
+  double keep = 1 - p;
+  auto mask = torch::empty({x.size(0), 1, 1, 1}, x.options()).bernoulli_(keep);
+  if (keep > 0) mask.div_(keep);
+  return x * mask;
+}
+
+}  // namespace
+
+std::optional<EfficientNetConfig> efficientNetConfig(const std::string& name) {
+  // [tf_]efficientnet_<variant>, then a weight suffix (_ap, _ns, ...) or a timm tag (.ns_jft_in1k).
+  static const std::regex kName(R"(^(tf_)?efficientnet_(b[0-8]|l2)((_[a-z0-9]+)*)(\.[A-Za-z0-9_]+)?$)");
+  std::smatch m;
+  if (!std::regex_match(name, m, kName)) return std::nullopt;
+  bool tf = m[1].matched;
+  std::string v = m[2];
+  // timm defines b8 and l2 only as TensorFlow ports.
+  if (!tf && (v == "b8" || v == "l2")) return std::nullopt;
+  for (const auto& var : kVariants) {
+    if (v != var.suffix) continue;
+    EfficientNetConfig c;
+    c.name = std::string(tf ? "tf_" : "") + "efficientnet_" + v;
+    c.widthMultiplier = var.width;
+    c.depthMultiplier = var.depth;
+    c.tfSame = tf;
+    c.defaultSize = var.size;
+    c.defaultDropRate = var.dropRate;
+    return c;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> efficientNetNames() {
+  std::vector<std::string> names;
+  for (const auto& v : kVariants) names.push_back(std::string("tf_efficientnet_") + v.suffix);
+  for (const auto& v : kVariants)
+    if (std::string(v.suffix) != "b8" && std::string(v.suffix) != "l2")
+      names.push_back(std::string("efficientnet_") + v.suffix);
+  return names;
+}
+
+SqueezeExciteImpl::SqueezeExciteImpl(int64_t channels, int64_t reduced) {
+  conv_reduce = register_module("conv_reduce", mbConv(channels, reduced, 1, 1, 0, 1, true));
+  conv_expand = register_module("conv_expand", mbConv(reduced, channels, 1, 1, 0, 1, true));
+}
+
+torch::Tensor SqueezeExciteImpl::forward(const torch::Tensor& x) {
+  auto s = x.mean({2, 3}, /*keepdim=*/true);
+  s = conv_expand(torch::silu(conv_reduce(s)));
+  return x * torch::sigmoid(s);
+}
+
+MBConvImpl::MBConvImpl(int64_t in, int64_t out, int64_t expansion, int64_t kernel,
+                       int64_t stride, bool tfSame, double bnEps, double dropPath)
+    : inverted_(expansion != 1),
+      skip_(stride == 1 && in == out),
+      samePad_(tfSame && stride > 1),
+      dropPath_(dropPath) {
+  int64_t pad = mbStaticPadding(kernel, stride, tfSame);
+  if (inverted_) {
+    int64_t mid = mbMakeDivisible(static_cast<double>(in * expansion));
+    conv_pw = register_module("conv_pw", mbConv(in, mid, 1, 1, 0));
+    bn1 = register_module("bn1", mbNorm(mid, bnEps));
+    conv_dw = register_module("conv_dw", mbConv(mid, mid, kernel, stride, pad, mid));
+    bn2 = register_module("bn2", mbNorm(mid, bnEps));
+    // timm: rd_ratio 0.25 / expansion of the expanded channels (a quarter of the input's).
+    se = register_module(
+        "se", SqueezeExcite(mid, mbRoundHalfEven(static_cast<double>(mid) * (0.25 / expansion))));
+    conv_pwl = register_module("conv_pwl", mbConv(mid, out, 1, 1, 0));
+    bn3 = register_module("bn3", mbNorm(out, bnEps));
+  } else {
+    conv_dw = register_module("conv_dw", mbConv(in, in, kernel, stride, pad, in));
+    bn1 = register_module("bn1", mbNorm(in, bnEps));
+    se = register_module("se", SqueezeExcite(in, mbRoundHalfEven(static_cast<double>(in) * 0.25)));
+    conv_pw = register_module("conv_pw", mbConv(in, out, 1, 1, 0));
+    bn2 = register_module("bn2", mbNorm(out, bnEps));
+  }
+}
+
+torch::Tensor MBConvImpl::forward(torch::Tensor x) {
+  torch::Tensor shortcut = x;
+  auto depthwise = [this](torch::Tensor t) {
+    if (samePad_) t = mbPadSame(t, conv_dw->options.kernel_size()->at(0), conv_dw->options.stride()->at(0));
+    return conv_dw(t);
+  };
+  if (inverted_) {
+    x = torch::silu(bn1(conv_pw(x)));
+    x = torch::silu(bn2(depthwise(x)));
+    x = se(x);
+    x = bn3(conv_pwl(x));
+  } else {
+    x = torch::silu(bn1(depthwise(x)));
+    x = se(x);
+    x = bn2(conv_pw(x));
+  }
+  if (skip_) x = mbDropPath(x, dropPath_, is_training()) + shortcut;
+  return x;
+}
+
+EfficientNetImpl::EfficientNetImpl(const EfficientNetConfig& config) : config_(config) {
+  const ModelOptions& o = config.options;
+  FIXRES_CHECK(o.numClasses > 0, UsageError, "number of classes must be positive, got ",
+               o.numClasses);
+  const double eps = config.tfSame ? 1e-3 : 1e-5;
+  dropRate_ = o.dropRate >= 0 ? o.dropRate : config.defaultDropRate;
+  const double dropPathRate = o.dropPathRate >= 0 ? o.dropPathRate : kDefaultDropPath;
+  FIXRES_CHECK(dropRate_ < 1 && dropPathRate < 1, UsageError,
+               "drop rates must be below 1, got dropout ", dropRate_, " and drop path ",
+               dropPathRate);
+  auto channels = [&](int64_t c) { return mbMakeDivisible(c * config.widthMultiplier); };
+
+  int64_t in = channels(32);
+  conv_stem = register_module("conv_stem", mbConv(3, in, 3, 2, mbStaticPadding(3, 2, config.tfSame)));
+  bn1 = register_module("bn1", mbNorm(in, eps));
+
+  std::vector<int64_t> repeats;
+  int64_t total = 0;
+  for (const auto& s : kStages) {
+    repeats.push_back(static_cast<int64_t>(std::ceil(s.repeats * config.depthMultiplier)));
+    total += repeats.back();
+  }
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  int64_t index = 0;
+  for (size_t si = 0; si < std::size(kStages); ++si) {
+    const Stage& s = kStages[si];
+    torch::nn::Sequential stage;
+    int64_t out = channels(s.channels);
+    for (int64_t b = 0; b < repeats[si]; ++b, ++index) {
+      double dp = dropPathRate * static_cast<double>(index) / static_cast<double>(total);
+      stage->push_back(MBConv(in, out, s.expansion, s.kernel, b == 0 ? s.stride : 1,
+                              config.tfSame, eps, dp));
+      in = out;
+    }
+    stageExpansion_.push_back(s.expansion);
+    blocks->push_back(stage);
+  }
+  embeddingDim_ = channels(1280);
+  conv_head = register_module("conv_head", mbConv(in, embeddingDim_, 1, 1, 0));
+  bn2 = register_module("bn2", mbNorm(embeddingDim_, eps));
+  classifier_ = register_module("classifier", torch::nn::Linear(embeddingDim_, o.numClasses));
+
+  // timm's initialisation (_init_weight_goog): convolutions N(0, sqrt(2 / fan_out)), BatchNorm
+  // 1 / 0, the classifier U(-1/sqrt(classes), 1/sqrt(classes)) with zero bias.
+  torch::NoGradGuard noGrad;
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* c = m->as<torch::nn::Conv2d>()) {
+      const auto& k = *c->options.kernel_size();
+      double fanOut = static_cast<double>(k[0] * k[1] * c->options.out_channels()) /
+                      static_cast<double>(c->options.groups());
+      c->weight.normal_(0, std::sqrt(2.0 / fanOut));
+      if (c->bias.defined()) c->bias.zero_();
+    } else if (auto* b = m->as<torch::nn::BatchNorm2d>()) {
+      b->weight.fill_(1);
+      b->bias.zero_();
+    }
+  }
+  double range = 1.0 / std::sqrt(static_cast<double>(o.numClasses));
+  classifier_->weight.uniform_(-range, range);
+  classifier_->bias.zero_();
+}
+
+std::pair<torch::Tensor, torch::Tensor> EfficientNetImpl::forwardWithEmbedding(torch::Tensor x) {
+  FIXRES_CHECK(x.dim() == 4 && x.size(1) == 3, UsageError,
+               "EfficientNet input must be N x 3 x H x W, got ", x.sizes());
+  if (config_.tfSame) x = mbPadSame(x, 3, 2);
+  x = torch::silu(bn1(conv_stem(x)));
+  for (const auto& stage : *blocks) x = stage->as<torch::nn::Sequential>()->forward(x);
+  x = torch::silu(bn2(conv_head(x)));
+  torch::Tensor embedding = x.mean({2, 3});
+  torch::Tensor features = embedding;
+  if (dropRate_ > 0 && is_training()) features = torch::dropout(embedding, dropRate_, true);
+  return {classifier_(features), embedding};
+}
+
+// torchvision: features.0 = stem (0 conv, 1 norm); features.1-7 = stages, each block a
+// Sequential `block` of [expand], depthwise, SE (fc1, fc2), project; features.8 = head;
+// classifier.1 = the linear layer.
+std::string EfficientNetImpl::canonicalKey(const std::string& key) const {
+  static const std::regex kFeature(R"(^features\.(\d+)\.(.*)$)");
+  static const std::regex kBlock(R"(^(\d+)\.block\.(\d+)\.(.*)$)");
+  std::smatch m;
+  if (key.rfind("classifier.1.", 0) == 0) return "classifier." + key.substr(13);
+  if (!std::regex_match(key, m, kFeature)) return key;
+  int64_t f = std::stoll(m[1]);
+  std::string rest = m[2];
+  auto convNorm = [&](const std::string& conv, const std::string& bn, const std::string& r) {
+    if (r.rfind("0.", 0) == 0) return conv + "." + r.substr(2);
+    if (r.rfind("1.", 0) == 0) return bn + "." + r.substr(2);
+    return std::string();
+  };
+  const int64_t stages = static_cast<int64_t>(stageExpansion_.size());
+  if (f == 0) {
+    auto k = convNorm("conv_stem", "bn1", rest);
+    return k.empty() ? key : k;
+  }
+  if (f == stages + 1) {
+    auto k = convNorm("conv_head", "bn2", rest);
+    return k.empty() ? key : k;
+  }
+  if (f < 1 || f > stages || !std::regex_match(rest, m, kBlock)) return key;
+  std::string prefix = "blocks." + std::to_string(f - 1) + "." + m[1].str() + ".";
+  int64_t layer = std::stoll(m[2]);
+  std::string r = m[3];
+  bool inverted = stageExpansion_[f - 1] != 1;
+  if (!inverted) layer += 1;  // no expansion layer: depthwise is block.0
+  std::string out;
+  switch (layer) {
+    case 0: out = convNorm("conv_pw", "bn1", r); break;
+    case 1: out = convNorm("conv_dw", inverted ? "bn2" : "bn1", r); break;
+    case 2:
+      if (r.rfind("fc1.", 0) == 0) out = "se.conv_reduce." + r.substr(4);
+      if (r.rfind("fc2.", 0) == 0) out = "se.conv_expand." + r.substr(4);
+      break;
+    case 3: out = inverted ? convNorm("conv_pwl", "bn3", r) : convNorm("conv_pw", "bn2", r); break;
+    default: break;
+  }
+  return out.empty() ? key : prefix + out;
+}
+
+bool EfficientNetImpl::isForeignLayout(const std::vector<std::string>& keys) const {
+  return std::any_of(keys.begin(), keys.end(),
+                     [](const std::string& k) { return k.rfind("features.", 0) == 0; });
+}
+
+void EfficientNetImpl::adoptForeignLayout() {
+  const std::string& n = config_.name;
+  if (n != "efficientnet_b5" && n != "efficientnet_b6" && n != "efficientnet_b7") return;
+  for (auto& m : modules(/*include_self=*/false))
+    if (auto* b = m->as<torch::nn::BatchNorm2d>()) {
+      b->options.eps(1e-3);
+      b->options.momentum(0.01);
+    }
+}
+
+}  // namespace fixres::models

@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""Reference values for fixres's EfficientNet (and other zoo) models, from timm and torchvision.
+
+make OUTDIR ORACLES   for each case: random weights (BatchNorm statistics and affine parameters
+                      randomised) saved as a state dict in the layout fixres must read, inputs,
+                      and the reference model's outputs: eval logits and embeddings, train-mode
+                      logits and the running statistics after that forward.
+                      ORACLES: the folder holding timm's source (cases that need timm are left
+                      out, and listed as skipped, when it is absent).
+logits WEIGHTS ARCH FOLDER SIZE OUT
+                      the reference model (timm) with WEIGHTS on every image of FOLDER (sorted
+                      class folders, sorted files) through the FixRes val transform at SIZE
+                      (Resize(int(SIZE * 256 / 224)) on the height, CenterCrop(SIZE), ImageNet
+                      normalisation, bilinear): logits saved to OUT (.npy).
+Prints one line per case written.
+"""
+import os
+import sys
+
+import numpy
+import torch
+from torch import nn
+
+NUM_CLASSES = 10
+# Square, and odd sizes: TensorFlow "same" padding is asymmetric there.
+INPUT_SHAPES = [(2, 3, 96, 96), (2, 3, 67, 101)]
+
+# case -> (source, model name, layout of the weight file)
+CASES = {
+    "tf_efficientnet_b0": ("timm", "tf_efficientnet_b0", "bare"),
+    "tf_efficientnet_b3": ("timm", "tf_efficientnet_b3", "fixres"),
+    "efficientnet_b0": ("timm", "efficientnet_b0", "bare"),
+    "efficientnet_b2": ("torchvision", "efficientnet_b2", "bare"),
+}
+
+
+def import_timm(oracles):
+    if not oracles or not os.path.isdir(os.path.join(oracles, "timm")):
+        return None
+    sys.path.insert(0, oracles)
+    import timm  # noqa: E402
+    return timm
+
+
+def build(source, name, timm):
+    if source == "timm":
+        return timm.create_model(name, pretrained=False, num_classes=NUM_CLASSES)
+    import torchvision
+    # Without stochastic depth and dropout, as timm's defaults: train mode is then deterministic.
+    model = getattr(torchvision.models, name)(num_classes=NUM_CLASSES, stochastic_depth_prob=0.0)
+    model.classifier[0].p = 0.0
+    return model
+
+
+def randomize(model, gen):
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=gen))
+                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
+                m.running_mean.copy_(0.1 * torch.randn(m.running_mean.shape, generator=gen))
+                m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=gen))
+                m.num_batches_tracked.fill_(7)
+
+
+def forward_with_embedding(source, model, x):
+    if source == "timm":
+        emb = model.forward_head(model.forward_features(x), pre_logits=True)
+        return model.classifier(emb), emb
+    emb = torch.flatten(model.avgpool(model.features(x)), 1)
+    return model.classifier(emb), emb
+
+
+def make(out, oracles):
+    timm = import_timm(oracles)
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(3)
+    inputs = {f"x{k}": torch.randn(s, generator=gen) for k, s in enumerate(INPUT_SHAPES)}
+    torch.save(inputs, f"{out}/inputs.pth")
+    for case, (source, name, layout) in CASES.items():
+        if source == "timm" and timm is None:
+            print("skipped", case, "(no timm oracle)")
+            continue
+        model = build(source, name, timm)
+        randomize(model, gen)
+        sd = model.state_dict()
+        if layout == "fixres":
+            sd = {"model": {"module." + k: v for k, v in sd.items()}}
+        torch.save(sd, f"{out}/{case}.pth")
+        expected = {}
+        model.eval()
+        with torch.no_grad():
+            for k, x in inputs.items():
+                logits, emb = forward_with_embedding(source, model, x)
+                assert (logits - model(x)).abs().max() < 1e-5
+                expected[f"eval_logits_{k}"] = logits
+                expected[f"eval_embedding_{k}"] = emb
+            model.train()
+            logits, emb = forward_with_embedding(source, model, inputs["x1"])
+            expected["train_logits_x1"] = logits
+            for k, v in model.state_dict().items():
+                if "running_" in k:
+                    expected["train_state." + k] = v
+        torch.save(expected, f"{out}/{case}_expected.pth")
+        print("wrote", case)
+
+
+def fixres_val(size):
+    from PIL import Image
+    import torchvision.transforms as T
+
+    resize = int(size * 256 / 224)
+
+    def height(img):
+        w, h = img.size
+        return img.resize((int(resize * w / h), resize), Image.BILINEAR)
+
+    return T.Compose([T.Lambda(height), T.CenterCrop(size), T.ToTensor(),
+                      T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+
+
+def logits(weights, arch, folder, size, out, oracles):
+    from PIL import Image
+    timm = import_timm(oracles)
+    model = timm.create_model(arch, pretrained=False, num_classes=NUM_CLASSES)
+    model.load_state_dict(torch.load(weights, map_location="cpu"))
+    model.eval()
+    tf = fixres_val(size)
+    xs = []
+    for c in sorted(os.listdir(folder)):
+        for f in sorted(os.listdir(os.path.join(folder, c))):
+            xs.append(tf(Image.open(os.path.join(folder, c, f)).convert("RGB")))
+    with torch.no_grad():
+        numpy.save(out, model(torch.stack(xs)).numpy())
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "")
+    elif sys.argv[1] == "logits":
+        logits(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6],
+               sys.argv[7] if len(sys.argv) > 7 else "")
+    else:
+        sys.exit(__doc__)

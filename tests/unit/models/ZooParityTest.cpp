@@ -1,0 +1,134 @@
+// EfficientNet against its references (tests/reference/zoo_reference.py): timm's
+// tf_efficientnet_b0/b3 and efficientnet_b0 (from the timm source in ../shared/oracles, skipped
+// when absent) and torchvision's efficientnet_b2 (loaded from torchvision's names). Logits and
+// embeddings in eval mode (NCHW and channels-last, square and odd input sizes), logits and
+// running statistics in train mode: relative L2 error < 1e-5. Plus the registry's names and the
+// fine-tuning recipe.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+
+#include "../Reference.h"
+#include "fixres/common/Error.h"
+#include "fixres/engine/FinetuneRecipe.h"
+#include "fixres/models/EfficientNet.h"
+#include "fixres/models/Registry.h"
+#include "fixres/models/WeightIO.h"
+
+namespace fixres::models {
+namespace {
+
+using fixres::testing::cachedReference;
+using fixres::testing::referenceTensor;
+using fixres::testing::relErr;
+
+constexpr double kTolerance = 1e-5;
+
+std::string oraclesDir() { return std::string(FIXRES_SOURCE_DIR) + "/../shared/oracles"; }
+bool haveOracles() { return std::filesystem::exists(oraclesDir() + "/timm/__init__.py"); }
+
+const std::string& zooDir() {
+  static const std::string dir = [] {
+    std::string made;
+    cachedReference("zoo_reference.py", "make {dir} " + oraclesDir(), &made);
+    return made;
+  }();
+  return dir;
+}
+
+class ZooParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
+  const std::string arch = GetParam();
+  const bool needsTimm = arch != "efficientnet_b2";
+  if (needsTimm && !haveOracles()) GTEST_SKIP() << "no timm source at " << oraclesDir();
+  const std::string dir = zooDir();
+  ASSERT_TRUE(std::filesystem::exists(dir + "/" + arch + "_expected.pth")) << dir;
+  c10::IValue inputs = readTorchFile(dir + "/inputs.pth");
+  c10::IValue expected = readTorchFile(dir + "/" + arch + "_expected.pth");
+  ModelOptions o;
+  o.numClasses = 10;
+  o.dropRate = 0;  // the references are built with timm's and torchvision's defaults...
+  o.dropPathRate = 0;  // ...which the train-mode comparison needs off (random otherwise)
+  Model model = createModel(arch, o);
+  LoadReport report = loadWeightsFile(*model, dir + "/" + arch + ".pth", loadOptionsFor(*model, false));
+  EXPECT_EQ(report.loaded, stateDict(*model).size());
+
+  torch::NoGradGuard noGrad;
+  model->eval();
+  double worst = 0;
+  for (const std::string x : {"x0", "x1"}) {
+    at::Tensor input = referenceTensor(inputs, x);
+    for (bool channelsLast : {false, true}) {
+      at::Tensor in = channelsLast ? input.contiguous(at::MemoryFormat::ChannelsLast) : input;
+      auto [logits, emb] = model->forwardWithEmbedding(in);
+      double e1 = relErr(logits, referenceTensor(expected, "eval_logits_" + x));
+      double e2 = relErr(emb, referenceTensor(expected, "eval_embedding_" + x));
+      EXPECT_LT(e1, kTolerance) << arch << " " << x << " channels-last " << channelsLast;
+      EXPECT_LT(e2, kTolerance) << arch << " " << x << " channels-last " << channelsLast;
+      worst = std::max({worst, e1, e2});
+    }
+  }
+  std::cout << "[ parity ] " << arch << " eval: worst relative L2 error " << worst << "\n";
+
+  model->train();
+  at::Tensor logits = model->forward(referenceTensor(inputs, "x1"));
+  EXPECT_LT(relErr(logits, referenceTensor(expected, "train_logits_x1")), kTolerance) << arch;
+  auto sd = stateDict(*model);
+  size_t stats = 0;
+  for (const auto& e : expected.toGenericDict()) {
+    const std::string key = e.key().toStringRef();
+    if (key.rfind("train_state.", 0) != 0) continue;
+    std::string name = model->canonicalKey(key.substr(12));
+    ASSERT_TRUE(sd.contains(name)) << name;
+    EXPECT_LT(relErr(sd.at(name), e.value().toTensor()), kTolerance) << arch << " " << name;
+    ++stats;
+  }
+  EXPECT_GT(stats, 20u);
+}
+
+INSTANTIATE_TEST_SUITE_P(EfficientNet, ZooParity,
+                         ::testing::Values("tf_efficientnet_b0", "tf_efficientnet_b3",
+                                           "efficientnet_b0", "efficientnet_b2"));
+
+TEST(EfficientNetNames, ReferenceSpellingsAndSuffixes) {
+  EXPECT_EQ(architectureInfo("tf_efficientnet_b0_ap").name, "tf_efficientnet_b0");
+  EXPECT_EQ(architectureInfo("tf_efficientnet_l2_ns").name, "tf_efficientnet_l2");
+  EXPECT_EQ(architectureInfo("tf_efficientnet_b7.ns_jft_in1k").name, "tf_efficientnet_b7");
+  EXPECT_EQ(architectureInfo("efficientnet_b3").family, Family::kEfficientNet);
+  EXPECT_THROW(architectureInfo("efficientnet_b9"), UsageError);
+  EXPECT_THROW(architectureInfo("efficientnet_l2"), UsageError);  // timm: TF port only
+  EXPECT_THROW(architectureInfo("EfficientNet"), UsageError);     // needs --EfficientNet-models
+}
+
+// Parameter counts of timm 1000-class models (timm.create_model(name).parameters()), the
+// published figures: B0 5.29M, B3 12.23M, B7 66.35M; torchvision's efficientnet_b2 9.11M.
+TEST(EfficientNetNames, ParameterCountsMatchTimm) {
+  EXPECT_EQ(parameterCount("tf_efficientnet_b0"), 5288548);
+  EXPECT_EQ(parameterCount("efficientnet_b2"), 9109994);
+  EXPECT_EQ(parameterCount("tf_efficientnet_b3"), 12233232);
+}
+
+TEST(EfficientNetRecipe, ClassifierAndHeadLearnHeadNormInTrainMode) {
+  ModelOptions o;
+  o.numClasses = 5;
+  auto model = std::dynamic_pointer_cast<EfficientNetImpl>(createModel("efficientnet_b0", o));
+  ASSERT_TRUE(model);
+  Model base = model;
+  auto recipe = engine::finetuneRecipe(base, /*bnAffine=*/false);
+  std::vector<std::string> trainable;
+  for (const auto& p : model->named_parameters())
+    for (const auto& t : recipe.trainable)
+      if (p.value().is_same(t)) trainable.push_back(p.key());
+  EXPECT_EQ(trainable, (std::vector<std::string>{"conv_head.weight", "classifier.weight",
+                                                 "classifier.bias"}));
+  engine::setFinetuneMode(*model, recipe);
+  EXPECT_TRUE(model->bn2->is_training());
+  EXPECT_TRUE(model->conv_head->is_training());
+  EXPECT_FALSE(model->bn1->is_training());
+  EXPECT_FALSE(model->is_training());
+}
+
+}  // namespace
+}  // namespace fixres::models
