@@ -7,7 +7,10 @@ make OUTDIR ORACLES   for each case: random weights (BatchNorm statistics and af
                       logits and the running statistics after that forward.
                       ORACLES: the folder holding timm's source (cases that need timm are left
                       out, and listed as skipped, when it is absent).
-logits WEIGHTS ARCH FOLDER SIZE OUT
+weights ARCH OUT ORACLES
+                      a timm ARCH with NUM_CLASSES outputs and randomised BatchNorm, saved as a
+                      state dict to OUT.
+logits WEIGHTS ARCH FOLDER SIZE OUT ORACLES [bicubic-half]
                       the reference model (timm) with WEIGHTS on every image of FOLDER (sorted
                       class folders, sorted files) through the FixRes val transform at SIZE
                       (Resize(int(SIZE * 256 / 224)) on the height, CenterCrop(SIZE), ImageNet
@@ -105,27 +108,29 @@ def make(out, oracles):
         print("wrote", case)
 
 
-def fixres_val(size):
+def fixres_val(size, variant=""):
+    """variant "bicubic-half": bicubic resize and mean = std = 0.5 (the override flags)."""
     from PIL import Image
     import torchvision.transforms as T
 
     resize = int(size * 256 / 224)
+    bicubic = variant == "bicubic-half"
+    mean, std = ([0.5] * 3, [0.5] * 3) if bicubic else ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
 
     def height(img):
         w, h = img.size
-        return img.resize((int(resize * w / h), resize), Image.BILINEAR)
+        return img.resize((int(resize * w / h), resize), Image.BICUBIC if bicubic else Image.BILINEAR)
 
-    return T.Compose([T.Lambda(height), T.CenterCrop(size), T.ToTensor(),
-                      T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    return T.Compose([T.Lambda(height), T.CenterCrop(size), T.ToTensor(), T.Normalize(mean, std)])
 
 
-def logits(weights, arch, folder, size, out, oracles):
+def logits(weights, arch, folder, size, out, oracles, variant=""):
     from PIL import Image
     timm = import_timm(oracles)
     model = timm.create_model(arch, pretrained=False, num_classes=NUM_CLASSES)
     model.load_state_dict(torch.load(weights, map_location="cpu"))
     model.eval()
-    tf = fixres_val(size)
+    tf = fixres_val(size, variant)
     xs = []
     for c in sorted(os.listdir(folder)):
         for f in sorted(os.listdir(os.path.join(folder, c))):
@@ -137,8 +142,14 @@ def logits(weights, arch, folder, size, out, oracles):
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "")
+    elif sys.argv[1] == "weights":
+        timm = import_timm(sys.argv[4])
+        torch.manual_seed(0)
+        m = build("timm", sys.argv[2], timm)
+        randomize(m, torch.Generator().manual_seed(5))
+        torch.save(m.state_dict(), sys.argv[3])
     elif sys.argv[1] == "logits":
         logits(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6],
-               sys.argv[7] if len(sys.argv) > 7 else "")
+               sys.argv[7] if len(sys.argv) > 7 else "", sys.argv[8] if len(sys.argv) > 8 else "")
     else:
         sys.exit(__doc__)

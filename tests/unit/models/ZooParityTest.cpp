@@ -25,8 +25,12 @@ using fixres::testing::relErr;
 
 constexpr double kTolerance = 1e-5;
 
-std::string oraclesDir() { return std::string(FIXRES_SOURCE_DIR) + "/../shared/oracles"; }
-bool haveOracles() { return std::filesystem::exists(oraclesDir() + "/timm/__init__.py"); }
+std::string oraclesDir() {
+  return std::string(FIXRES_SOURCE_DIR) + "/../shared/oracles";
+}
+bool haveOracles() {
+  return std::filesystem::exists(oraclesDir() + "/timm/__init__.py");
+}
 
 const std::string& zooDir() {
   static const std::string dir = [] {
@@ -49,10 +53,11 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
   c10::IValue expected = readTorchFile(dir + "/" + arch + "_expected.pth");
   ModelOptions o;
   o.numClasses = 10;
-  o.dropRate = 0;  // the references are built with timm's and torchvision's defaults...
+  o.dropRate = 0;      // the references are built with timm's and torchvision's defaults...
   o.dropPathRate = 0;  // ...which the train-mode comparison needs off (random otherwise)
   Model model = createModel(arch, o);
-  LoadReport report = loadWeightsFile(*model, dir + "/" + arch + ".pth", loadOptionsFor(*model, false));
+  LoadReport report =
+      loadWeightsFile(*model, dir + "/" + arch + ".pth", loadOptionsFor(*model, false));
   EXPECT_EQ(report.loaded, stateDict(*model).size());
 
   torch::NoGradGuard noGrad;
@@ -121,8 +126,8 @@ TEST(EfficientNetRecipe, ClassifierAndHeadLearnHeadNormInTrainMode) {
   for (const auto& p : model->named_parameters())
     for (const auto& t : recipe.trainable)
       if (p.value().is_same(t)) trainable.push_back(p.key());
-  EXPECT_EQ(trainable, (std::vector<std::string>{"conv_head.weight", "classifier.weight",
-                                                 "classifier.bias"}));
+  EXPECT_EQ(trainable,
+            (std::vector<std::string>{"conv_head.weight", "classifier.weight", "classifier.bias"}));
   engine::setFinetuneMode(*model, recipe);
   EXPECT_TRUE(model->bn2->is_training());
   EXPECT_TRUE(model->conv_head->is_training());
