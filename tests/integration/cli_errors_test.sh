@@ -86,6 +86,21 @@ for c in "range:label 4 at index 2 is out of range \[0, 4\)" "negative:label -1 
   expect_code 3; expect_err_lines 1; expect_err "^fixres: error: $WORK/softmax/${c%%:*}/.*${c#*:}"
 done
 
+# --version v2 reads <arch>_softmax_v2.npy (the reference's second release); v1 the plain name.
+# 2 of 4 rows have their label as the arg-max: top-1 50.000.
+"$PY" -c "
+import numpy as np, os
+d = '$WORK/softmax/v2'; os.makedirs(d, exist_ok=True)
+np.save(d + '/labels.npy', np.array([0, 1, 2, 3]))
+np.save(d + '/PNASNet_softmax_v2.npy', np.eye(4, dtype=np.float32)[[0, 1, 3, 0]])
+np.save(d + '/PNASNet_softmax.npy', np.eye(4, dtype=np.float32))"
+run "$FIXRES" eval-softmax --save-path "$WORK/softmax/v2" --architecture PNASNet --version v2
+expect_code 0; expect_out "^top1 50.000 "
+run "$FIXRES" eval-softmax --save-path "$WORK/softmax/v2" --architecture PNASNet
+expect_code 0; expect_out "^top1 100.000 "
+run "$FIXRES" eval-softmax --save-path "$WORK/softmax/v2" --architecture PNASNet --version v3
+expect_code 2; expect_err "v3"
+
 # --config through the binary: applied, the command line wins, mistakes name file and key.
 printf 'weight-path = "%s"\ndataset-path = "%s"\ninput-size = 24\nworkers = 1\nbatch = 0\n' \
   "$W" "$D/val" >"$WORK/eval.toml"

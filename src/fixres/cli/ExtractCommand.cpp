@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
@@ -13,6 +14,13 @@
 
 namespace fixres::cli {
 namespace {
+
+enum class SoftmaxVersion { kV1, kV2 };
+const ChoiceTable<SoftmaxVersion>& softmaxVersions() {
+  static const ChoiceTable<SoftmaxVersion> kTable = {
+      "softmax version", {{"v1", SoftmaxVersion::kV1}, {"v2", SoftmaxVersion::kV2}}};
+  return kTable;
+}
 
 // What eval-softmax can score: N integer labels in [0, C) and an N x C softmax of finite values,
 // N and C >= 1. DataError (exit 3) naming the file and the problem.
@@ -98,13 +106,18 @@ Command addEvalSoftmaxCommand(CLI::App& parent) {
       parent.add_subcommand("eval-softmax", "Top-1/top-5 from saved softmax and labels (.npy)");
   struct State {
     std::string savePath, architecture = "ResNet50";
+    SoftmaxVersion version = SoftmaxVersion::kV1;
   };
   auto s = std::make_shared<State>();
   addShared(*sub, "--save-path", s->savePath)->required();
   addShared(*sub, "--architecture", s->architecture);
+  addChoice(*sub, "--version", s->version, softmaxVersions(),
+            "v1: <arch>_softmax.npy; v2: <arch>_softmax_v2.npy (the reference's two releases)");
   return {sub, [s]() -> int {
             const std::string labelsPath = s->savePath + "/labels.npy";
-            const std::string softmaxPath = s->savePath + "/" + s->architecture + "_softmax.npy";
+            const std::string softmaxPath =
+                s->savePath + "/" + s->architecture +
+                (s->version == SoftmaxVersion::kV2 ? "_softmax_v2.npy" : "_softmax.npy");
             auto labels = data::readNpy(labelsPath);
             auto softmax = data::readNpy(softmaxPath);
             checkSoftmaxAndLabels(softmax, softmaxPath, labels, labelsPath);

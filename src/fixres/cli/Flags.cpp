@@ -145,8 +145,8 @@ const std::vector<FlagSpec>& sharedFlags() {
        "train times that step",
        "Options", ""},
       {"--out",
-       "Output folder (import: the image folder; sweep: sweep.json, sweep.svg and the "
-       "fine-tuning runs)",
+       "Output (import: the image folder; sweep: the folder of sweep.json, sweep.svg and the "
+       "fine-tuning runs; export: the weight file, replaced atomically)",
        "Output", ""},
       {"--save-path", "Folder of the .npy files (written by extract, read by eval-softmax)",
        "Output", ""},

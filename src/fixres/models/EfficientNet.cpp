@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <regex>
 
 #include "fixres/common/Error.h"
@@ -311,6 +312,40 @@ std::string EfficientNetImpl::canonicalKey(const std::string& key) const {
       break;
   }
   return out.empty() ? key : prefix + out;
+}
+
+std::string EfficientNetImpl::foreignKey(const std::string& key) const {
+  if (config_.tfSame) return "";
+  static const std::regex kBlock(R"(^blocks\.(\d+)\.(\d+)\.(.*)$)");
+  const std::string head = "features." + std::to_string(stageExpansion_.size() + 1) + ".";
+  struct Rename {
+    const char* from;
+    const char* to;
+  };
+  static const Rename kTop[] = {
+      {"conv_stem.", "features.0.0."}, {"bn1.", "features.0.1."}, {"classifier.", "classifier.1."}};
+  for (const auto& r : kTop)
+    if (key.rfind(r.from, 0) == 0) return r.to + key.substr(std::strlen(r.from));
+  if (key.rfind("conv_head.", 0) == 0) return head + "0." + key.substr(10);
+  if (key.rfind("bn2.", 0) == 0) return head + "1." + key.substr(4);
+  std::smatch m;
+  if (!std::regex_match(key, m, kBlock)) return "";
+  const int64_t stage = std::stoll(m[1]);
+  if (stage >= static_cast<int64_t>(stageExpansion_.size())) return "";
+  const bool inverted = stageExpansion_[stage] != 1;
+  static const Rename kInverted[] = {{"conv_pw.", "0.0."},          {"bn1.", "0.1."},
+                                     {"conv_dw.", "1.0."},          {"bn2.", "1.1."},
+                                     {"se.conv_reduce.", "2.fc1."}, {"se.conv_expand.", "2.fc2."},
+                                     {"conv_pwl.", "3.0."},         {"bn3.", "3.1."}};
+  static const Rename kSeparable[] = {{"conv_dw.", "0.0."},          {"bn1.", "0.1."},
+                                      {"se.conv_reduce.", "1.fc1."}, {"se.conv_expand.", "1.fc2."},
+                                      {"conv_pw.", "2.0."},          {"bn2.", "2.1."}};
+  const std::string rest = m[3];
+  const std::string prefix = "features." + std::to_string(stage + 1) + "." + m[2].str() + ".block.";
+  for (const auto& r : inverted ? std::vector<Rename>(std::begin(kInverted), std::end(kInverted))
+                                : std::vector<Rename>(std::begin(kSeparable), std::end(kSeparable)))
+    if (rest.rfind(r.from, 0) == 0) return prefix + r.to + rest.substr(std::strlen(r.from));
+  return "";
 }
 
 bool EfficientNetImpl::isForeignLayout(const std::vector<std::string>& keys) const {

@@ -79,6 +79,8 @@ class EfficientNetImpl : public ModelImpl {
   std::string classifierPrefix() const override { return "classifier."; }
   std::string canonicalKey(const std::string& key) const override;
   bool isForeignLayout(const std::vector<std::string>& keys) const override;
+  // torchvision's name of `key` ("" for the tf_ variants, which torchvision does not have).
+  std::string foreignKey(const std::string& key) const override;
   // torchvision's b5-b7 use BatchNorm eps 1e-3 (momentum 0.01): set when their weights load.
   void adoptForeignLayout() override;
 

@@ -38,6 +38,9 @@ class ModelImpl : public torch::nn::Module {
   virtual bool isForeignLayout(const std::vector<std::string>& keys) const { return false; }
   // Called when weights in the foreign layout load: numerics that layout's weights expect.
   virtual void adoptForeignLayout() {}
+  // The other published layout's name for this model's `key` (the inverse of canonicalKey), or
+  // "" when the architecture has no such layout.
+  virtual std::string foreignKey(const std::string& key) const { return ""; }
 };
 
 using Model = std::shared_ptr<ModelImpl>;

@@ -1,0 +1,46 @@
+// Weight export in the reference's, torchvision's and timm's layouts.
+#include "fixres/engine/Export.h"
+
+#include <ATen/core/Dict.h>
+
+#include "fixres/common/Error.h"
+#include "fixres/models/WeightIO.h"
+
+namespace fixres::engine {
+
+const ChoiceTable<WeightFormat>& weightFormats() {
+  static const ChoiceTable<WeightFormat> kTable = {"weight format",
+                                                   {{"fixres", WeightFormat::kFixres},
+                                                    {"torchvision", WeightFormat::kTorchvision},
+                                                    {"timm", WeightFormat::kTimm}}};
+  return kTable;
+}
+
+size_t exportWeights(models::ModelImpl& model, WeightFormat format, const std::string& path) {
+  auto sd = models::stateDict(model);
+  c10::Dict<std::string, at::Tensor> out;
+  for (const auto& e : sd) {
+    std::string name = e.key();
+    if (format == WeightFormat::kFixres) {
+      name = "module." + name;  // the reference loads a DistributedDataParallel model's names
+    } else if (format == WeightFormat::kTorchvision &&
+               model.family() != models::Family::kResNet) {
+      name = model.foreignKey(e.key());
+      FIXRES_CHECK(!name.empty(), UsageError,
+                   "--format torchvision: torchvision has no such architecture (its "
+                   "EfficientNets are efficientnet_b0 ... b7; no tf_efficientnet_*, no PNASNet); "
+                   "use --format timm or fixres");
+    }
+    out.insert(name, e.value());
+  }
+  if (format == WeightFormat::kFixres) {
+    c10::impl::GenericDict top(c10::StringType::get(), c10::AnyType::get());
+    top.insert("model", out);
+    models::writeTorchFile(path, c10::IValue(top));
+  } else {
+    models::writeTorchFile(path, c10::IValue(out));
+  }
+  return out.size();
+}
+
+}  // namespace fixres::engine

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `fixres export` against the loaders Python users have: each exported file loads strictly with
+# the FixRes reference's loader (torch.load(f)['model'], 'module.' removed), torchvision's or
+# timm's load_state_dict, and gives the logits of the model the source weights were written for
+# (relative L2 < 1e-5): timm EfficientNet -> torchvision, torchvision EfficientNet -> timm and
+# -> fixres, torchvision ResNet -> fixres. Refusals: no torchvision layout for tf_efficientnet
+# (exit 2), an unwritable output (exit 6, nothing written). timm cases skip without the oracle.
+set -u
+source "$(dirname "$0")/lib.sh" "$@"
+ORACLES="$SRC/../shared/oracles"
+REF="$SRC/tests/reference"
+"$PY" "$REF/export_check.py" make-tv efficientnet_b0 "$WORK/tv_b0.pth" || bad "tv weights"
+"$PY" "$REF/export_check.py" make-tv resnet18 "$WORK/r18.pth" || bad "resnet weights"
+
+export_and_check() {  # format arch source [extra flags]
+  local fmt=$1 arch=$2 source=$3
+  run "$FIXRES" export --architecture "$arch" --num-classes 10 --weight-path "$source" \
+    --format "$fmt" --out "$WORK/$arch.$fmt.pth"
+  expect_code 0; expect_out "exported"
+  run "$PY" "$REF/export_check.py" check "$fmt" "$arch" "$source" "$WORK/$arch.$fmt.pth" "$ORACLES"
+  expect_code 0; expect_out "relative L2 error"; echo "$fmt $arch: $(cat "$OUT")"
+}
+
+export_and_check fixres resnet18 "$WORK/r18.pth"
+export_and_check torchvision resnet18 "$WORK/r18.pth"
+if [ -f "$ORACLES/timm/__init__.py" ]; then
+  "$PY" "$REF/zoo_reference.py" weights efficientnet_b0 "$WORK/timm_b0.pth" "$ORACLES" || bad "timm weights"
+  export_and_check torchvision efficientnet_b0 "$WORK/timm_b0.pth"
+  export_and_check timm efficientnet_b0 "$WORK/tv_b0.pth"
+  export_and_check fixres efficientnet_b0 "$WORK/tv_b0.pth"
+else
+  echo "timm cases skipped: no timm source at $ORACLES"
+fi
+
+run "$FIXRES" export --architecture tf_efficientnet_b0 --num-classes 10 --weight-path "$WORK/tv_b0.pth" \
+  --format torchvision --out "$WORK/no.pth"
+expect_code 2; expect_err "torchvision has no such architecture"
+[ ! -e "$WORK/no.pth" ] || bad "a refused export wrote a file"
+mkdir -p "$WORK/ro"; chmod 555 "$WORK/ro"
+if [ "$(id -u)" -ne 0 ]; then
+  run "$FIXRES" export --architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" --out "$WORK/ro/x.pth"
+  expect_code 6; expect_err "cannot write"
+fi
+run "$FIXRES" export --architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" --out "$WORK/missing/dir/x.pth"
+expect_code 6; expect_err "missing/dir/x.pth"
+finish
