@@ -18,8 +18,8 @@ namespace {
 struct Stage {
   int repeats, kernel, stride, expansion, channels;
 };
-constexpr Stage kStages[] = {{1, 3, 1, 1, 16},  {2, 3, 2, 6, 24},  {2, 5, 2, 6, 40},
-                             {3, 3, 2, 6, 80},  {3, 5, 1, 6, 112}, {4, 5, 2, 6, 192},
+constexpr Stage kStages[] = {{1, 3, 1, 1, 16}, {2, 3, 2, 6, 24},  {2, 5, 2, 6, 40},
+                             {3, 3, 2, 6, 80}, {3, 5, 1, 6, 112}, {4, 5, 2, 6, 192},
                              {1, 3, 1, 6, 320}};
 
 struct Variant {
@@ -29,26 +29,29 @@ struct Variant {
   double dropRate;
 };
 // The paper's (width, depth, resolution, dropout) per model.
-constexpr Variant kVariants[] = {
-    {"b0", 1.0, 1.0, 224, 0.2}, {"b1", 1.0, 1.1, 240, 0.2}, {"b2", 1.1, 1.2, 260, 0.3},
-    {"b3", 1.2, 1.4, 300, 0.3}, {"b4", 1.4, 1.8, 380, 0.4}, {"b5", 1.6, 2.2, 456, 0.4},
-    {"b6", 1.8, 2.6, 528, 0.5}, {"b7", 2.0, 3.1, 600, 0.5}, {"b8", 2.2, 3.6, 672, 0.5},
-    {"l2", 4.3, 5.3, 800, 0.5}};
+constexpr Variant kVariants[] = {{"b0", 1.0, 1.0, 224, 0.2}, {"b1", 1.0, 1.1, 240, 0.2},
+                                 {"b2", 1.1, 1.2, 260, 0.3}, {"b3", 1.2, 1.4, 300, 0.3},
+                                 {"b4", 1.4, 1.8, 380, 0.4}, {"b5", 1.6, 2.2, 456, 0.4},
+                                 {"b6", 1.8, 2.6, 528, 0.5}, {"b7", 2.0, 3.1, 600, 0.5},
+                                 {"b8", 2.2, 3.6, 672, 0.5}, {"l2", 4.3, 5.3, 800, 0.5}};
 
 constexpr double kDefaultDropPath = 0.2;  // timm's training note for every EfficientNet
 
 // Rounds to a multiple of `divisor`, never more than 10 % below v (timm's make_divisible).
 int64_t mbMakeDivisible(double v, int64_t divisor = 8) {
-  int64_t n = std::max<int64_t>(divisor, static_cast<int64_t>(v + divisor / 2.0) / divisor * divisor);
+  int64_t n =
+      std::max<int64_t>(divisor, static_cast<int64_t>(v + divisor / 2.0) / divisor * divisor);
   if (n < 0.9 * v) n += divisor;
   return n;
 }
 
 // Python's round(): halves to even.
-int64_t mbRoundHalfEven(double v) { return static_cast<int64_t>(std::nearbyint(v)); }
+int64_t mbRoundHalfEven(double v) {
+  return static_cast<int64_t>(std::nearbyint(v));
+}
 
 torch::nn::Conv2d mbConv(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding,
-                       int64_t groups = 1, bool bias = false) {
+                         int64_t groups = 1, bool bias = false) {
   return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, k)
                                .stride(stride)
                                .padding(padding)
@@ -92,7 +95,8 @@ torch::Tensor mbDropPath(const torch::Tensor& x, double p, bool training) {
 
 std::optional<EfficientNetConfig> efficientNetConfig(const std::string& name) {
   // [tf_]efficientnet_<variant>, then a weight suffix (_ap, _ns, ...) or a timm tag (.ns_jft_in1k).
-  static const std::regex kName(R"(^(tf_)?efficientnet_(b[0-8]|l2)((_[a-z0-9]+)*)(\.[A-Za-z0-9_]+)?$)");
+  static const std::regex kName(
+      R"(^(tf_)?efficientnet_(b[0-8]|l2)((_[a-z0-9]+)*)(\.[A-Za-z0-9_]+)?$)");
   std::smatch m;
   if (!std::regex_match(name, m, kName)) return std::nullopt;
   bool tf = m[1].matched;
@@ -133,8 +137,8 @@ torch::Tensor SqueezeExciteImpl::forward(const torch::Tensor& x) {
   return x * torch::sigmoid(s);
 }
 
-MBConvImpl::MBConvImpl(int64_t in, int64_t out, int64_t expansion, int64_t kernel,
-                       int64_t stride, bool tfSame, double bnEps, double dropPath)
+MBConvImpl::MBConvImpl(int64_t in, int64_t out, int64_t expansion, int64_t kernel, int64_t stride,
+                       bool tfSame, double bnEps, double dropPath)
     : inverted_(expansion != 1),
       skip_(stride == 1 && in == out),
       samePad_(tfSame && stride > 1),
@@ -163,7 +167,8 @@ MBConvImpl::MBConvImpl(int64_t in, int64_t out, int64_t expansion, int64_t kerne
 torch::Tensor MBConvImpl::forward(torch::Tensor x) {
   torch::Tensor shortcut = x;
   auto depthwise = [this](torch::Tensor t) {
-    if (samePad_) t = mbPadSame(t, conv_dw->options.kernel_size()->at(0), conv_dw->options.stride()->at(0));
+    if (samePad_)
+      t = mbPadSame(t, conv_dw->options.kernel_size()->at(0), conv_dw->options.stride()->at(0));
     return conv_dw(t);
   };
   if (inverted_) {
@@ -193,7 +198,8 @@ EfficientNetImpl::EfficientNetImpl(const EfficientNetConfig& config) : config_(c
   auto channels = [&](int64_t c) { return mbMakeDivisible(c * config.widthMultiplier); };
 
   int64_t in = channels(32);
-  conv_stem = register_module("conv_stem", mbConv(3, in, 3, 2, mbStaticPadding(3, 2, config.tfSame)));
+  conv_stem =
+      register_module("conv_stem", mbConv(3, in, 3, 2, mbStaticPadding(3, 2, config.tfSame)));
   bn1 = register_module("bn1", mbNorm(in, eps));
 
   std::vector<int64_t> repeats;
@@ -210,8 +216,8 @@ EfficientNetImpl::EfficientNetImpl(const EfficientNetConfig& config) : config_(c
     int64_t out = channels(s.channels);
     for (int64_t b = 0; b < repeats[si]; ++b, ++index) {
       double dp = dropPathRate * static_cast<double>(index) / static_cast<double>(total);
-      stage->push_back(MBConv(in, out, s.expansion, s.kernel, b == 0 ? s.stride : 1,
-                              config.tfSame, eps, dp));
+      stage->push_back(
+          MBConv(in, out, s.expansion, s.kernel, b == 0 ? s.stride : 1, config.tfSame, eps, dp));
       in = out;
     }
     stageExpansion_.push_back(s.expansion);
@@ -288,14 +294,21 @@ std::string EfficientNetImpl::canonicalKey(const std::string& key) const {
   if (!inverted) layer += 1;  // no expansion layer: depthwise is block.0
   std::string out;
   switch (layer) {
-    case 0: out = convNorm("conv_pw", "bn1", r); break;
-    case 1: out = convNorm("conv_dw", inverted ? "bn2" : "bn1", r); break;
+    case 0:
+      out = convNorm("conv_pw", "bn1", r);
+      break;
+    case 1:
+      out = convNorm("conv_dw", inverted ? "bn2" : "bn1", r);
+      break;
     case 2:
       if (r.rfind("fc1.", 0) == 0) out = "se.conv_reduce." + r.substr(4);
       if (r.rfind("fc2.", 0) == 0) out = "se.conv_expand." + r.substr(4);
       break;
-    case 3: out = inverted ? convNorm("conv_pwl", "bn3", r) : convNorm("conv_pw", "bn2", r); break;
-    default: break;
+    case 3:
+      out = inverted ? convNorm("conv_pwl", "bn3", r) : convNorm("conv_pw", "bn2", r);
+      break;
+    default:
+      break;
   }
   return out.empty() ? key : prefix + out;
 }

@@ -22,11 +22,11 @@
 namespace fixres::models {
 
 struct EfficientNetConfig {
-  std::string name;             // canonical name: tf_efficientnet_b3, efficientnet_b0, ...
-  double widthMultiplier = 1;   // channel multiplier
-  double depthMultiplier = 1;   // block-repeat multiplier (rounded up per stage)
-  bool tfSame = false;          // TensorFlow "same" padding and BatchNorm eps 1e-3
-  int defaultSize = 224;        // the resolution the published weights were trained at
+  std::string name;              // canonical name: tf_efficientnet_b3, efficientnet_b0, ...
+  double widthMultiplier = 1;    // channel multiplier
+  double depthMultiplier = 1;    // block-repeat multiplier (rounded up per stage)
+  bool tfSame = false;           // TensorFlow "same" padding and BatchNorm eps 1e-3
+  int defaultSize = 224;         // the resolution the published weights were trained at
   double defaultDropRate = 0.2;  // the paper's dropout before the classifier
   ModelOptions options;
 };
@@ -63,7 +63,7 @@ class MBConvImpl : public torch::nn::Module {
  private:
   bool inverted_;  // inverted residual (expansion > 1) or depthwise-separable
   bool skip_;
-  bool samePad_;   // conv_dw pads "same" from each input's size
+  bool samePad_;  // conv_dw pads "same" from each input's size
   double dropPath_;
 };
 TORCH_MODULE(MBConv);

@@ -21,7 +21,9 @@ enum class Family { kResNet, kEfficientNet, kPNASNet };
 class ModelImpl : public torch::nn::Module {
  public:
   // x: N x 3 x H x W float (NCHW or channels-last) -> N x C logits.
-  virtual torch::Tensor forward(torch::Tensor x) { return forwardWithEmbedding(std::move(x)).first; }
+  virtual torch::Tensor forward(torch::Tensor x) {
+    return forwardWithEmbedding(std::move(x)).first;
+  }
   // {logits N x C, pooled embedding N x D} (D = embeddingDim(); the classifier's input).
   virtual std::pair<torch::Tensor, torch::Tensor> forwardWithEmbedding(torch::Tensor x) = 0;
   virtual int64_t embeddingDim() const = 0;
