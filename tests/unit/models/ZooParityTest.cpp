@@ -1,18 +1,20 @@
-// EfficientNet against its references (tests/reference/zoo_reference.py): timm's
-// tf_efficientnet_b0/b3 and efficientnet_b0 (from the timm source in ../shared/oracles, skipped
-// when absent) and torchvision's efficientnet_b2 (loaded from torchvision's names). Logits and
-// embeddings in eval mode (NCHW and channels-last, square and odd input sizes), logits and
-// running statistics in train mode: relative L2 error < 1e-5. Plus the registry's names and the
-// fine-tuning recipe.
+// EfficientNet and PNASNet against their references (tests/reference/zoo_reference.py): timm's
+// tf_efficientnet_b0/b3, efficientnet_b0 and pnasnet5large (from the timm source in
+// ../shared/oracles, skipped when absent) and torchvision's efficientnet_b2 (loaded from
+// torchvision's names). Logits and embeddings in eval mode (NCHW and channels-last, square and
+// odd input sizes), logits and running statistics in train mode: relative L2 error < 1e-5. Plus
+// the registry's names and the fine-tuning recipes.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <array>
 #include <filesystem>
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/engine/FinetuneRecipe.h"
 #include "fixres/models/EfficientNet.h"
+#include "fixres/models/PNASNet.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
 
@@ -25,8 +27,12 @@ using fixres::testing::relErr;
 
 constexpr double kTolerance = 1e-5;
 
-std::string oraclesDir() { return std::string(FIXRES_SOURCE_DIR) + "/../shared/oracles"; }
-bool haveOracles() { return std::filesystem::exists(oraclesDir() + "/timm/__init__.py"); }
+std::string oraclesDir() {
+  return std::string(FIXRES_SOURCE_DIR) + "/../shared/oracles";
+}
+bool haveOracles() {
+  return std::filesystem::exists(oraclesDir() + "/timm/__init__.py");
+}
 
 const std::string& zooDir() {
   static const std::string dir = [] {
@@ -49,10 +55,11 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
   c10::IValue expected = readTorchFile(dir + "/" + arch + "_expected.pth");
   ModelOptions o;
   o.numClasses = 10;
-  o.dropRate = 0;  // the references are built with timm's and torchvision's defaults...
+  o.dropRate = 0;      // the references are built with timm's and torchvision's defaults...
   o.dropPathRate = 0;  // ...which the train-mode comparison needs off (random otherwise)
   Model model = createModel(arch, o);
-  LoadReport report = loadWeightsFile(*model, dir + "/" + arch + ".pth", loadOptionsFor(*model, false));
+  LoadReport report =
+      loadWeightsFile(*model, dir + "/" + arch + ".pth", loadOptionsFor(*model, false));
   EXPECT_EQ(report.loaded, stateDict(*model).size());
 
   torch::NoGradGuard noGrad;
@@ -91,6 +98,7 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
 INSTANTIATE_TEST_SUITE_P(EfficientNet, ZooParity,
                          ::testing::Values("tf_efficientnet_b0", "tf_efficientnet_b3",
                                            "efficientnet_b0", "efficientnet_b2"));
+INSTANTIATE_TEST_SUITE_P(PNASNet, ZooParity, ::testing::Values("pnasnet5large"));
 
 TEST(EfficientNetNames, ReferenceSpellingsAndSuffixes) {
   EXPECT_EQ(architectureInfo("tf_efficientnet_b0_ap").name, "tf_efficientnet_b0");
@@ -121,13 +129,73 @@ TEST(EfficientNetRecipe, ClassifierAndHeadLearnHeadNormInTrainMode) {
   for (const auto& p : model->named_parameters())
     for (const auto& t : recipe.trainable)
       if (p.value().is_same(t)) trainable.push_back(p.key());
-  EXPECT_EQ(trainable, (std::vector<std::string>{"conv_head.weight", "classifier.weight",
-                                                 "classifier.bias"}));
+  EXPECT_EQ(trainable,
+            (std::vector<std::string>{"conv_head.weight", "classifier.weight", "classifier.bias"}));
   engine::setFinetuneMode(*model, recipe);
   EXPECT_TRUE(model->bn2->is_training());
   EXPECT_TRUE(model->conv_head->is_training());
   EXPECT_FALSE(model->bn1->is_training());
   EXPECT_FALSE(model->is_training());
+}
+
+TEST(PNASNetNames, RegistryAndTimmLayout) {
+  const ArchInfo info = architectureInfo("PNASNet");
+  EXPECT_EQ(info.name, "pnasnet5large");
+  EXPECT_EQ(info.family, Family::kPNASNet);
+  EXPECT_EQ(info.outputStride, 32);
+  EXPECT_EQ(info.defaultSize, 331);
+  EXPECT_EQ(info.mean, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(info.std, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(architectureInfo("pnasnet5large").name, "pnasnet5large");
+  // sum(p.numel() for p in timm.create_model('pnasnet5large').parameters()), 1000 classes.
+  EXPECT_EQ(parameterCount("PNASNet"), 86057668);
+  // len(timm.create_model('pnasnet5large').state_dict()) and some of its names.
+  auto sd = stateDict(*createModel("pnasnet5large", 10));
+  EXPECT_EQ(sd.size(), 1380u);
+  EXPECT_EQ(sd.begin()->key(), "conv_0.conv.weight");
+  for (const char* key :
+       {"conv_0.bn.num_batches_tracked", "cell_stem_0.comb_iter_0_right.conv.weight",
+        "cell_stem_0.comb_iter_4_right.bn.running_var",
+        "cell_stem_1.conv_prev_1x1.path_2.conv.weight", "cell_4.comb_iter_4_right.conv.weight",
+        "cell_11.comb_iter_3_left.separable_2.depthwise_conv2d.weight", "last_linear.bias"})
+    EXPECT_TRUE(sd.contains(key)) << key;
+  EXPECT_FALSE(sd.contains("cell_5.comb_iter_4_right.conv.weight"));  // identity there
+  EXPECT_EQ(sd.at("cell_9.conv_prev_1x1.final_path_bn.running_mean").size(0), 864);
+  EXPECT_EQ(sd.at("last_linear.weight").sizes().vec(), (std::vector<int64_t>{10, 4320}));
+}
+
+TEST(PNASNetRecipe, LastThreeCellsAndClassifierLearnCellsInTrainMode) {
+  ModelOptions o;
+  o.numClasses = 5;
+  auto model = std::dynamic_pointer_cast<PNASNetImpl>(createModel("PNASNet", o));
+  ASSERT_TRUE(model);
+  Model base = model;
+  for (bool bnAffine : {false, true}) {
+    auto recipe = engine::finetuneRecipe(base, bnAffine);
+    size_t expected = 0;
+    for (const auto& p : model->named_parameters()) {
+      const std::string& k = p.key();
+      if (k.rfind("cell_9.", 0) == 0 || k.rfind("cell_10.", 0) == 0 ||
+          k.rfind("cell_11.", 0) == 0 || k.rfind("last_linear.", 0) == 0)
+        ++expected;
+    }
+    EXPECT_EQ(recipe.trainable.size(), expected);
+    engine::freezeForFinetune(*model, recipe);
+    for (const auto& p : model->named_parameters()) {
+      const std::string& k = p.key();
+      const bool learns = k.rfind("cell_9.", 0) == 0 || k.rfind("cell_10.", 0) == 0 ||
+                          k.rfind("cell_11.", 0) == 0 || k.rfind("last_linear.", 0) == 0;
+      EXPECT_EQ(p.value().requires_grad(), learns) << k;
+    }
+    engine::setFinetuneMode(*model, recipe);
+    EXPECT_FALSE(model->is_training());
+    EXPECT_FALSE(model->cell(8)->is_training());
+    EXPECT_FALSE(model->cell_stem_0->is_training());
+    for (int64_t i : {9, 10, 11}) {
+      EXPECT_TRUE(model->cell(i)->is_training()) << i;
+      EXPECT_TRUE(model->cell(i)->comb_iter_0_left->bn_sep_1->is_training()) << i;
+    }
+  }
 }
 
 }  // namespace
