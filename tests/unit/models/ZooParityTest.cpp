@@ -81,18 +81,24 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
 
   model->train();
   at::Tensor logits = model->forward(referenceTensor(inputs, "x1"));
-  EXPECT_LT(relErr(logits, referenceTensor(expected, "train_logits_x1")), kTolerance) << arch;
+  const double trainErr = relErr(logits, referenceTensor(expected, "train_logits_x1"));
+  EXPECT_LT(trainErr, kTolerance) << arch;
   auto sd = stateDict(*model);
   size_t stats = 0;
+  double worstStat = 0;
   for (const auto& e : expected.toGenericDict()) {
     const std::string key = e.key().toStringRef();
     if (key.rfind("train_state.", 0) != 0) continue;
     std::string name = model->canonicalKey(key.substr(12));
     ASSERT_TRUE(sd.contains(name)) << name;
-    EXPECT_LT(relErr(sd.at(name), e.value().toTensor()), kTolerance) << arch << " " << name;
+    const double err = relErr(sd.at(name), e.value().toTensor());
+    EXPECT_LT(err, kTolerance) << arch << " " << name;
+    worstStat = std::max(worstStat, err);
     ++stats;
   }
   EXPECT_GT(stats, 20u);
+  std::cout << "[ parity ] " << arch << " train: logits relative L2 error " << trainErr
+            << ", worst of " << stats << " running statistics " << worstStat << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(EfficientNet, ZooParity,
