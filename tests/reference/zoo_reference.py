@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference values for fixres's EfficientNet (and other zoo) models, from timm and torchvision.
+"""Reference values for fixres's EfficientNet and PNASNet models, from timm and torchvision.
 
 make OUTDIR ORACLES   for each case: random weights (BatchNorm statistics and affine parameters
                       randomised) saved as a state dict in the layout fixres must read, inputs,
@@ -25,7 +25,8 @@ import torch
 from torch import nn
 
 NUM_CLASSES = 10
-# Square, and odd sizes: TensorFlow "same" padding is asymmetric there.
+# Square, and odd sizes: TensorFlow "same" padding is asymmetric there. PNASNet's last feature
+# maps are 3 x 3 and 3 x 4 at these sizes.
 INPUT_SHAPES = [(2, 3, 96, 96), (2, 3, 67, 101)]
 
 # case -> (source, model name, layout of the weight file)
@@ -34,6 +35,7 @@ CASES = {
     "tf_efficientnet_b3": ("timm", "tf_efficientnet_b3", "fixres"),
     "efficientnet_b0": ("timm", "efficientnet_b0", "bare"),
     "efficientnet_b2": ("torchvision", "efficientnet_b2", "bare"),
+    "pnasnet5large": ("timm", "pnasnet5large", "bare"),
 }
 
 
@@ -69,7 +71,7 @@ def randomize(model, gen):
 def forward_with_embedding(source, model, x):
     if source == "timm":
         emb = model.forward_head(model.forward_features(x), pre_logits=True)
-        return model.classifier(emb), emb
+        return model.get_classifier()(emb), emb
     emb = torch.flatten(model.avgpool(model.features(x)), 1)
     return model.classifier(emb), emb
 

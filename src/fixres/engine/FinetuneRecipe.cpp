@@ -30,11 +30,25 @@ FinetuneRecipe efficientNetFinetuneRecipe(models::EfficientNetImpl& model, bool 
   return r;
 }
 
+FinetuneRecipe pnasnetFinetuneRecipe(models::PNASNetImpl& model, bool /*bnAffine*/) {
+  // With bnAffine nothing is added: the BatchNorm weights and biases of cells 9-11 are among
+  // those cells' parameters, which learn in any case.
+  FinetuneRecipe r;
+  for (int64_t i = models::PNASNetImpl::kNumCells - 3; i < models::PNASNetImpl::kNumCells; ++i) {
+    addParameters(r, *model.cell(i));
+    r.trainMode.push_back(model.cell(i).ptr());
+  }
+  addParameters(r, *model.classifier());
+  return r;
+}
+
 FinetuneRecipe finetuneRecipe(models::Model& model, bool bnAffine) {
   if (auto* m = dynamic_cast<models::ResNetImpl*>(model.get()))
     return resnetFinetuneRecipe(*m, bnAffine);
   if (auto* m = dynamic_cast<models::EfficientNetImpl*>(model.get()))
     return efficientNetFinetuneRecipe(*m, bnAffine);
+  if (auto* m = dynamic_cast<models::PNASNetImpl*>(model.get()))
+    return pnasnetFinetuneRecipe(*m, bnAffine);
   FIXRES_FAIL(InternalError, "no fine-tuning recipe for this architecture");
 }
 

@@ -10,6 +10,7 @@
 
 #include "fixres/models/EfficientNet.h"
 #include "fixres/models/Model.h"
+#include "fixres/models/PNASNet.h"
 #include "fixres/models/ResNet.h"
 
 namespace fixres::engine {
@@ -28,6 +29,12 @@ FinetuneRecipe resnetFinetuneRecipe(models::ResNetImpl& model, bool bnAffine);
 // and bn2 run in train mode (bn2 re-estimates its statistics), and with `bnAffine` bn2 also
 // learns its weight and bias.
 FinetuneRecipe efficientNetFinetuneRecipe(models::EfficientNetImpl& model, bool bnAffine);
+
+// PNASNet (the reference's main_finetune): cell_9, cell_10, cell_11 and last_linear learn; the
+// three cells run in train mode (their BatchNorms re-estimate their statistics); the rest is
+// frozen in eval mode. `bnAffine` adds nothing: those cells' BatchNorm weights and biases
+// already learn.
+FinetuneRecipe pnasnetFinetuneRecipe(models::PNASNetImpl& model, bool bnAffine);
 
 // The recipe of `model`'s family.
 FinetuneRecipe finetuneRecipe(models::Model& model, bool bnAffine);

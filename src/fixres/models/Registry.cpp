@@ -1,11 +1,12 @@
 // Architecture table: torchvision's ResNet family plus FixRes's names and a tiny demo model,
-// timm's EfficientNets.
+// timm's EfficientNets and PNASNet-5-Large.
 #include "fixres/models/Registry.h"
 
 #include <utility>
 
 #include "fixres/common/Error.h"
 #include "fixres/models/EfficientNet.h"
+#include "fixres/models/PNASNet.h"
 
 namespace fixres::models {
 namespace {
@@ -39,6 +40,13 @@ const std::vector<Entry>& table() {
   return kTable;
 }
 
+constexpr const char* kPNASNetName = "pnasnet5large";
+
+// timm's name and FixRes's.
+bool isPNASNet(const std::string& name) {
+  return name == kPNASNetName || name == "PNASNet";
+}
+
 const Entry* findResNet(const std::string& name) {
   for (const auto& e : table())
     if (name == e.name) return &e;
@@ -70,8 +78,10 @@ std::vector<std::string> knownArchitectures() {
   for (const auto& e : table())
     if (!e.aliasOf) names.emplace_back(e.name);
   for (const auto& n : efficientNetNames()) names.push_back(n);
+  names.emplace_back(kPNASNetName);
   for (const auto& e : table())
     if (e.aliasOf) names.emplace_back(e.name);
+  names.emplace_back("PNASNet");
   return names;
 }
 
@@ -87,6 +97,14 @@ ArchInfo architectureInfo(const std::string& name) {
     info.name = c->name;
     info.family = Family::kEfficientNet;
     info.defaultSize = c->defaultSize;
+    return info;
+  }
+  if (isPNASNet(name)) {
+    info.name = kPNASNetName;
+    info.family = Family::kPNASNet;
+    info.defaultSize = 331;
+    info.mean = {0.5f, 0.5f, 0.5f};  // the TensorFlow model's inputs in [-1, 1]
+    info.std = {0.5f, 0.5f, 0.5f};
     return info;
   }
   unknown(name);
@@ -121,6 +139,7 @@ Model createModel(const std::string& name, const ModelOptions& options) {
     c->options = options;
     return std::make_shared<EfficientNetImpl>(*c);
   }
+  if (isPNASNet(name)) return std::make_shared<PNASNetImpl>(options);
   unknown(name);
 }
 

@@ -180,6 +180,42 @@ TEST(TrainStepTest, EfficientNetFinetuneStepChangesExactlyTheRecipesTensors) {
                                             "bn2.running_var", "bn2.num_batches_tracked"}));
 }
 
+// The reference's PNASNet fine-tuning (main_finetune): one step changes exactly the parameters
+// and BatchNorm buffers of cell_9, cell_10, cell_11 and last_linear (every parameter there moves:
+// weight decay acts where the gradient is zero), and leaves every other tensor bitwise as it was.
+// 33 x 33 inputs: the smallest whose last feature map (1 x 1) gives train-mode BatchNorm two
+// values per channel with a batch of 2.
+TEST(TrainStepTest, PNASNetFinetuneStepChangesExactlyTheRecipesTensors) {
+  auto comm = distributed::makeSingleProcessCommunicator();
+  models::ModelOptions mo;
+  mo.numClasses = 5;
+  torch::manual_seed(4);
+  models::Model model = models::createModel("PNASNet", mo);
+  std::map<std::string, torch::Tensor> before;
+  for (const auto& p : model->named_parameters()) before[p.key()] = p.value().detach().clone();
+  for (const auto& b : model->named_buffers()) before[b.key()] = b.value().clone();
+  StepOptions so;
+  so.finetune = true;
+  so.learningRate = 0.1;
+  TrainStep step(model, so, *comm);
+  step.setTrainingMode();
+  step.step(torch::randn({2, 3, 33, 33}), torch::randint(0, 5, {2}, torch::kLong), 0.1);
+  std::set<std::string> changed, expected;
+  auto inRecipe = [](const std::string& k) {
+    for (const char* prefix : {"cell_9.", "cell_10.", "cell_11.", "last_linear."})
+      if (k.rfind(prefix, 0) == 0) return true;
+    return false;
+  };
+  for (const auto& [k, v] : before)
+    if (inRecipe(k)) expected.insert(k);
+  for (const auto& p : model->named_parameters())
+    if (!torch::equal(p.value(), before.at(p.key()))) changed.insert(p.key());
+  for (const auto& b : model->named_buffers())
+    if (!torch::equal(b.value(), before.at(b.key()))) changed.insert(b.key());
+  EXPECT_EQ(expected.size(), 291u);  // timm's state-dict entries under those four prefixes
+  EXPECT_EQ(changed, expected);
+}
+
 TEST(TrainStepTest, RollBackRestoresTheBuffersOfABegunStep) {
   auto comm = distributed::makeSingleProcessCommunicator();
   auto model = tinyModel();

@@ -1,18 +1,20 @@
-// EfficientNet against its references (tests/reference/zoo_reference.py): timm's
-// tf_efficientnet_b0/b3 and efficientnet_b0 (from the timm source in ../shared/oracles, skipped
-// when absent) and torchvision's efficientnet_b2 (loaded from torchvision's names). Logits and
-// embeddings in eval mode (NCHW and channels-last, square and odd input sizes), logits and
-// running statistics in train mode: relative L2 error < 1e-5. Plus the registry's names and the
-// fine-tuning recipe.
+// EfficientNet and PNASNet against their references (tests/reference/zoo_reference.py): timm's
+// tf_efficientnet_b0/b3, efficientnet_b0 and pnasnet5large (from the timm source in
+// ../shared/oracles, skipped when absent) and torchvision's efficientnet_b2 (loaded from
+// torchvision's names). Logits and embeddings in eval mode (NCHW and channels-last, square and
+// odd input sizes), logits and running statistics in train mode: relative L2 error < 1e-5. Plus
+// the registry's names and the fine-tuning recipes.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <array>
 #include <filesystem>
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/engine/FinetuneRecipe.h"
 #include "fixres/models/EfficientNet.h"
+#include "fixres/models/PNASNet.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
 
@@ -79,23 +81,30 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
 
   model->train();
   at::Tensor logits = model->forward(referenceTensor(inputs, "x1"));
-  EXPECT_LT(relErr(logits, referenceTensor(expected, "train_logits_x1")), kTolerance) << arch;
+  const double trainErr = relErr(logits, referenceTensor(expected, "train_logits_x1"));
+  EXPECT_LT(trainErr, kTolerance) << arch;
   auto sd = stateDict(*model);
   size_t stats = 0;
+  double worstStat = 0;
   for (const auto& e : expected.toGenericDict()) {
     const std::string key = e.key().toStringRef();
     if (key.rfind("train_state.", 0) != 0) continue;
     std::string name = model->canonicalKey(key.substr(12));
     ASSERT_TRUE(sd.contains(name)) << name;
-    EXPECT_LT(relErr(sd.at(name), e.value().toTensor()), kTolerance) << arch << " " << name;
+    const double err = relErr(sd.at(name), e.value().toTensor());
+    EXPECT_LT(err, kTolerance) << arch << " " << name;
+    worstStat = std::max(worstStat, err);
     ++stats;
   }
   EXPECT_GT(stats, 20u);
+  std::cout << "[ parity ] " << arch << " train: logits relative L2 error " << trainErr
+            << ", worst of " << stats << " running statistics " << worstStat << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(EfficientNet, ZooParity,
                          ::testing::Values("tf_efficientnet_b0", "tf_efficientnet_b3",
                                            "efficientnet_b0", "efficientnet_b2"));
+INSTANTIATE_TEST_SUITE_P(PNASNet, ZooParity, ::testing::Values("pnasnet5large"));
 
 TEST(EfficientNetNames, ReferenceSpellingsAndSuffixes) {
   EXPECT_EQ(architectureInfo("tf_efficientnet_b0_ap").name, "tf_efficientnet_b0");
@@ -133,6 +142,66 @@ TEST(EfficientNetRecipe, ClassifierAndHeadLearnHeadNormInTrainMode) {
   EXPECT_TRUE(model->conv_head->is_training());
   EXPECT_FALSE(model->bn1->is_training());
   EXPECT_FALSE(model->is_training());
+}
+
+TEST(PNASNetNames, RegistryAndTimmLayout) {
+  const ArchInfo info = architectureInfo("PNASNet");
+  EXPECT_EQ(info.name, "pnasnet5large");
+  EXPECT_EQ(info.family, Family::kPNASNet);
+  EXPECT_EQ(info.outputStride, 32);
+  EXPECT_EQ(info.defaultSize, 331);
+  EXPECT_EQ(info.mean, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(info.std, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(architectureInfo("pnasnet5large").name, "pnasnet5large");
+  // sum(p.numel() for p in timm.create_model('pnasnet5large').parameters()), 1000 classes.
+  EXPECT_EQ(parameterCount("PNASNet"), 86057668);
+  // len(timm.create_model('pnasnet5large').state_dict()) and some of its names.
+  auto sd = stateDict(*createModel("pnasnet5large", 10));
+  EXPECT_EQ(sd.size(), 1380u);
+  EXPECT_EQ(sd.begin()->key(), "conv_0.conv.weight");
+  for (const char* key :
+       {"conv_0.bn.num_batches_tracked", "cell_stem_0.comb_iter_0_right.conv.weight",
+        "cell_stem_0.comb_iter_4_right.bn.running_var",
+        "cell_stem_1.conv_prev_1x1.path_2.conv.weight", "cell_4.comb_iter_4_right.conv.weight",
+        "cell_11.comb_iter_3_left.separable_2.depthwise_conv2d.weight", "last_linear.bias"})
+    EXPECT_TRUE(sd.contains(key)) << key;
+  EXPECT_FALSE(sd.contains("cell_5.comb_iter_4_right.conv.weight"));  // identity there
+  EXPECT_EQ(sd.at("cell_9.conv_prev_1x1.final_path_bn.running_mean").size(0), 864);
+  EXPECT_EQ(sd.at("last_linear.weight").sizes().vec(), (std::vector<int64_t>{10, 4320}));
+}
+
+TEST(PNASNetRecipe, LastThreeCellsAndClassifierLearnCellsInTrainMode) {
+  ModelOptions o;
+  o.numClasses = 5;
+  auto model = std::dynamic_pointer_cast<PNASNetImpl>(createModel("PNASNet", o));
+  ASSERT_TRUE(model);
+  Model base = model;
+  for (bool bnAffine : {false, true}) {
+    auto recipe = engine::finetuneRecipe(base, bnAffine);
+    size_t expected = 0;
+    for (const auto& p : model->named_parameters()) {
+      const std::string& k = p.key();
+      if (k.rfind("cell_9.", 0) == 0 || k.rfind("cell_10.", 0) == 0 ||
+          k.rfind("cell_11.", 0) == 0 || k.rfind("last_linear.", 0) == 0)
+        ++expected;
+    }
+    EXPECT_EQ(recipe.trainable.size(), expected);
+    engine::freezeForFinetune(*model, recipe);
+    for (const auto& p : model->named_parameters()) {
+      const std::string& k = p.key();
+      const bool learns = k.rfind("cell_9.", 0) == 0 || k.rfind("cell_10.", 0) == 0 ||
+                          k.rfind("cell_11.", 0) == 0 || k.rfind("last_linear.", 0) == 0;
+      EXPECT_EQ(p.value().requires_grad(), learns) << k;
+    }
+    engine::setFinetuneMode(*model, recipe);
+    EXPECT_FALSE(model->is_training());
+    EXPECT_FALSE(model->cell(8)->is_training());
+    EXPECT_FALSE(model->cell_stem_0->is_training());
+    for (int64_t i : {9, 10, 11}) {
+      EXPECT_TRUE(model->cell(i)->is_training()) << i;
+      EXPECT_TRUE(model->cell(i)->comb_iter_0_left->bn_sep_1->is_training()) << i;
+    }
+  }
 }
 
 }  // namespace
