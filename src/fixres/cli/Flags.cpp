@@ -99,7 +99,8 @@ const std::vector<FlagSpec>& sharedFlags() {
       {"--mean", "Normalisation mean R G B (default: the architecture's; ImageNet's)", "Model", ""},
       {"--std", "Normalisation std R G B (default: the architecture's; ImageNet's)", "Model", ""},
       {"--drop-rate",
-       "Dropout before the classifier in training (EfficientNet; default: the paper's per model)",
+       "Dropout before the classifier in training (default: the architecture's; EfficientNet: the "
+       "paper's per model, PNASNet: 0)",
        "Model", "", finiteIn(0, 0.99)},
       {"--drop-path-rate",
        "Stochastic depth in training, rising linearly to this rate over the blocks (EfficientNet; "

@@ -23,8 +23,7 @@ size_t exportWeights(models::ModelImpl& model, WeightFormat format, const std::s
     std::string name = e.key();
     if (format == WeightFormat::kFixres) {
       name = "module." + name;  // the reference loads a DistributedDataParallel model's names
-    } else if (format == WeightFormat::kTorchvision &&
-               model.family() != models::Family::kResNet) {
+    } else if (format == WeightFormat::kTorchvision && model.family() != models::Family::kResNet) {
       name = model.foreignKey(e.key());
       FIXRES_CHECK(!name.empty(), UsageError,
                    "--format torchvision: torchvision has no such architecture (its "
