@@ -10,7 +10,7 @@ make OUTDIR ORACLES   for each case: random weights (BatchNorm statistics and af
 weights ARCH OUT ORACLES
                       a timm ARCH with NUM_CLASSES outputs and randomised BatchNorm, saved as a
                       state dict to OUT.
-logits WEIGHTS ARCH FOLDER SIZE OUT ORACLES [bicubic-half]
+logits WEIGHTS ARCH FOLDER SIZE OUT ORACLES [half|bicubic-half]
                       the reference model (timm) with WEIGHTS on every image of FOLDER (sorted
                       class folders, sorted files) through the FixRes val transform at SIZE
                       (Resize(int(SIZE * 256 / 224)) on the height, CenterCrop(SIZE), ImageNet
@@ -111,13 +111,14 @@ def make(out, oracles):
 
 
 def fixres_val(size, variant=""):
-    """variant "bicubic-half": bicubic resize and mean = std = 0.5 (the override flags)."""
+    """variant "half": mean = std = 0.5 (PNASNet's); "bicubic-half": also a bicubic resize."""
     from PIL import Image
     import torchvision.transforms as T
 
     resize = int(size * 256 / 224)
     bicubic = variant == "bicubic-half"
-    mean, std = ([0.5] * 3, [0.5] * 3) if bicubic else ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+    half = variant in ("half", "bicubic-half")
+    mean, std = ([0.5] * 3, [0.5] * 3) if half else ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
 
     def height(img):
         w, h = img.size
