@@ -90,7 +90,8 @@ const std::vector<FlagSpec>& sharedFlags() {
        "...)",
        "Model", ""},
       {"--weight-path,--resnet-weight-path",
-       "Weights: torch.save file (state dict, FixRes {'model': ...}, or a fixres checkpoint)",
+       "Weights: torch.save file (zip or pre-1.6: state dict, FixRes {'model': ...}, or a fixres "
+       "checkpoint) or safetensors state dict",
        "Model", ""},
       {"--num-classes", "Classifier size (0: number of dataset classes)", "Model", "",
        intIn(0, 1000000)},
