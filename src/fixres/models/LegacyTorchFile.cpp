@@ -32,9 +32,8 @@ size_t magicPickleLength(const std::string& head) {
   auto byteAt = [&](size_t k) {
     return k < head.size() ? static_cast<unsigned char>(head[k]) : -1;
   };
-  size_t pos = 0;
   if (byteAt(0) != 0x80 || byteAt(1) < 2 || byteAt(1) > 5) return 0;
-  pos = 2;
+  size_t pos = 2;
   if (byteAt(pos) == 0x95) pos += 9;  // FRAME and its 8-byte length
   if (byteAt(pos) != 0x8a || byteAt(pos + 1) != static_cast<int>(sizeof(kMagic))) return 0;
   pos += 2;
