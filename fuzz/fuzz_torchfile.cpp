@@ -1,15 +1,19 @@
-// torch.save reading from arbitrary bytes: a value or a WeightsError. Inputs starting with "PK"
-// go through the zip archive (in memory) and data.pkl; all others straight to the Unpickler,
-// with tensors as shape-only meta tensors, so the pickle interpreter sees every input.
+// Weight-file reading from arbitrary bytes: a value or a WeightsError. Inputs in a weight format
+// (a zip "PK\x03\x04", a legacy torch.save stream: a pickle opening with PROTO and LONG1, the
+// magic number's, or a safetensors header: '{' at byte 8) go through openWeightSource in memory,
+// read eagerly, then lazily with every tensor of a top-level dict copied out (copyInto); all
+// others straight to the Unpickler, with tensors as shape-only meta tensors, so the pickle
+// interpreter sees every input.
 #include <ATen/ATen.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "fixres/common/Error.h"
 #include "fixres/models/StorageResolver.h"
-#include "fixres/models/TorchFile.h"
 #include "fixres/models/Unpickler.h"
+#include "fixres/models/WeightSource.h"
 
 namespace {
 
@@ -23,14 +27,35 @@ class MetaStorages final : public fixres::models::StorageResolver {
   }
 };
 
+// Tensors copied out by the lazy path: at most this many elements each (a view may repeat one
+// stored element many times).
+constexpr int64_t kMaxCopied = int64_t{1} << 20;
+
+void readWeights(const uint8_t* data, size_t size) {
+  auto source = fixres::models::openWeightSource(data, size, "fuzz.pth");
+  c10::IValue eager = source->read(/*lazy=*/false);
+  (void)eager;
+  c10::IValue lazy = source->read(/*lazy=*/true);
+  if (!lazy.isGenericDict()) return;
+  for (const auto& e : lazy.toGenericDict()) {
+    if (!e.value().isTensor()) continue;
+    const at::Tensor& src = e.value().toTensor();
+    if (src.numel() > kMaxCopied) continue;
+    at::Tensor dst = at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
+    source->copyInto(src, dst);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using fixres::models::WeightFormat;
+  const std::string head(reinterpret_cast<const char*>(data), size < 16 ? size : 16);
+  const WeightFormat format = fixres::models::detectWeightFormat(head);
+  const bool legacy = format == WeightFormat::kTorchLegacy && size > 2 && data[2] == 0x8a;
   try {
-    if (size >= 2 && data[0] == 'P' && data[1] == 'K') {
-      fixres::models::TorchArchive archive(data, size, "fuzz.pth");
-      auto value = archive.read(/*lazy=*/false);
-      (void)value;
+    if (format == WeightFormat::kTorchZip || format == WeightFormat::kSafetensors || legacy) {
+      readWeights(data, size);
     } else {
       MetaStorages storages;
       fixres::models::Unpickler unpickler(reinterpret_cast<const char*>(data), size, storages);

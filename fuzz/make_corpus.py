@@ -41,6 +41,35 @@ plain = {"a": [1, -2, 2**40, 2.5, None, True], "b": (b"\x00\xff", "x"), "s": {1,
 for proto in range(0, 6):
     put("torchfile", "plain_p%d.pkl" % proto, pickle.dumps(plain if proto else plain["a"], protocol=proto))
 
+# Legacy (pre-1.6) torch.save streams, and safetensors files (written from the format's
+# specification: there is no safetensors package here).
+def legacy(obj):
+    b = io.BytesIO(); torch.save(obj, b, _use_new_zipfile_serialization=False); return b.getvalue()
+put("torchfile", "legacy_state_dict.pth", legacy({"conv.weight": torch.randn(2, 1, 1, 1), "fc.bias": torch.zeros(2)}))
+base = torch.arange(6.)
+put("torchfile", "legacy_views.pth", legacy({"model": {"module.w": base, "module.v": base[1:4],
+                                                       "module.t": base.view(2, 3).t()}, "epoch": 3,
+                                             "h": torch.ones(2, dtype=torch.float16)}))
+import json
+def safetensors(tensors, metadata=None):
+    header, data = {}, b""
+    names = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.int64: "I64",
+             torch.uint8: "U8", torch.bool: "BOOL"}
+    for name, t in tensors.items():
+        raw = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    if metadata:
+        header["__metadata__"] = metadata
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+put("torchfile", "state_dict.safetensors", safetensors({"conv.weight": torch.randn(2, 1, 1, 1), "fc.bias": torch.zeros(2),
+                                                        "n": torch.tensor(3)}, {"format": "pt"}))
+put("torchfile", "dtypes.safetensors", safetensors({"h": torch.ones(3, dtype=torch.float16), "b": torch.ones(2, dtype=torch.bfloat16),
+                                                    "m": torch.tensor([True, False]), "u": torch.arange(4, dtype=torch.uint8),
+                                                    "e": torch.zeros(0, 2)}))
+
 def idx(images, labels):
     n, r, c = images.shape
     a = struct.pack(">BBBBIII", 0, 0, 8, 3, n, r, c) + images.tobytes()

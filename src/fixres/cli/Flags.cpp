@@ -107,7 +107,8 @@ const std::vector<FlagSpec>& sharedFlags() {
        "default 0.2)",
        "Model", "", finiteIn(0, 0.99)},
       {"--weight-path,--resnet-weight-path",
-       "Weights: torch.save file (state dict, FixRes {'model': ...}, or a fixres checkpoint)",
+       "Weights: torch.save file (zip or pre-1.6: state dict, FixRes {'model': ...}, or a fixres "
+       "checkpoint) or safetensors state dict",
        "Model", ""},
       {"--num-classes", "Classifier size (0: number of dataset classes)", "Model", "",
        intIn(0, 1000000)},

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "fixres/common/Error.h"
 #include "fixres/models/StorageTypes.h"
@@ -130,9 +131,11 @@ PickleObjectPtr PickleGlobals::rebuildTensor(const PickleObjectPtr& args, const 
   int64_t offset = asInt(arg(args, 1, fn), "storage offset");
   std::vector<int64_t> sizes = asInts(arg(args, 2, fn), "tensor size");
   std::vector<int64_t> strides = asInts(arg(args, 3, fn), "tensor stride");
-  checkView(storage->storage.numel, offset, sizes, strides);
+  checkView(storage->viewNumel, offset, sizes, strides);
+  FIXRES_CHECK(offset <= std::numeric_limits<int64_t>::max() - storage->viewOffset, WeightsError,
+               "tensor storage offset ", offset, " out of range");
   auto out = arena_.make(Kind::kTensor);
-  out->tensor = storages_.tensor(storage->storage, offset, sizes, strides);
+  out->tensor = storages_.tensor(storage->storage, storage->viewOffset + offset, sizes, strides);
   return out;
 }
 
@@ -189,6 +192,20 @@ PickleObjectPtr PickleGlobals::persistentLoad(const PickleObjectPtr& pid) {
   s->storage.numel = asInt(pid->items[4], "storage size");
   // UntypedStorage counts bytes; typed storages count elements.
   FIXRES_CHECK(s->storage.numel >= 0, WeightsError, "negative storage size");
+  s->viewNumel = s->storage.numel;
+  // Pre-1.6 files: (view key, offset, size) in elements of the root storage, or None.
+  if (pid->items.size() > 5 && pid->items[5]->kind != Kind::kNone) {
+    const PickleObjectPtr& view = pid->items[5];
+    FIXRES_CHECK(view->kind == Kind::kTuple && view->items.size() == 3, WeightsError,
+                 "malformed storage view in ", source_);
+    s->viewOffset = asInt(view->items[1], "storage view offset");
+    s->viewNumel = asInt(view->items[2], "storage view size");
+    FIXRES_CHECK(
+        s->viewOffset >= 0 && s->viewNumel >= 0 && s->viewOffset <= s->storage.numel - s->viewNumel,
+        WeightsError, "storage view (offset ", s->viewOffset, ", size ", s->viewNumel,
+        ") exceeds its storage of ", s->storage.numel, " elements in ", source_);
+  }
+  storages_.declare(s->storage);
   return s;
 }
 

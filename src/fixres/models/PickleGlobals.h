@@ -28,8 +28,9 @@ class PickleGlobals {
   // NEWOBJ: cls.__new__(cls, ...): an empty dict (OrderedDict, defaultdict) or list (set), else
   // an opaque object.
   PickleObjectPtr newObject(const PickleObjectPtr& cls);
-  // BINPERSID: a tensor storage ('storage', torch.XStorage, key, location, numel). WeightsError
-  // for any other persistent id.
+  // BINPERSID: a tensor storage ('storage', torch.XStorage, key, location, numel), with view
+  // metadata (view key, offset, size) or None as sixth item in pre-1.6 files; declared to
+  // storages_. WeightsError for any other persistent id.
   PickleObjectPtr persistentLoad(const PickleObjectPtr& pid);
   // An object of class `name` that has no IValue form (recorded in ignoredObjects()).
   PickleObjectPtr opaque(const std::string& name);

@@ -58,6 +58,9 @@ struct PickleObject {
   std::vector<std::pair<PickleObjectPtr, PickleObjectPtr>> entries;  // dict, insertion order
   at::Tensor tensor;                                                 // kTensor
   StorageRef storage;                                                // kStorage
+  // kStorage of a pre-1.6 file may be a view of `storage`: its first element there and its size.
+  int64_t viewOffset = 0;
+  int64_t viewNumel = 0;
   // Nesting seen while building, in levels: `height` below this object (0: a scalar or an empty
   // container), `depth` above it (0: in no container). Kept as items are added, not propagated
   // further (a container filled after it was put into another does not raise the other's

@@ -13,7 +13,8 @@
 namespace fixres::models {
 
 // A tensor storage as a torch.save pickle names it: the persistent id
-// ('storage', torch.<Dtype>Storage, key, location, numel).
+// ('storage', torch.<Dtype>Storage, key, location, numel) (pre-1.6 files add a sixth item, the
+// view metadata: a view is given to the resolver as its root storage and an offset in it).
 struct StorageRef {
   std::string key;  // record name within the file ("0", "1", ...; data/<key> in a zip)
   at::ScalarType dtype = at::kFloat;  // element type (kByte for UntypedStorage)
@@ -26,6 +27,9 @@ struct StorageRef {
 class StorageResolver {
  public:
   virtual ~StorageResolver() = default;
+  // Called for each storage persistent id as it is read, whether or not a tensor uses it (a
+  // pre-1.6 file stores the data of every storage named). WeightsError to refuse it.
+  virtual void declare(const StorageRef& storage) {}
   // A tensor viewing `storage` at (offset, sizes, strides), in elements, dtype storage.dtype.
   // The view is checked to lie inside storage.numel elements before the call. It may be a meta
   // tensor (shape only) whose data the implementation supplies later. Throws WeightsError when

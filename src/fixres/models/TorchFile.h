@@ -1,7 +1,9 @@
 // torch.save files (zip archives: data.pkl + one record per storage), read and written without
 // Python. Our own pickle reader (Unpickler.h): LibTorch's unpickler turns
 // collections.OrderedDict into None, so it cannot read the state dicts Python writes. The parts:
-// ZipArchive.h (container), Unpickler.h / Pickler.h (data.pkl), StorageTypes.h (dtypes).
+// ZipArchive.h (container), Unpickler.h / Pickler.h (data.pkl), StorageTypes.h (dtypes),
+// StorageTensors.h (tensors over the records). The other formats read: LegacyTorchFile.h
+// (pre-1.6 torch.save), SafetensorsFile.h; WeightSource.h opens any of them.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -12,22 +14,23 @@
 #include <string>
 #include <vector>
 
+#include "fixres/models/WeightSource.h"
+
 namespace fixres::models {
 
 // A torch.save archive opened for reading. Throws WeightsError (path in the message) when the
-// file is missing, empty, truncated, not a zip, a pre-1.6 (non-zip) torch.save file, or has no
-// data.pkl.
-class TorchArchive {
+// file is missing, empty, truncated, not a zip, or has no data.pkl.
+class TorchArchive final : public WeightSource {
  public:
   explicit TorchArchive(const std::string& path);
   // An archive in memory: the `size` bytes at `data` are not copied and must outlive the
   // archive (eager tensors read from it own their data); `name` stands for the path in messages.
   TorchArchive(const void* data, size_t size, const std::string& name);
-  ~TorchArchive();
+  ~TorchArchive() override;
   TorchArchive(const TorchArchive&) = delete;
   TorchArchive& operator=(const TorchArchive&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const override { return path_; }
 
   // Unpickles data.pkl into IValues: dict (OrderedDict too) -> GenericDict with insertion order
   // (key type str when all keys are str, value type Tensor when all values are tensors), list
@@ -36,11 +39,11 @@ class TorchArchive {
   // Eager (lazy = false): tensors are CPU tensors holding the file's data (peak memory about the
   // file size). Lazy: tensors are meta tensors (shape, strides, dtype only); their data is
   // copied on demand by copyInto(), so a state dict loads one record at a time.
-  c10::IValue read(bool lazy);
+  c10::IValue read(bool lazy) override;
 
   // Copies the data of lazy tensor `src` (from read(true) of this archive) into `dst` (same
   // shape; any device; dtype converted by copy_). Reads only the record holding `src`'s storage.
-  void copyInto(const at::Tensor& src, at::Tensor& dst);
+  void copyInto(const at::Tensor& src, at::Tensor& dst) override;
 
   // Python type names of objects read() could not represent (mapped to None).
   const std::vector<std::string>& ignoredObjects() const { return ignored_; }
@@ -55,7 +58,8 @@ class TorchArchive {
   std::vector<std::string> ignored_;
 };
 
-// Reads a whole torch.save file eagerly. WeightsError on anything wrong.
+// Reads a whole weight file eagerly: a torch.save file (zip or legacy) or a safetensors file
+// (openWeightSource). WeightsError on anything wrong.
 c10::IValue readTorchFile(const std::string& path);
 
 // Writes `value` (None, bool, int, double, str, tensors on any device, and lists, tuples and

@@ -41,14 +41,16 @@ class Unpickler::Machine {
   }
 
   size_t position() const { return pos_; }
+  bool ranOut() const { return ranOut_; }
   const std::string& source() const { return source_; }
   const std::vector<std::string>& ignoredObjects() const { return globals_.ignoredObjects(); }
 
  private:
   // ---- reading the stream
   void need(size_t n) {
-    FIXRES_CHECK(pos_ + n <= size_ && pos_ + n >= pos_, WeightsError, source_,
-                 " is truncated (needed ", n, " bytes at offset ", pos_, ")");
+    ranOut_ = !(pos_ + n <= size_ && pos_ + n >= pos_);
+    FIXRES_CHECK(!ranOut_, WeightsError, source_, " is truncated (needed ", n, " bytes at offset ",
+                 pos_, ")");
   }
   uint8_t u8() {
     need(1);
@@ -62,7 +64,8 @@ class Unpickler::Machine {
     return v;
   }
   std::string bytes(uint64_t n) {
-    FIXRES_CHECK(n <= size_, WeightsError, source_, " is corrupt (string of ", n, " bytes)");
+    ranOut_ = n > size_;
+    FIXRES_CHECK(!ranOut_, WeightsError, source_, " is corrupt (string of ", n, " bytes)");
     need(n);
     std::string s(data_ + pos_, n);
     pos_ += n;
@@ -354,6 +357,7 @@ class Unpickler::Machine {
   const char* data_;
   size_t size_;
   size_t pos_ = 0;
+  bool ranOut_ = false;
   std::string source_;
   PickleArena arena_;  // owns every object the stack, the memo and the globals refer to
   PickleGlobals globals_;
@@ -384,6 +388,10 @@ c10::IValue Unpickler::parse() {
 
 size_t Unpickler::position() const {
   return machine_->position();
+}
+
+bool Unpickler::ranOut() const {
+  return machine_->ranOut();
 }
 
 const std::vector<std::string>& Unpickler::ignoredObjects() const {

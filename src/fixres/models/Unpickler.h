@@ -43,6 +43,10 @@ class Unpickler {
   // same stream starts); after a failed parse(), where reading stopped.
   size_t position() const;
 
+  // After a failed parse(): whether it failed for want of bytes past the end of the data (a
+  // reader holding a prefix of a longer stream may retry with more of it).
+  bool ranOut() const;
+
   // Python class names of the objects parse() could not represent (mapped to None), each once.
   const std::vector<std::string>& ignoredObjects() const;
 

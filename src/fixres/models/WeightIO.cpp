@@ -219,13 +219,13 @@ LoadReport loadStateDict(torch::nn::Module& m, const c10::IValue& content, const
 }
 
 LoadReport loadWeightsFile(torch::nn::Module& m, const std::string& path, const LoadOptions& opts) {
-  TorchArchive archive(path);
-  c10::IValue content = archive.read(/*lazy=*/true);
+  std::unique_ptr<WeightSource> source = openWeightSource(path);
+  c10::IValue content = source->read(/*lazy=*/true);
   std::string layout;
   Entries file = extractStateDict(content, path, &layout);
   return loadEntries(
       m, file, opts, path, layout,
-      [&archive](const at::Tensor& src, at::Tensor& dst) { archive.copyInto(src, dst); });
+      [&source](const at::Tensor& src, at::Tensor& dst) { source->copyInto(src, dst); });
 }
 
 void saveStateDictFile(const torch::nn::Module& m, const std::string& path) {

@@ -1,6 +1,6 @@
 // Model weights in PyTorch's formats: state dicts by torchvision names, strict loading from
-// torch.save files (bare state dict, FixRes {"model": {"module.*": ...}}, our checkpoints),
-// saving files Python's torch.load reads.
+// torch.save files (zip or pre-1.6; bare state dict, FixRes {"model": {"module.*": ...}}, our
+// checkpoints) and safetensors files, saving files Python's torch.load reads.
 #pragma once
 
 #include <ATen/core/Dict.h>
@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "fixres/models/Model.h"
-#include "fixres/models/TorchFile.h"  // readTorchFile, writeTorchFile
+#include "fixres/models/TorchFile.h"     // readTorchFile, writeTorchFile
+#include "fixres/models/WeightSource.h"  // openWeightSource
 
 namespace fixres::models {
 
@@ -48,9 +49,11 @@ struct LoadReport {
 LoadReport loadStateDict(torch::nn::Module& m, const c10::IValue& content, const LoadOptions& opts,
                          const std::string& sourceName);
 
-// As loadStateDict from a torch.save file, reading one tensor record at a time: peak memory is
-// the model plus its largest tensor, not the file (tensors of other entries of a checkpoint,
-// e.g. optimizer state, are never read). WeightsError for unreadable or mismatched files.
+// As loadStateDict from a weight file of any format openWeightSource reads (told by its first
+// bytes: torch.save zip, pre-1.6 torch.save, safetensors), reading one tensor's storage at a
+// time: peak memory is the model plus its largest tensor, not the file (tensors of other entries
+// of a checkpoint, e.g. optimizer state, are never read). WeightsError for unreadable or
+// mismatched files.
 LoadReport loadWeightsFile(torch::nn::Module& m, const std::string& path, const LoadOptions& opts);
 
 // Saves stateDict(m) with writeTorchFile (atomic; Python: model.load_state_dict(torch.load(p))).

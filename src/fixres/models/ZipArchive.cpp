@@ -29,13 +29,8 @@ std::string errnoText() {
 // both the zip header and the end-of-central-directory record are there.
 void checkZip(const std::string& name, const unsigned char head[4], const std::string& tail) {
   bool zip = head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4;
-  if (!zip) {
-    FIXRES_CHECK(head[0] != 0x80, WeightsError, name,
-                 " is a legacy (pre-1.6, non-zip) torch.save file; re-save it with PyTorch >= "
-                 "1.6: torch.save(torch.load(p), p)");
-    FIXRES_FAIL(WeightsError, name,
-                " is not a torch.save zip archive (it does not start with a zip header)");
-  }
+  FIXRES_CHECK(zip, WeightsError, name,
+               " is not a torch.save zip archive (it does not start with a zip header)");
   FIXRES_CHECK(tail.rfind(std::string("PK\x05\x06", 4)) != std::string::npos, WeightsError, name,
                " is a truncated zip archive (its central directory is missing): an interrupted "
                "copy or download?");

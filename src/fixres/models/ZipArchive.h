@@ -23,7 +23,7 @@ namespace fixres::models {
 class ZipArchive {
  public:
   // Opens the file at `path`. WeightsError naming it when it is missing or unreadable, not a
-  // regular file, empty, not a zip (a pre-1.6 torch.save file is named as such), truncated (no
+  // regular file, empty, not a zip, truncated (no
   // end-of-central-directory record) or a zip that PyTorchStreamReader refuses.
   explicit ZipArchive(const std::string& path);
   // Opens the `size` bytes at `data` (not copied: they must outlive the archive), checked as
