@@ -69,7 +69,7 @@ std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global) {
       addTrainCommand(app),   addFinetuneCommand(app),    addEvalCommand(app),
       addExtractCommand(app), addEvalSoftmaxCommand(app), addLaunchCommand(app),
       addBenchCommand(app),   addVersionCommand(app),     addSuggestResolutionCommand(app),
-      addImportCommand(app),  addSweepCommand(app),
+      addImportCommand(app),  addSweepCommand(app),       addWeightsCommand(app),
   };
 }
 

@@ -34,6 +34,7 @@ Command addBenchCommand(CLI::App& parent);
 Command addSuggestResolutionCommand(CLI::App& parent);
 Command addImportCommand(CLI::App& parent);
 Command addSweepCommand(CLI::App& parent);
+Command addWeightsCommand(CLI::App& parent);
 
 // The whole command tree on `app`: global options (bound to `global`) and every subcommand.
 std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global);

@@ -23,7 +23,7 @@ using fixres::testing::cachedReference;
 using fixres::testing::referenceTensor;
 using fixres::testing::relErr;
 
-constexpr double kTolerance = 1e-5;
+constexpr double kZooTolerance = 1e-5;
 
 std::string oraclesDir() {
   return std::string(FIXRES_SOURCE_DIR) + "/../shared/oracles";
@@ -70,8 +70,8 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
       auto [logits, emb] = model->forwardWithEmbedding(in);
       double e1 = relErr(logits, referenceTensor(expected, "eval_logits_" + x));
       double e2 = relErr(emb, referenceTensor(expected, "eval_embedding_" + x));
-      EXPECT_LT(e1, kTolerance) << arch << " " << x << " channels-last " << channelsLast;
-      EXPECT_LT(e2, kTolerance) << arch << " " << x << " channels-last " << channelsLast;
+      EXPECT_LT(e1, kZooTolerance) << arch << " " << x << " channels-last " << channelsLast;
+      EXPECT_LT(e2, kZooTolerance) << arch << " " << x << " channels-last " << channelsLast;
       worst = std::max({worst, e1, e2});
     }
   }
@@ -79,7 +79,7 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
 
   model->train();
   at::Tensor logits = model->forward(referenceTensor(inputs, "x1"));
-  EXPECT_LT(relErr(logits, referenceTensor(expected, "train_logits_x1")), kTolerance) << arch;
+  EXPECT_LT(relErr(logits, referenceTensor(expected, "train_logits_x1")), kZooTolerance) << arch;
   auto sd = stateDict(*model);
   size_t stats = 0;
   for (const auto& e : expected.toGenericDict()) {
@@ -87,7 +87,7 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
     if (key.rfind("train_state.", 0) != 0) continue;
     std::string name = model->canonicalKey(key.substr(12));
     ASSERT_TRUE(sd.contains(name)) << name;
-    EXPECT_LT(relErr(sd.at(name), e.value().toTensor()), kTolerance) << arch << " " << name;
+    EXPECT_LT(relErr(sd.at(name), e.value().toTensor()), kZooTolerance) << arch << " " << name;
     ++stats;
   }
   EXPECT_GT(stats, 20u);
