@@ -4,7 +4,8 @@
 # (eval, extract); a 404, a truncated body, a stalled server, a refused connection and a wrong
 # checksum fail with exit 4 and leave nothing in the cache; kill -9 in the middle of a download
 # leaves only the .part file, and the next run completes it (a Range request, or the whole file
-# again from a server that ignores ranges) with the served bytes; two processes fetching the
+# again from a server that ignores ranges) with the served bytes, as after SIGTERM to a train
+# run whose weights are downloading (exit 1, the .part kept); two processes fetching the
 # same file make one request; --pretrained uses the catalogue (architecture, cache path) and
 # refuses unknown names and conflicting flags with exit 2. Every command runs under a timeout.
 set -u
@@ -145,6 +146,26 @@ for kind in slow slow-norange; do
   grep -q "^/$kind/w.pth bytes=[1-9][0-9]*-$" "$LOG" || bad "$kind: no Range request after kill -9"
   if [ $kind = slow ]; then expect_err "resuming $URL/slow/w.pth at"; else expect_err "does not resume downloads"; fi
 done
+
+# 8b. SIGTERM to a train run whose weights are downloading (its stop handlers are installed):
+#     the transfer ends, exit 1 saying so, the .part kept for the next run, which resumes it.
+C="$WORK/cterm"
+"$FIXRES" train --imnet-path "$D" --architecture resnet_tiny --input-size 24 --batch 2 --workers 1 \
+  --epochs 1 --shared-folder-path "$WORK/runs" --job-id term --cache-dir "$C" --download-timeout 20 \
+  --weight-path "$URL/slow/w.pth?term" >"$WORK/term.out" 2>"$WORK/term.err" &
+PID=$!
+wait_part "$C" || bad "SIGTERM: no .part file appeared"
+kill -TERM $PID
+wait $PID
+c=$?
+[ $c -eq 1 ] || bad "SIGTERM during a download: exit $c, expected 1"
+grep -q "stopped by SIGTERM; .* kept in .*\.part, to be resumed by the next run" "$WORK/term.err" ||
+  bad "SIGTERM during a download: $(tail -1 "$WORK/term.err")"
+[ -n "$(find "$C" -name '.w.pth-q*.part' -size +0)" ] || bad "SIGTERM: the .part was not kept"
+run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/slow/w.pth?term"
+expect_code 0; expect_err "resuming"
+same_as_served "$(cat "$OUT")" "SIGTERM: resumed download"
+no_temporaries "$C" "SIGTERM: resumed download"
 
 # 9. Two processes fetching the same file at once: one request, both get the whole file.
 C="$WORK/ctwo"
