@@ -1,5 +1,6 @@
 # Dependency discovery: LibTorch (Debian's CPU build or a CUDA build from a PyTorch install on
-# CMAKE_PREFIX_PATH), libjpeg(-turbo), libpng, zlib, CLI11, nlohmann-json, Gloo headers when present.
+# CMAKE_PREFIX_PATH), libjpeg(-turbo), libpng, zlib, CLI11, nlohmann-json, Gloo headers when present,
+# libcurl (linked by the common layer only: the weight downloader).
 find_package(Threads REQUIRED)
 find_package(Torch REQUIRED)
 find_package(JPEG REQUIRED)
@@ -7,6 +8,7 @@ find_package(PNG REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
+find_package(CURL REQUIRED)
 
 add_library(fixres_deps INTERFACE)
 add_library(fixres::deps ALIAS fixres_deps)

@@ -108,8 +108,20 @@ const std::vector<FlagSpec>& sharedFlags() {
        "Model", "", finiteIn(0, 0.99)},
       {"--weight-path,--resnet-weight-path",
        "Weights: torch.save file (zip or pre-1.6: state dict, FixRes {'model': ...}, or a fixres "
-       "checkpoint) or safetensors state dict",
+       "checkpoint), safetensors state dict, or an http(s) URL fetched into the cache first "
+       "(URL#sha256=HEX: checked against that SHA-256 or its first 8+ digits)",
        "Model", ""},
+      {"--pretrained",
+       "Published weights by name (see 'fixres weights list'): fetched into the cache; sets "
+       "--architecture (and timm's preprocessing) unless given",
+       "Model", ""},
+      {"--cache-dir",
+       "Folder of fetched weight files (default: $XDG_CACHE_HOME/fixres, else ~/.cache/fixres)",
+       "Download", "FIXRES_CACHE"},
+      {"--download-timeout",
+       "Seconds a download may stay below 1 KiB/s (or connecting may take, up to 30) before it "
+       "fails",
+       "Download", "", intIn(1, 86400)},
       {"--num-classes", "Classifier size (0: number of dataset classes)", "Model", "",
        intIn(0, 1000000)},
       {"--skip-classifier", "Load every weight but the classifier (for another number of classes)",

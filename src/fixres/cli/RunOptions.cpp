@@ -1,6 +1,9 @@
 // Shared option groups of the run subcommands.
 #include "fixres/cli/RunOptions.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <sstream>
 
 #include "fixres/common/Error.h"
@@ -8,20 +11,90 @@
 #include "fixres/data/Sampler.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/image/Transform.h"
+#include "fixres/models/Catalogue.h"
+#include "fixres/models/Registry.h"
 
 namespace fixres::cli {
 
+std::string defaultCacheDir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/fixres";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/fixres";
+  return "";  // fetchToCache asks for --cache-dir
+}
+
+void addDownloadOptions(CLI::App& app, DownloadOptions& d) {
+  // The default is resolved here, not shown in --help: it is this machine's home folder.
+  addShared(app, "--cache-dir", d.cacheDir);
+  d.cacheDir = defaultCacheDir();
+  addShared(app, "--download-timeout", d.stallTimeoutS);
+  d.progressBar = ::isatty(STDERR_FILENO) == 1;
+}
+
+namespace {
+
+// The registry's name for `name`, or `name` itself when the registry does not know it.
+std::string canonicalArchitecture(const std::string& name) {
+  try {
+    return models::architectureInfo(name).name;
+  } catch (const UsageError&) {
+    return name;
+  }
+}
+
+}  // namespace
+
 void addModelOptions(CLI::App& app, engine::ModelSpec& m) {
-  addShared(app, "--architecture", m.architecture);
-  addShared(app, "--weight-path", m.weightPath);
+  auto* architecture = addShared(app, "--architecture", m.architecture);
+  auto* weightPath = addShared(app, "--weight-path", m.weightPath);
   addShared(app, "--num-classes", m.numClasses);
   addSharedFlag(app, "--skip-classifier", m.skipClassifier);
-  addShared(app, "--EfficientNet-models", m.efficientNetModel);
-  addSharedChoice(app, "--interpolation", m.interpolation, image::interpolations());
-  addShared(app, "--mean", m.mean)->expected(3);
-  addShared(app, "--std", m.std)->expected(3);
+  auto* efficientNet = addShared(app, "--EfficientNet-models", m.efficientNetModel);
+  auto* interpolation =
+      addSharedChoice(app, "--interpolation", m.interpolation, image::interpolations());
+  auto* mean = addShared(app, "--mean", m.mean)->expected(3);
+  auto* std = addShared(app, "--std", m.std)->expected(3);
   addShared(app, "--drop-rate", m.dropRate);
   addShared(app, "--drop-path-rate", m.dropPathRate);
+  addDownloadOptions(app, m.download);
+  // Declared after the options it completes: CLI11 runs the callbacks in declaration order, so
+  // the explicit values (command line or --config) are in `m` when this one runs.
+  const FlagSpec& f = sharedFlag("--pretrained");
+  app.add_option_function<std::string>(
+         f.names,
+         [&m, architecture, efficientNet, interpolation, mean, std](const std::string& name) {
+           const models::PublishedWeights* w = nullptr;
+           try {
+             w = &models::publishedWeights(name);
+             models::architectureInfo(w->architecture);
+           } catch (const UsageError& e) {
+             if (w == nullptr) throw CLI::ValidationError(e.what());
+             throw CLI::ValidationError("--pretrained",
+                                        name + " is a " + w->architecture +
+                                            ", an architecture fixres does not build yet ('fixres "
+                                            "weights fetch " +
+                                            name + "' downloads the file)");
+           }
+           if (architecture->count() > 0 || efficientNet->count() > 0) {
+             const std::string given =
+                 m.architecture == "EfficientNet" ? m.efficientNetModel : m.architecture;
+             if (canonicalArchitecture(given) != canonicalArchitecture(w->architecture))
+               throw CLI::ValidationError(
+                   "--pretrained", name + " is a " + w->architecture + ", not --architecture " +
+                                       given + " (leave --architecture out, or name the same one)");
+           } else {
+             m.architecture = w->architecture;
+           }
+           m.weightPath = remoteFileSpec({w->url, w->sha256});
+           if (interpolation->count() == 0)
+             m.interpolation = w->bicubic ? image::Filter::kBicubic : image::Filter::kBilinear;
+           if (w->halfNormalization && mean->count() == 0) m.mean = {0.5f, 0.5f, 0.5f};
+           if (w->halfNormalization && std->count() == 0) m.std = {0.5f, 0.5f, 0.5f};
+         },
+         f.help)
+      ->group(f.group)
+      ->excludes(weightPath);
 }
 
 void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n, bool normalizeOn) {

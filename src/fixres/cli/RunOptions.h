@@ -18,8 +18,15 @@
 
 namespace fixres::cli {
 
-// --architecture, --weight-path/--resnet-weight-path, --num-classes, --skip-classifier
+// --architecture, --weight-path/--resnet-weight-path, --num-classes, --skip-classifier, the
+// EfficientNet and preprocessing options, the download options and --pretrained NAME (the
+// catalogue's URL and checksum become --weight-path; its architecture, filter and normalisation
+// apply where not given; exit 2 for an unknown name or a conflicting --architecture).
 void addModelOptions(CLI::App& app, engine::ModelSpec& spec);
+
+// --cache-dir (default: $XDG_CACHE_HOME/fixres, else $HOME/.cache/fixres) and
+// --download-timeout; the progress bar when stderr is a terminal.
+void addDownloadOptions(CLI::App& app, DownloadOptions& download);
 
 // --precision, --memory-format and, with `normalizeOn`, --normalize-on.
 void addNumericsOptions(CLI::App& app, engine::NumericsOptions& numerics, bool normalizeOn);

@@ -57,6 +57,12 @@ void ModelSpec::validate() const {
   FIXRES_CHECK(dropRate < 1, UsageError, "--drop-rate must be below 1, got ", dropRate);
   FIXRES_CHECK(dropPathRate < 1, UsageError, "--drop-path-rate must be below 1, got ",
                dropPathRate);
+  if (isRemoteFile(weightPath)) parseRemoteFile(weightPath);
+}
+
+std::string localWeightFile(const ModelSpec& spec) {
+  if (!isRemoteFile(spec.weightPath)) return spec.weightPath;
+  return fetchToCache(parseRemoteFile(spec.weightPath), spec.download);
 }
 
 BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDevice& run,
@@ -67,14 +73,16 @@ BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDe
                " classes of the dataset");
   BuiltModel out;
   spec.validate();
+  // Fetched before the model is built: a failed download costs no allocation.
+  const std::string weightFile = localWeightFile(spec);
   torch::manual_seed(seed);
   models::ModelOptions mo;
   mo.numClasses = spec.numClasses > 0 ? spec.numClasses : datasetClasses;
   mo.dropRate = spec.dropRate;
   mo.dropPathRate = spec.dropPathRate;
   out.model = models::createModel(spec.architectureName(), mo);
-  if (!spec.weightPath.empty())
-    out.weights = models::loadWeightsFile(*out.model, spec.weightPath,
+  if (!weightFile.empty())
+    out.weights = models::loadWeightsFile(*out.model, weightFile,
                                           models::loadOptionsFor(*out.model, spec.skipClassifier));
   out.model->to(run.device);
   if (run.numerics.channelsLast) useChannelsLast(*out.model);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fixres/common/Download.h"
 #include "fixres/engine/Numerics.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/Model.h"
@@ -28,13 +29,18 @@ struct ModelSpec {
   std::string architecture = "ResNet50";  // any name of models::knownArchitectures()
   std::string efficientNetModel;  // with architecture "EfficientNet" (the reference's spelling)
   int64_t numClasses = 0;         // 0: the number of classes of the dataset
-  std::string weightPath;         // empty: random initialisation (seeded)
-  bool skipClassifier = false;    // load every weight but the classifier
+  // Empty: random initialisation (seeded). A local file, or an http(s) URL (optionally
+  // "URL#sha256=HEX") fetched into download.cacheDir first (common/Download.h).
+  std::string weightPath;
+  bool skipClassifier = false;  // load every weight but the classifier
   // Preprocessing overrides: empty mean/std: the architecture's (ImageNet's; 0.5 for PNASNet).
   std::vector<float> mean, std;
   image::Filter interpolation = image::Filter::kBilinear;  // the reference's resize filter
   // Dropout and drop-path rates in training (< 0: the architecture's default).
   double dropRate = -1, dropPathRate = -1;
+  // Where and how a weightPath URL is fetched (--cache-dir, --download-timeout); not a setting
+  // of the run (config.json does not record it).
+  DownloadOptions download;
 
   // The registry name: efficientNetModel for "EfficientNet", else architecture. UsageError when
   // --EfficientNet-models is missing or given with another architecture.
@@ -42,7 +48,8 @@ struct ModelSpec {
   models::ArchInfo info() const { return models::architectureInfo(architectureName()); }
   // The normalisation and filter of this model's inputs.
   Preprocessing preprocessing() const;
-  // UsageError naming the flag for an unknown architecture or bad overrides.
+  // UsageError naming the flag for an unknown architecture, bad overrides or a malformed
+  // "#sha256=" part of a weight URL.
   void validate() const;
 };
 
@@ -51,6 +58,11 @@ image::TransformOptions transformOptions(image::TransformKind kind, int size,
                                          image::ResizeMode resizeMode,
                                          const Preprocessing& preprocessing);
 
+// The file buildModel loads: spec.weightPath, or for an http(s) URL its copy in the cache,
+// fetched first when missing (WeightsError for a failed download, OutputError for a cache that
+// cannot be written). "" when spec.weightPath is empty.
+std::string localWeightFile(const ModelSpec& spec);
+
 struct BuiltModel {
   models::Model model{nullptr};
   models::LoadReport weights;  // loaded == 0 when no weight file was given
@@ -58,8 +70,8 @@ struct BuiltModel {
 
 // Builds spec.architecture with spec.numClasses outputs (or `datasetClasses`), initialised from
 // torch's generator seeded with `seed` (the same weights on every rank), loads spec.weightPath
-// when given (WeightsError on a bad file), moves it to run.device and converts it to
-// channels-last when run.numerics say so.
+// when given (localWeightFile: a URL is fetched before the model is built; WeightsError on a bad
+// file), moves it to run.device and converts it to channels-last when run.numerics say so.
 BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDevice& run,
                       uint64_t seed = 0);
 

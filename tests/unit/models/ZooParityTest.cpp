@@ -25,7 +25,7 @@ using fixres::testing::cachedReference;
 using fixres::testing::referenceTensor;
 using fixres::testing::relErr;
 
-constexpr double kTolerance = 1e-5;
+constexpr double kZooTolerance = 1e-5;
 
 std::string oraclesDir() {
   return std::string(FIXRES_SOURCE_DIR) + "/../shared/oracles";
@@ -72,8 +72,8 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
       auto [logits, emb] = model->forwardWithEmbedding(in);
       double e1 = relErr(logits, referenceTensor(expected, "eval_logits_" + x));
       double e2 = relErr(emb, referenceTensor(expected, "eval_embedding_" + x));
-      EXPECT_LT(e1, kTolerance) << arch << " " << x << " channels-last " << channelsLast;
-      EXPECT_LT(e2, kTolerance) << arch << " " << x << " channels-last " << channelsLast;
+      EXPECT_LT(e1, kZooTolerance) << arch << " " << x << " channels-last " << channelsLast;
+      EXPECT_LT(e2, kZooTolerance) << arch << " " << x << " channels-last " << channelsLast;
       worst = std::max({worst, e1, e2});
     }
   }
@@ -82,7 +82,7 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
   model->train();
   at::Tensor logits = model->forward(referenceTensor(inputs, "x1"));
   const double trainErr = relErr(logits, referenceTensor(expected, "train_logits_x1"));
-  EXPECT_LT(trainErr, kTolerance) << arch;
+  EXPECT_LT(trainErr, kZooTolerance) << arch;
   auto sd = stateDict(*model);
   size_t stats = 0;
   double worstStat = 0;
@@ -92,7 +92,7 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
     std::string name = model->canonicalKey(key.substr(12));
     ASSERT_TRUE(sd.contains(name)) << name;
     const double err = relErr(sd.at(name), e.value().toTensor());
-    EXPECT_LT(err, kTolerance) << arch << " " << name;
+    EXPECT_LT(err, kZooTolerance) << arch << " " << name;
     worstStat = std::max(worstStat, err);
     ++stats;
   }

@@ -1,0 +1,56 @@
+// Weight files fetched over HTTP(S) into a local cache (libcurl), written atomically, checked
+// against a SHA-256 when one is known, resumed after an interruption, and shared safely between
+// processes that fetch the same file at the same time.
+#pragma once
+
+#include <string>
+
+namespace fixres {
+
+// True for "http://..." and "https://..." (what --weight-path fetches rather than opens).
+bool isRemoteFile(const std::string& path);
+
+// A file to fetch: "URL" or "URL#sha256=HEX", HEX being the file's SHA-256 (64 hexadecimal
+// digits) or its first 8 to 63 digits (timm's file names carry such a prefix: -827b6e33.pth).
+struct RemoteFile {
+  std::string url;     // without the fragment
+  std::string sha256;  // lower case; "" when unknown
+};
+// UsageError naming the text for a fragment other than "#sha256=" and 8 to 64 hex digits.
+RemoteFile parseRemoteFile(const std::string& spec);
+// "URL" or "URL#sha256=HEX": the inverse of parseRemoteFile.
+std::string remoteFileSpec(const RemoteFile& file);
+
+// Where `url` is kept under `cacheDir`: `<cacheDir>/<host>[_<port>]/<path of the URL>`, each
+// part reduced to [A-Za-z0-9._+-] (other bytes become '_', a leading '.' becomes '_', so no
+// cached name starts with a dot: the dot names are the cache's own temporaries). A query string
+// adds "-q<16 hex digits of its SHA-256>" to the file name. UsageError for a URL that names no
+// file (no path, a path ending in '/') or that curl cannot parse.
+std::string cachePathFor(const std::string& cacheDir, const std::string& url);
+
+struct DownloadOptions {
+  std::string cacheDir;       // the cache folder; created when missing
+  bool progressBar = false;   // a redrawn bar on stderr (when it is a terminal); else two lines
+  long connectTimeoutS = 30;  // give up connecting after this long (or stallTimeoutS if shorter)
+  long stallTimeoutS = 60;    // give up when less than 1 KiB/s arrives for this long
+};
+
+// The local path of `file` (cachePathFor), fetched first unless the cache holds it.
+//
+// A cached file is used without any network access; when a checksum is known it is verified
+// first, and a file that fails the check is fetched again. Otherwise the file is fetched into
+// `.<name>.part` beside it under an exclusive lock on that file (flock: a second process waits
+// for the first, then uses its file), fsynced, checked (size against Content-Length or
+// Content-Range, SHA-256 when known) and renamed into place. A `.part` left by a process that
+// died (kill -9, a crash) is resumed with an HTTP Range request; a server that answers 200
+// instead of 206 sends the whole file again. Redirects are followed (http and https only).
+//
+// Errors: HTTP errors (404, ...), a connection refused or timed out, a transfer that stalls or
+// ends early, a wrong checksum: WeightsError naming the URL and the cause (status, expected and
+// actual digests, bytes received of expected). A cache that cannot be written: OutputError. In
+// each case the temporary is removed (and the folders made for it, when left empty). A stop
+// signal (SIGINT/SIGTERM with the stop handlers installed) ends the transfer and keeps the
+// `.part` for the next run to resume: InternalError saying so.
+std::string fetchToCache(const RemoteFile& file, const DownloadOptions& options);
+
+}  // namespace fixres
