@@ -31,8 +31,8 @@ import timm  # noqa: E402
 
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
-m = timm.create_model(a.arch, num_classes=1000, drop_rate=a.drop_rate,
-                      drop_path_rate=a.drop_path_rate)
+extra = {"drop_path_rate": a.drop_path_rate} if a.drop_path_rate > 0 else {}
+m = timm.create_model(a.arch, num_classes=1000, drop_rate=a.drop_rate, **extra)
 x = torch.randn(a.batch, 3, a.size, a.size)
 if a.mode == "train":
     m.train()
