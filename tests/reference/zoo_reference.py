@@ -22,7 +22,9 @@ import sys
 
 import numpy
 import torch
-from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models_reference import randomize  # noqa: E402  (non-trivial BatchNorm statistics)
 
 NUM_CLASSES = 10
 # Square, and odd sizes: TensorFlow "same" padding is asymmetric there. PNASNet's last feature
@@ -55,17 +57,6 @@ def build(source, name, timm):
     model = getattr(torchvision.models, name)(num_classes=NUM_CLASSES, stochastic_depth_prob=0.0)
     model.classifier[0].p = 0.0
     return model
-
-
-def randomize(model, gen):
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=gen))
-                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
-                m.running_mean.copy_(0.1 * torch.randn(m.running_mean.shape, generator=gen))
-                m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=gen))
-                m.num_batches_tracked.fill_(7)
 
 
 def forward_with_embedding(source, model, x):

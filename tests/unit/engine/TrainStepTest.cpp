@@ -152,15 +152,15 @@ TEST(TrainStepTest, AStepWithANonFiniteLossIsNotAppliedAndLeavesTheModelAsItWas)
   EXPECT_FALSE(sameState(before, snapshot(model, step)));
 }
 
-// The reference's EfficientNet fine-tuning (main_finetune): one step changes the classifier and
-// conv_head (weights) and bn2's running statistics, and leaves every other parameter and buffer
-// bitwise as it was.
-TEST(TrainStepTest, EfficientNetFinetuneStepChangesExactlyTheRecipesTensors) {
+// The names of the parameters and buffers that one fine-tuning step (lr 0.1, 5 classes, seeded
+// random batch of `x`'s shape) of architecture `arch` changes, and every name with `names`.
+std::set<std::string> changedByAFinetuneStep(const std::string& arch, std::vector<int64_t> shape,
+                                             std::set<std::string>* names = nullptr) {
   auto comm = distributed::makeSingleProcessCommunicator();
   models::ModelOptions mo;
   mo.numClasses = 5;
   torch::manual_seed(4);
-  models::Model model = models::createModel("tf_efficientnet_b0", mo);
+  models::Model model = models::createModel(arch, mo);
   std::map<std::string, torch::Tensor> before;
   for (const auto& p : model->named_parameters()) before[p.key()] = p.value().detach().clone();
   for (const auto& b : model->named_buffers()) before[b.key()] = b.value().clone();
@@ -169,15 +169,26 @@ TEST(TrainStepTest, EfficientNetFinetuneStepChangesExactlyTheRecipesTensors) {
   so.learningRate = 0.1;
   TrainStep step(model, so, *comm);
   step.setTrainingMode();
-  step.step(torch::randn({4, 3, 64, 64}), torch::randint(0, 5, {4}, torch::kLong), 0.1);
+  step.step(torch::randn(shape), torch::randint(0, 5, {shape[0]}, torch::kLong), 0.1);
   std::set<std::string> changed;
-  for (const auto& p : model->named_parameters())
-    if (!torch::equal(p.value(), before.at(p.key()))) changed.insert(p.key());
-  for (const auto& b : model->named_buffers())
-    if (!torch::equal(b.value(), before.at(b.key()))) changed.insert(b.key());
-  EXPECT_EQ(changed, (std::set<std::string>{"classifier.weight", "classifier.bias",
-                                            "conv_head.weight", "bn2.running_mean",
-                                            "bn2.running_var", "bn2.num_batches_tracked"}));
+  auto params = model->named_parameters();
+  auto buffers = model->named_buffers();
+  for (const auto& [k, v] : before) {
+    if (names) names->insert(k);
+    const torch::Tensor now = params.contains(k) ? params[k] : buffers[k];
+    if (!torch::equal(now, v)) changed.insert(k);
+  }
+  return changed;
+}
+
+// The reference's EfficientNet fine-tuning (main_finetune): one step changes the classifier and
+// conv_head (weights) and bn2's running statistics, and leaves every other parameter and buffer
+// bitwise as it was.
+TEST(TrainStepTest, EfficientNetFinetuneStepChangesExactlyTheRecipesTensors) {
+  EXPECT_EQ(
+      changedByAFinetuneStep("tf_efficientnet_b0", {4, 3, 64, 64}),
+      (std::set<std::string>{"classifier.weight", "classifier.bias", "conv_head.weight",
+                             "bn2.running_mean", "bn2.running_var", "bn2.num_batches_tracked"}));
 }
 
 // The reference's PNASNet fine-tuning (main_finetune): one step changes exactly the parameters
@@ -186,32 +197,15 @@ TEST(TrainStepTest, EfficientNetFinetuneStepChangesExactlyTheRecipesTensors) {
 // 33 x 33 inputs: the smallest whose last feature map (1 x 1) gives train-mode BatchNorm two
 // values per channel with a batch of 2.
 TEST(TrainStepTest, PNASNetFinetuneStepChangesExactlyTheRecipesTensors) {
-  auto comm = distributed::makeSingleProcessCommunicator();
-  models::ModelOptions mo;
-  mo.numClasses = 5;
-  torch::manual_seed(4);
-  models::Model model = models::createModel("PNASNet", mo);
-  std::map<std::string, torch::Tensor> before;
-  for (const auto& p : model->named_parameters()) before[p.key()] = p.value().detach().clone();
-  for (const auto& b : model->named_buffers()) before[b.key()] = b.value().clone();
-  StepOptions so;
-  so.finetune = true;
-  so.learningRate = 0.1;
-  TrainStep step(model, so, *comm);
-  step.setTrainingMode();
-  step.step(torch::randn({2, 3, 33, 33}), torch::randint(0, 5, {2}, torch::kLong), 0.1);
-  std::set<std::string> changed, expected;
+  std::set<std::string> names, expected;
+  const std::set<std::string> changed = changedByAFinetuneStep("PNASNet", {2, 3, 33, 33}, &names);
   auto inRecipe = [](const std::string& k) {
     for (const char* prefix : {"cell_9.", "cell_10.", "cell_11.", "last_linear."})
       if (k.rfind(prefix, 0) == 0) return true;
     return false;
   };
-  for (const auto& [k, v] : before)
+  for (const auto& k : names)
     if (inRecipe(k)) expected.insert(k);
-  for (const auto& p : model->named_parameters())
-    if (!torch::equal(p.value(), before.at(p.key()))) changed.insert(p.key());
-  for (const auto& b : model->named_buffers())
-    if (!torch::equal(b.value(), before.at(b.key()))) changed.insert(b.key());
   EXPECT_EQ(expected.size(), 291u);  // timm's state-dict entries under those four prefixes
   EXPECT_EQ(changed, expected);
 }
