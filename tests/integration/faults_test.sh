@@ -34,12 +34,6 @@ wait_epoch1() {
   done
   return 1
 }
-# Waits for child pid $1 (up to $2 s); sets c to its exit code, or "timeout".
-wait_code() {
-  local t=0
-  while kill -0 "$1" 2>/dev/null && [ $t -lt $(($2 * 10)) ]; do sleep 0.1; t=$((t + 1)); done
-  if kill -0 "$1" 2>/dev/null; then c=timeout; else wait "$1"; c=$?; fi
-}
 same_as_reference() {
   run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$RUNS/train/ref/checkpoint.pth" "$RUNS/train/$1/checkpoint.pth"
   [ "$CODE" -eq 0 ] || bad "$1: final weights differ from the uninterrupted run"

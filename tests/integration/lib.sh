@@ -15,6 +15,12 @@ expect_out() { grep -Eq -- "$1" "$OUT" || bad "stdout lacks /$1/"; }
 expect_err() { grep -Eq -- "$1" "$ERR" || bad "stderr lacks /$1/"; }
 expect_err_lines() { local n; n=$(wc -l <"$ERR"); [ "$n" -eq "$1" ] || bad "stderr has $n lines, expected $1"; }
 expect_file() { [ -s "$1" ] || bad "missing or empty file $1"; }
+# Waits for child pid $1 (up to $2 s); sets c to its exit code, or "timeout" (then kills it).
+wait_code() {
+  local t=0
+  while kill -0 "$1" 2>/dev/null && [ $t -lt $(($2 * 10)) ]; do sleep 0.1; t=$((t + 1)); done
+  if kill -0 "$1" 2>/dev/null; then c=timeout; kill -9 "$1"; wait "$1" 2>/dev/null; else wait "$1"; c=$?; fi
+}
 finish() {
   if [ "$FAILURES" -ne 0 ]; then echo "$FAILURES check(s) failed"; exit 1; fi
   echo "all checks passed"; exit 0

@@ -36,12 +36,6 @@ wait_step() {
   done
   return 1
 }
-# Waits for child pid $1 (up to $2 s); sets c to its exit code, or "timeout" (then kills it).
-wait_code() {
-  local t=0
-  while kill -0 "$1" 2>/dev/null && [ $t -lt $(($2 * 10)) ]; do sleep 0.1; t=$((t + 1)); done
-  if kill -0 "$1" 2>/dev/null; then c=timeout; kill -9 "$1"; wait "$1" 2>/dev/null; else wait "$1"; c=$?; fi
-}
 # The one error line of a refused second run: exit 2, naming the holder's pid.
 expect_locked() {  # pid
   expect_code 2; expect_err_lines 1

@@ -24,6 +24,8 @@
 #include <system_error>
 #include <vector>
 
+#include "fixres/common/Error.h"
+
 namespace fixres::testing {
 
 // A fresh folder <temp dir>/<prefix>XXXXXX, removed with its contents when the process exits.
@@ -168,6 +170,21 @@ inline at::Tensor referenceTensor(const c10::IValue& dict, const std::string& ke
 inline double relErr(const at::Tensor& a, const at::Tensor& b) {
   auto ad = a.to(at::kDouble), bd = b.to(at::kDouble);
   return (ad - bd).norm().item<double>() / std::max(bd.norm().item<double>(), 1e-30);
+}
+
+// Expects a WeightsError (exit code 4) whose message contains every fragment; prints the message.
+template <typename F>
+void expectWeightsError(F&& f, const std::vector<std::string>& fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception";
+  } catch (const WeightsError& e) {
+    EXPECT_EQ(static_cast<int>(exitCodeOf(e)), 4);
+    std::string msg = e.what();
+    for (const auto& frag : fragments)
+      EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' not in: " << msg;
+    std::cout << "[ message ] " << msg.substr(0, 400) << "\n";
+  }
 }
 
 }  // namespace fixres::testing

@@ -37,21 +37,6 @@ void writeBytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-// Expects a WeightsError (exit code 4) whose message contains every fragment.
-template <typename F>
-void expectFormatError(F&& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const WeightsError& e) {
-    EXPECT_EQ(static_cast<int>(exitCodeOf(e)), 4);
-    std::string msg = e.what();
-    for (const auto& frag : fragments)
-      EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' not in: " << msg;
-    std::cout << "[ message ] " << msg.substr(0, 300) << "\n";
-  }
-}
-
 // Same dtype, shape and bits.
 void expectIdentical(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
   ASSERT_EQ(a.scalar_type(), b.scalar_type()) << what;
@@ -175,16 +160,20 @@ TEST(WeightFormats, DamagedFilesAreWeightsErrorsNamingTheFile) {
        {legacy.size() - 1, legacy.size() / 2, size_t{40000}, size_t{100}, size_t{20}}) {
     const std::string path = dir + "/cut" + std::to_string(cut) + ".pth";
     writeBytes(path, legacy.substr(0, cut));
-    expectFormatError(load(path), {path, "truncated"});
+    fixres::testing::expectWeightsError(load(path), {path, "truncated"});
   }
   std::string magic = legacy;
   magic[5] = static_cast<char>(magic[5] ^ 0x40);
   writeBytes(dir + "/magic.pth", magic);
-  expectFormatError(load(dir + "/magic.pth"), {"magic.pth", "no torch.save magic number"});
+  fixres::testing::expectWeightsError(load(dir + "/magic.pth"),
+                                      {"magic.pth", "no torch.save magic number"});
   writeBytes(dir + "/pickle.pth", std::string("\x80\x02]q\x00.", 6));  // pickle.dumps([], 2)
-  expectFormatError(load(dir + "/pickle.pth"), {"pickle.pth", "not a torch.save file"});
-  expectFormatError(load(ref + "/bad_big_endian.pth"), {"bad_big_endian.pth", "big-endian"});
-  expectFormatError(load(ref + "/bad_count.pth"), {"bad_count.pth", "elements, its tensors"});
+  fixres::testing::expectWeightsError(load(dir + "/pickle.pth"),
+                                      {"pickle.pth", "not a torch.save file"});
+  fixres::testing::expectWeightsError(load(ref + "/bad_big_endian.pth"),
+                                      {"bad_big_endian.pth", "big-endian"});
+  fixres::testing::expectWeightsError(load(ref + "/bad_count.pth"),
+                                      {"bad_count.pth", "elements, its tensors"});
 
   // safetensors files.
   const std::vector<std::pair<std::string, std::vector<std::string>>> bad = {
@@ -203,15 +192,17 @@ TEST(WeightFormats, DamagedFilesAreWeightsErrorsNamingTheFile) {
   for (const auto& [name, fragments] : bad) {
     std::vector<std::string> all = fragments;
     all.push_back(name + ".safetensors");
-    expectFormatError(load(ref + "/" + name + ".safetensors"), all);
+    fixres::testing::expectWeightsError(load(ref + "/" + name + ".safetensors"), all);
   }
   const std::string small = readText(ref + "/bad_dtype.safetensors").substr(0, 8);
   writeBytes(dir + "/short.safetensors", small + "{");
-  expectFormatError(load(dir + "/short.safetensors"), {"short.safetensors", "runs past"});
+  fixres::testing::expectWeightsError(load(dir + "/short.safetensors"),
+                                      {"short.safetensors", "runs past"});
 
   // Neither format.
   writeBytes(dir + "/text.bin", "this is not a weights file\n");
-  expectFormatError(load(dir + "/text.bin"), {"text.bin", "not a weights file fixres reads"});
+  fixres::testing::expectWeightsError(load(dir + "/text.bin"),
+                                      {"text.bin", "not a weights file fixres reads"});
 
   // No failed load touched the model.
   size_t k = 0;

@@ -30,21 +30,6 @@ void spit(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-// Expects a WeightsError (exit code 4) whose message contains every fragment.
-template <typename F>
-void expectWeightsError(F&& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const WeightsError& e) {
-    EXPECT_EQ(static_cast<int>(exitCodeOf(e)), 4);
-    std::string msg = e.what();
-    for (const auto& frag : fragments)
-      EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' not in: " << msg;
-    std::cout << "[ message ] " << msg.substr(0, 400) << "\n";
-  }
-}
-
 void randomizeBatchNorm(torch::nn::Module& m) {
   torch::NoGradGuard noGrad;
   for (auto& mod : m.modules()) {
@@ -144,9 +129,10 @@ TEST(WeightIO, SkipClassifierLoadsAllButFc) {
   const std::string path = referenceDir() + "/resnet_tiny.pth";
   ResNet model(modelConfig("resnet_tiny", 1000));
   // Strict: another class count is a mis-shaped classifier.
-  expectWeightsError([&] { loadWeightsFile(*model, path, {}); },
-                     {path, "2 mis-shaped", "fc.weight (file [10, 128], model [1000, 128])",
-                      "only the classifier differs"});
+  fixres::testing::expectWeightsError(
+      [&] { loadWeightsFile(*model, path, {}); },
+      {path, "2 mis-shaped", "fc.weight (file [10, 128], model [1000, 128])",
+       "only the classifier differs"});
   at::Tensor fcBefore = model->fc->weight.clone();
   LoadOptions opts;
   opts.skipClassifier = true;
@@ -171,15 +157,18 @@ TEST(WeightIO, BadFilesAreWeightsErrorsWithClearMessages) {
 
   std::string good = slurp(ref + "/resnet_tiny.pth");
   spit(dir + "/truncated.pth", good.substr(0, good.size() / 2));
-  expectWeightsError(load(dir + "/truncated.pth"), {"truncated.pth", "truncated zip archive"});
-  expectWeightsError([&] { readTorchFile(dir + "/truncated.pth"); }, {"truncated"});
+  fixres::testing::expectWeightsError(load(dir + "/truncated.pth"),
+                                      {"truncated.pth", "truncated zip archive"});
+  fixres::testing::expectWeightsError([&] { readTorchFile(dir + "/truncated.pth"); },
+                                      {"truncated"});
 
   spit(dir + "/text.pth", "this is not a weights file\n");
-  expectWeightsError(load(dir + "/text.pth"), {"text.pth", "not a weights file fixres reads"});
+  fixres::testing::expectWeightsError(load(dir + "/text.pth"),
+                                      {"text.pth", "not a weights file fixres reads"});
   spit(dir + "/empty.pth", "");
-  expectWeightsError(load(dir + "/empty.pth"), {"empty.pth", "is empty"});
-  expectWeightsError(load(dir + "/absent.pth"), {"absent.pth", "No such file"});
-  expectWeightsError(load(dir), {"not a regular file"});
+  fixres::testing::expectWeightsError(load(dir + "/empty.pth"), {"empty.pth", "is empty"});
+  fixres::testing::expectWeightsError(load(dir + "/absent.pth"), {"absent.pth", "No such file"});
+  fixres::testing::expectWeightsError(load(dir), {"not a regular file"});
   // A pre-1.6 torch.save file of the same weights loads them (WeightFormatsTest.cpp has more).
   auto legacy = createModel("resnet_tiny", 10);
   loadWeightsFile(*legacy, ref + "/legacy.pth", {});
@@ -188,22 +177,27 @@ TEST(WeightIO, BadFilesAreWeightsErrorsWithClearMessages) {
   for (const auto& e : stateDict(*legacy))
     EXPECT_TRUE(torch::equal(e.value(), fromZip.at(e.key()))) << e.key();
 
-  expectWeightsError(load(ref + "/other.zip"), {"other.zip", "not a torch.save archive"});
-  expectWeightsError(load(ref + "/bad_pickle.pth"), {"bad_pickle.pth", "data.pkl is truncated"});
+  fixres::testing::expectWeightsError(load(ref + "/other.zip"),
+                                      {"other.zip", "not a torch.save archive"});
+  fixres::testing::expectWeightsError(load(ref + "/bad_pickle.pth"),
+                                      {"bad_pickle.pth", "data.pkl is truncated"});
 
   // Wrong architecture: resnet18 weights into resnet_tiny.
-  expectWeightsError(load(ref + "/resnet18.pth"),
-                     {"resnet18.pth", "does not match the model", "mis-shaped", "unexpected",
-                      "layer1.1.conv1.weight", "wrong architecture"});
-  expectWeightsError(load(ref + "/missing_key.pth"),
-                     {"1 missing (layer1.0.bn1.running_var)", "wrong architecture"});
-  expectWeightsError(load(ref + "/unexpected_key.pth"), {"1 unexpected (extra.weight)"});
-  expectWeightsError(load(ref + "/wrong_shape.pth"),
-                     {"1 mis-shaped (layer2.0.conv1.weight (file [32, 16, 1, 1], model [32, 16, "
-                      "3, 3]))"});
-  expectWeightsError(load(ref + "/not_a_dict.pth"), {"expected a state dict"});
-  expectWeightsError(load(ref + "/no_state_dict.pth"),
-                     {"no state dict found", "no 'model' entry", "epoch: Int"});
+  fixres::testing::expectWeightsError(
+      load(ref + "/resnet18.pth"), {"resnet18.pth", "does not match the model", "mis-shaped",
+                                    "unexpected", "layer1.1.conv1.weight", "wrong architecture"});
+  fixres::testing::expectWeightsError(
+      load(ref + "/missing_key.pth"),
+      {"1 missing (layer1.0.bn1.running_var)", "wrong architecture"});
+  fixres::testing::expectWeightsError(load(ref + "/unexpected_key.pth"),
+                                      {"1 unexpected (extra.weight)"});
+  fixres::testing::expectWeightsError(
+      load(ref + "/wrong_shape.pth"),
+      {"1 mis-shaped (layer2.0.conv1.weight (file [32, 16, 1, 1], model [32, 16, "
+       "3, 3]))"});
+  fixres::testing::expectWeightsError(load(ref + "/not_a_dict.pth"), {"expected a state dict"});
+  fixres::testing::expectWeightsError(load(ref + "/no_state_dict.pth"),
+                                      {"no state dict found", "no 'model' entry", "epoch: Int"});
 
   // A pickle carrying a callable (os.system): Python's torch.load runs it (shown first, so the
   // file is known to be live), our loader refuses the file and runs nothing.
@@ -216,7 +210,7 @@ TEST(WeightIO, BadFilesAreWeightsErrorsWithClearMessages) {
       0);
   ASSERT_TRUE(std::filesystem::exists(marker)) << "the payload did not run in Python";
   std::filesystem::remove(marker);
-  expectWeightsError(load(ref + "/payload.pth"), {"payload.pth", "fc.weight"});
+  fixres::testing::expectWeightsError(load(ref + "/payload.pth"), {"payload.pth", "fc.weight"});
   EXPECT_NO_THROW(readTorchFile(ref + "/payload.pth"));  // read as data: the call is not made
   EXPECT_FALSE(std::filesystem::exists(marker)) << "loading ran the pickle's command";
   ::unsetenv("FIXRES_PAYLOAD_MARKER");
@@ -287,7 +281,7 @@ TEST(WeightIO, WriteIsAtomicAndKeepsTheOldFileOnFailure) {
   // Unwritable destination directory: an output error (exit code 6, see WriteFailureTest).
   EXPECT_THROW(writeTorchFile(dir + "/no/such/dir/x.pth", c10::IValue(int64_t{1})), OutputError);
   // Values that have no torch.save form.
-  expectWeightsError(
+  fixres::testing::expectWeightsError(
       [&] { writeTorchFile(dir + "/x.pth", c10::IValue(c10::complex<double>(1, 2))); },
       {"cannot save a value of type"});
 }
