@@ -6,7 +6,13 @@
   finetune_reference.py step DATA_DIR WEIGHTS SIZE LR OURS.pth  one fine-tuning step on all of DATA_DIR/train
         (eval mode except the last BN, only fc trains, SGD momentum 0.9, wd 1e-4, lr LR); compares
         fc and the last BN's running statistics with the checkpoint written by fixres; exit 1 if
-        the relative L2 error exceeds 1e-4."""
+        the relative L2 error exceeds 1e-4.
+  finetune_reference.py calibrate DATA_DIR WEIGHTS SIZE OURS.pth   BatchNorm re-estimation from every image of
+        DATA_DIR/train in one batch (labels unused): every BN reset, momentum None, train mode, no gradient;
+        compares every BN's running statistics and every weight with the file `fixres calibrate` wrote
+        (fixres layout); exit 1 if a relative L2 error exceeds 1e-5 or a weight differs.
+  finetune_reference.py calibrate-batches DIR   the same over DIR/batch<i>.npy (float32 N x 3 x H x W) for a
+        resnet18 whose weights are DIR/model.pth (10 classes): writes the state dict to DIR/expected.pth."""
 import sys
 import torch, torchvision
 from PIL import Image
@@ -85,6 +91,40 @@ def main():
         unchanged = rel(ours["layer3.0.bn1.running_mean"], m.layer3[0].bn1.running_mean)
         print("relative L2 errors vs PyTorch:", {k: f"{v:.2e}" for k, v in errs.items()}, "other BN:", f"{unchanged:.1e}")
         sys.exit(0 if max(errs.values()) < 1e-4 and unchanged == 0 else 1)
+    elif cmd == "calibrate":
+        x, _, c = all_images(sys.argv[2] + "/train", int(sys.argv[4]))
+        m = load(sys.argv[3], c)
+        recalibrate(m, [x])
+        ours = torch.load(sys.argv[5], map_location="cpu")["model"]
+        ours = {k[7:]: v for k, v in ours.items()}
+        ref = m.state_dict()
+        stats = {k: rel(ours[k], v) for k, v in ref.items() if "running_" in k}
+        same_weights = all(torch.equal(ours[k], v) for k, v in ref.items() if "running_" not in k
+                           and "num_batches" not in k)
+        tracked = all(ours[k].item() == 1 for k in ref if k.endswith("num_batches_tracked"))
+        print(f"{len(stats)} running statistics, worst relative L2 error vs PyTorch {max(stats.values()):.2e}; "
+              f"weights unchanged: {same_weights}; num_batches_tracked 1: {tracked}")
+        sys.exit(0 if max(stats.values()) < 1e-5 and same_weights and tracked else 1)
+    elif cmd == "calibrate-batches":
+        import glob, numpy as np
+        d = sys.argv[2]
+        m = load(d + "/model.pth", 10)
+        batches = [torch.from_numpy(np.load(f)) for f in sorted(glob.glob(d + "/batch*.npy"))]
+        recalibrate(m, batches)
+        torch.save(m.state_dict(), d + "/expected.pth")
+
+
+def recalibrate(m, batches):
+    """PyTorch's cumulative BatchNorm statistics: reset, momentum None, train mode, no gradient."""
+    m.eval()
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            mod.reset_running_stats()
+            mod.momentum = None
+            mod.train()
+    with torch.no_grad():
+        for x in batches:
+            m(x)
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ const std::vector<FlagSpec>& sharedFlags() {
        "Options", ""},
       {"--out",
        "Output (import: the image folder; sweep: the folder of sweep.json, sweep.svg and the "
-       "fine-tuning runs; export: the weight file, replaced atomically)",
+       "fine-tuning runs; export, calibrate: the weight file, replaced atomically)",
        "Output", ""},
       {"--save-path", "Folder of the .npy files (written by extract, read by eval-softmax)",
        "Output", ""},

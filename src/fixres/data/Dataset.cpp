@@ -164,6 +164,41 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
                                               std::move(labels));
 }
 
+std::shared_ptr<Dataset> openUnlabelledImages(const std::string& root) {
+  std::error_code ec;
+  FIXRES_CHECK(fs::is_directory(root, ec), DataError, "image folder ", root,
+               " does not exist or is not a folder");
+  std::vector<std::pair<std::string, std::vector<WalkedFile>>> walk;
+  walkSorted(fs::path(root), walk, 0);
+  std::sort(walk.begin(), walk.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> paths;
+  LeftOut undecoded, notRegular;
+  for (const auto& [dir, files] : walk) {
+    for (const auto& f : files) {
+      const int ext = imageExtension(f.name);
+      if (ext < 0) continue;
+      const std::string path = (fs::path(dir) / f.name).string();
+      if (static_cast<size_t>(ext) >= kDecodedExtensions) {
+        undecoded.add(path);
+      } else if (!f.regular) {
+        notRegular.add(path);
+      } else {
+        paths.push_back(path);
+      }
+    }
+  }
+  undecoded.warn(root, std::string("image file(s) in formats fixres does not decode (it reads ") +
+                           kReadList + ")");
+  notRegular.warn(root,
+                  "file(s) that are not regular files (FIFOs, sockets, devices, broken links)");
+  FIXRES_CHECK(!paths.empty(), DataError, root,
+               ": found no image (supported extensions: ", kReadList, ")");
+  std::vector<int64_t> labels(paths.size(), 0);
+  return std::make_shared<ImageFolderDataset>(root, std::vector<std::string>{""}, std::move(paths),
+                                              std::move(labels));
+}
+
 // ---- IDX -------------------------------------------------------------------------------------
 namespace {
 

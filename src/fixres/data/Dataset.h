@@ -46,6 +46,11 @@ class Dataset {
 // image.
 std::shared_ptr<Dataset> openImageFolder(const std::string& root);
 
+// Every image under root, unlabelled: the files an image folder would take (the same extensions
+// and rules), walked recursively in sorted path order whether or not they sit in class folders.
+// One class (""), every label 0. DataError if root is missing or holds no image.
+std::shared_ptr<Dataset> openUnlabelledImages(const std::string& root);
+
 // IDX (MNIST format) image and label files, gzipped or not: 28 x 28 grayscale images returned as
 // RGB (the channel replicated, as PIL's convert("RGB")); classes "0", "1", ... up to the largest
 // label. DataError on a bad magic number, truncated file, or count mismatch.
