@@ -30,9 +30,11 @@ $PY "$PEERS/make_jpeg_folder.py" "$DIR/imgs" --classes 4 --per-class "$PER_CLASS
 N=$(find "$DIR/imgs" -name '*.jpg' | wc -l)
 echo "# $N JPEGs (make_jpeg_folder.py, seed 0), size $SIZE, $(nproc) CPU(s), load $(cut -d' ' -f1 /proc/loadavg)"
 
-ours() {  # kind threads [--cpu-time] -> img/s
-  FIXRES_THREADS=1 "$FIXRES" -q bench data --dataset-path "$DIR/imgs" --kind "$1" --input-size "$SIZE" \
-    --workers "$2" --seconds "$SECONDS_PER" ${3:-} | tail -1 | awk '{print $1}'
+ours() {  # kind threads [--cpu-time] -> img/s (ta_wide: torch + --auto-augment ta_wide)
+  local kind=$1 extra=""
+  [ "$kind" = ta_wide ] && kind=torch extra="--auto-augment ta_wide"
+  FIXRES_THREADS=1 "$FIXRES" -q bench data --dataset-path "$DIR/imgs" --kind "$kind" --input-size "$SIZE" \
+    --workers "$2" --seconds "$SECONDS_PER" $extra ${3:-} | tail -1 | awk '{print $1}'
 }
 peer() {  # kind [cpu] -> img/s
   if [ "${2:-}" = cpu ]; then
@@ -47,7 +49,7 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END{print (NR%2 ? v[
 RAW=""
 echo "| kind | ours img/s (wall) | peer img/s (wall) | ratio | ours img/CPU-s | peer img/CPU-s | ratio |"
 echo "|---|---|---|---|---|---|---|"
-for kind in full torch val; do
+for kind in ${KINDS:-full torch val ta_wide}; do
   os=""; ps=""; ocs=""; pcs=""
   for _ in $(seq "$REPEATS"); do
     os="$os $(ours "$kind" 1)"; ps="$ps $(peer "$kind")"

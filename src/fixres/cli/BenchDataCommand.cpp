@@ -15,6 +15,10 @@ void addBenchDataSubcommand(CLI::App& bench, std::function<int()>& action) {
   addShared(*sub, "--dataset-path", o->datasetPath)->required();
   addChoice(*sub, "--kind", o->kind, image::transformKinds(), "Transform set");
   addShared(*sub, "--input-size", o->inputSize);
+  addSharedChoice(*sub, "--auto-augment", o->autoAugment, image::autoAugmentKinds());
+  addShared(*sub, "--ra-magnitude", o->raMagnitude);
+  addShared(*sub, "--augmix-severity", o->augmixSeverity);
+  addShared(*sub, "--random-erase", o->randomErase);
   addShared(*sub, "--workers", o->threads);
   addShared(*sub, "--batch", o->batchSize);
   sub->add_option("--seconds", o->minSeconds, "Minimum measuring time (whole passes)")

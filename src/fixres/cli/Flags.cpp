@@ -138,6 +138,19 @@ const std::vector<FlagSpec>& sharedFlags() {
       {"--resize-mode", "Val resize: fixres (height set, the reference) or shorter (torchvision)",
        "Data", ""},
       {"--test-flip", "Average logits with the horizontally flipped image", "Data", ""},
+      {"--auto-augment",
+       "Automatic augmentation of the train transform (torch, full, v2-train), after the crop, "
+       "flip and colour jitter, as torchvision's references: none, ra (RandAugment), ta_wide "
+       "(TrivialAugmentWide), augmix (AugMix) or imagenet (the AutoAugment ImageNet policy)",
+       "Data", ""},
+      {"--ra-magnitude", "RandAugment magnitude bin (of 31), with --auto-augment ra", "Data", "",
+       intIn(0, 30)},
+      {"--augmix-severity", "AugMix severity, with --auto-augment augmix", "Data", "",
+       intIn(1, 10)},
+      {"--random-erase",
+       "RandomErasing probability on the normalised train images (torchvision's: scale 0.02 to "
+       "0.33, ratio 0.3 to 3.3, value 0); 0: off",
+       "Data", "", finiteIn(0, 1)},
       {"--skip-bad-images", "Skip unreadable images (counted) instead of failing", "Data", ""},
       {"--normalize-on",
        "auto (device on CUDA), cpu or device: where uint8 images become normalised floats "

@@ -126,6 +126,10 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
   addChoice(app, "--transform", c.trainTransform, image::transformKinds(), "Train transform")
       ->group("Data");
   addSharedChoice(app, "--resize-mode", c.resizeMode, image::resizeModes());
+  addSharedChoice(app, "--auto-augment", c.autoAugment, image::autoAugmentKinds());
+  addShared(app, "--ra-magnitude", c.raMagnitude);
+  addShared(app, "--augmix-severity", c.augmixSeverity);
+  addShared(app, "--random-erase", c.randomErase);
   addChoice(app, "--sampler", c.sampler, data::samplerKinds(),
             "ra (repeated augmentation, FixRes) or distributed (torch DistributedSampler)")
       ->group("Data");

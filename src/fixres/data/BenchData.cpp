@@ -31,11 +31,15 @@ double benchData(const BenchDataOptions& o, double* cpuRate) {
   t.kind = o.kind;
   t.inputSize = o.inputSize;
   t.croppedDecode = o.croppedDecode;
+  t.autoAugment = o.autoAugment;
+  t.raMagnitude = o.raMagnitude;
+  t.augmixSeverity = o.augmixSeverity;
+  t.randomErase = o.randomErase;
   LoaderOptions lo;
   lo.batchSize = o.batchSize;
   lo.threads = o.threads;
   lo.prefetchBatches = std::max(2, 2 * o.threads);
-  lo.uint8Output = o.uint8Output;
+  lo.uint8Output = o.uint8Output && o.randomErase == 0.0;  // erasing writes normalised values
   Loader loader(dataset, sampler, t, lo);
 
   loader.startEpoch(0);

@@ -19,6 +19,10 @@ struct BenchDataOptions {
   double minSeconds = 3.0;  // run whole passes over the folder until at least this long
   bool uint8Output = false;
   bool croppedDecode = true;  // JPEG region decoding for RandomResizedCrop
+  image::AutoAugmentKind autoAugment = image::AutoAugmentKind::kNone;
+  int raMagnitude = 9;
+  int augmixSeverity = 3;
+  double randomErase = 0.0;
 };
 
 // Images per second of wall-clock time over whole passes (after one warm-up batch); when

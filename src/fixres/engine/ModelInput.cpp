@@ -15,8 +15,9 @@ data::LoaderOptions loaderOptions(const RunDevice& run, const image::TransformOp
   lo.seed = seed;
   lo.badImages = skipBadImages ? data::BadImagePolicy::kSkip : data::BadImagePolicy::kFail;
   lo.pinMemory = run.device.is_cuda();
-  lo.uint8Output =
-      run.numerics.normalizeOnDevice && transform.kind != image::TransformKind::kValNoCrop;
+  lo.uint8Output = run.numerics.normalizeOnDevice &&
+                   transform.kind != image::TransformKind::kValNoCrop &&
+                   transform.randomErase == 0.0;  // erased boxes hold normalised values
   return lo;
 }
 

@@ -31,6 +31,10 @@ void visitFields(Config& c, Visitor&& v) {
   v("eval_size", c.evalSize);
   v("train_transform", c.trainTransform, image::transformKinds());
   v("resize_mode", c.resizeMode, image::resizeModes());
+  v("auto_augment", c.autoAugment, image::autoAugmentKinds());
+  v("ra_magnitude", c.raMagnitude);
+  v("augmix_severity", c.augmixSeverity);
+  v("random_erase", c.randomErase);
   v("batch", c.batch);
   v("accumulation_steps", c.accumulationSteps);
   v("workers", c.workers);
@@ -102,6 +106,10 @@ const char* const kDefinesRun[] = {"mode",
                                    "train_path",
                                    "input_size",
                                    "train_transform",
+                                   "auto_augment",
+                                   "ra_magnitude",
+                                   "augmix_severity",
+                                   "random_erase",
                                    "batch",
                                    "accumulation_steps",
                                    "sampler",
@@ -206,6 +214,18 @@ void RunConfig::validateValues() const {
   checkAtLeast("--eval-every", evalEvery, 1);
   checkCountOrNone("--stop-after-steps", stopAfterSteps);
   checkAtLeast("--log-every", logEvery, 1);
+  image::validate(image::AutoAugmentOptions{autoAugment, raMagnitude, augmixSeverity});
+  checkReal("--random-erase", randomErase, 0, false, 1, /*hiOpen=*/false);
+  const bool trainTransformKind = trainTransform == image::TransformKind::kTorch ||
+                                  trainTransform == image::TransformKind::kFull ||
+                                  trainTransform == image::TransformKind::kV2Train;
+  FIXRES_CHECK(trainTransformKind || autoAugment == image::AutoAugmentKind::kNone, UsageError,
+               "--auto-augment ", choiceName(image::autoAugmentKinds(), autoAugment),
+               " needs --transform torch, full or v2-train, got ",
+               image::transformKindName(trainTransform));
+  FIXRES_CHECK(trainTransformKind || randomErase == 0.0, UsageError, "--random-erase ", randomErase,
+               " needs --transform torch, full or v2-train, got ",
+               image::transformKindName(trainTransform));
   model.validate();
 }
 

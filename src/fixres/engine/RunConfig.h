@@ -39,9 +39,14 @@ struct RunConfig {
   int evalSize = 0;       // 0: inputSize
   image::TransformKind trainTransform = image::TransformKind::kFull;
   image::ResizeMode resizeMode = image::ResizeMode::kFixres;  // of the val transform
-  int batch = 64;                                             // per process and micro-batch
-  int accumulationSteps = 1;                                  // micro-batches per optimizer step
-  int workers = 4;                                            // loader threads per process
+  // torchvision references' augmentations on the train transform (torch, full, v2-train only):
+  image::AutoAugmentKind autoAugment = image::AutoAugmentKind::kNone;  // --auto-augment
+  int raMagnitude = 9;                                                 // RandAugment's bin
+  int augmixSeverity = 3;                                              // AugMix's severity
+  double randomErase = 0.0;    // RandomErasing probability on the normalised output
+  int batch = 64;              // per process and micro-batch
+  int accumulationSteps = 1;   // micro-batches per optimizer step
+  int workers = 4;             // loader threads per process
   bool skipBadImages = false;  // count and skip unreadable images instead of failing
   data::SamplerKind sampler = data::SamplerKind::kRepeatedAug;
   int repetitions = 3;

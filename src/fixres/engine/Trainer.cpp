@@ -61,6 +61,10 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
               built.weights.skipped.empty() ? "" : " (classifier re-initialised)");
   trainTransform_ = transformOptions(cfg_.trainTransform, cfg_.inputSize, cfg_.resizeMode,
                                      cfg_.model.preprocessing());
+  trainTransform_.autoAugment = cfg_.autoAugment;
+  trainTransform_.raMagnitude = cfg_.raMagnitude;
+  trainTransform_.augmixSeverity = cfg_.augmixSeverity;
+  trainTransform_.randomErase = cfg_.randomErase;
 
   // The reference's linear scaling counts the images of one optimizer step.
   scaledLr_ = cfg_.absoluteLr

@@ -192,6 +192,19 @@ Transform::Transform(TransformOptions options) : options_(options) {
                "hue jitter must be in [0, 0.5], got ", options_.hue);
   FIXRES_CHECK(options_.lightingStd >= 0.0f, UsageError, "lighting std must be >= 0, got ",
                options_.lightingStd);
+  validate(AutoAugmentOptions{options_.autoAugment, options_.raMagnitude, options_.augmixSeverity});
+  FIXRES_CHECK(options_.randomErase >= 0.0 && options_.randomErase <= 1.0, UsageError,
+               "--random-erase must be a probability in [0, 1], got ", options_.randomErase);
+  const bool trainKind = options_.kind == TransformKind::kTorch ||
+                         options_.kind == TransformKind::kFull ||
+                         options_.kind == TransformKind::kV2Train;
+  FIXRES_CHECK(trainKind || options_.autoAugment == AutoAugmentKind::kNone, UsageError,
+               "--auto-augment ", choiceName(autoAugmentKinds(), options_.autoAugment),
+               " needs a train transform (torch, full or v2-train), got ",
+               transformKindName(options_.kind));
+  FIXRES_CHECK(trainKind || options_.randomErase == 0.0, UsageError, "--random-erase ",
+               options_.randomErase, " needs a train transform (torch, full or v2-train), got ",
+               transformKindName(options_.kind));
 }
 
 int Transform::outputSize() const {
@@ -271,8 +284,23 @@ TransformedImage Transform::run(Source& src, uint64_t seed) const {
       break;
     }
   }
+  if (options_.autoAugment != AutoAugmentKind::kNone) {
+    // The policy sees the image as torchvision would: flipped and jittered (the deferred flip
+    // and per-value map are applied first).
+    if (out.flip) flipHorizontal(out.image);
+    if (out.hasValueMap) {
+      for (auto& v : out.image.pixels) v = out.valueMap[v];
+    }
+    out.flip = false;
+    out.hasValueMap = false;
+    const AutoAugmentOptions aa{options_.autoAugment, options_.raMagnitude,
+                                options_.augmixSeverity};
+    applyAugmentPlan(out.image, sampleAutoAugment(aa, out.image.width, out.image.height, rng));
+  }
   if (options_.lightingStd > 0.0f)
     out.lightingAlpha = sampleLightingAlpha(options_.lightingStd, rng);
+  if (options_.randomErase > 0.0)
+    out.erase = sampleRandomErasing(out.image.height, out.image.width, options_.randomErase, rng);
   return out;
 }
 
@@ -291,6 +319,7 @@ void Transform::writeFloat(const TransformedImage& t, float* out) const {
   if (options_.lightingStd <= 0.0f) {
     toNormalizedChw(ImageView(t.image), options_.mean, options_.std, t.flip, out,
                     t.hasValueMap ? t.valueMap.data() : nullptr);
+    eraseChw(out, t.image.height, t.image.width, t.erase);
     return;
   }
   // Lighting works on [0, 1] values: to float, add the noise, then normalise.
@@ -302,9 +331,13 @@ void Transform::writeFloat(const TransformedImage& t, float* out) const {
     float* p = out + c * plane;
     for (size_t i = 0; i < plane; ++i) p[i] = (p[i] - options_.mean[c]) / options_.std[c];
   }
+  eraseChw(out, t.image.height, t.image.width, t.erase);
 }
 
 void Transform::writeUint8(const TransformedImage& t, uint8_t* out) const {
+  // An erased box holds normalised zeros, which uint8 cannot represent: erasing runs go through
+  // writeFloat (engine::loaderOptions asks for float outputs then).
+  FIXRES_CHECK(!t.erase.apply, InternalError, "random erasing needs the float output");
   toChwUint8(ImageView(t.image), t.flip, out, t.hasValueMap ? t.valueMap.data() : nullptr);
 }
 

@@ -10,8 +10,10 @@
 #include <string>
 
 #include "fixres/common/Choice.h"
+#include "fixres/image/AutoAugment.h"
 #include "fixres/image/Decode.h"
 #include "fixres/image/Image.h"
+#include "fixres/image/RandomErasing.h"
 #include "fixres/image/Resample.h"
 
 namespace fixres::image {
@@ -35,6 +37,14 @@ struct TransformOptions {
   float lightingStd = 0.0f;   // PCA lighting noise (reference code has it, unused): 0 = off
   bool croppedDecode = true;  // JPEG region decoding for RandomResizedCrop (identical pixels)
   int64_t maxPixels = kDefaultMaxPixels;
+  // torchvision references' ClassificationPresetTrain additions, train kinds only (torch, full,
+  // v2-train): an automatic augmentation policy on the final uint8 image (after the crop, the
+  // flip and the colour jitter), and RandomErasing with this probability on the normalised
+  // float output (0: off).
+  AutoAugmentKind autoAugment = AutoAugmentKind::kNone;
+  int raMagnitude = 9;
+  int augmixSeverity = 3;
+  double randomErase = 0.0;
 };
 
 // torch, full, val, val-nocrop, v2-train, v2-test (aliases: val-crop, val_train, val_test).
@@ -86,6 +96,7 @@ struct TransformedImage {
   bool hasValueMap = false;           // a per-value map still to apply (deferred jitter)
   std::array<uint8_t, 256> valueMap;  // valid when hasValueMap
   std::array<float, 3> lightingAlpha{0.0f, 0.0f, 0.0f};
+  EraseBox erase;  // RandomErasing's box, applied by writeFloat (writeUint8 refuses one)
 };
 
 class Transform {

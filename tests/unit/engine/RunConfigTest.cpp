@@ -232,3 +232,63 @@ TEST(RunConfigTest, ResumeChangesCompareOnlyWhatAnOlderConfigHolds) {
 
 }  // namespace
 }  // namespace fixres::engine
+
+namespace fixres::engine {
+namespace {
+
+// The augmentation settings: keys auto_augment, ra_magnitude, augmix_severity, random_erase;
+// a config.json without them (0.1.0 and every file before them) reads as no augmentation.
+TEST(RunConfigTest, AugmentationSettingsRoundTripAndDefaultToOff) {
+  const RunConfig old = RunConfig::fromJson(readJson("config-0.1.0-train.json"));
+  EXPECT_EQ(old.autoAugment, image::AutoAugmentKind::kNone);
+  EXPECT_EQ(old.raMagnitude, 9);
+  EXPECT_EQ(old.augmixSeverity, 3);
+  EXPECT_EQ(old.randomErase, 0.0);
+  RunConfig c = RunConfig::forMode(RunMode::kTrain);
+  c.autoAugment = image::AutoAugmentKind::kTrivialAugmentWide;
+  c.raMagnitude = 12;
+  c.augmixSeverity = 5;
+  c.randomErase = 0.25;
+  const nlohmann::json j = c.toJson();
+  EXPECT_EQ(j.at("auto_augment"), "ta_wide");
+  const RunConfig back = RunConfig::fromJson(j);
+  EXPECT_EQ(back.autoAugment, c.autoAugment);
+  EXPECT_EQ(back.raMagnitude, 12);
+  EXPECT_EQ(back.augmixSeverity, 5);
+  EXPECT_EQ(back.randomErase, 0.25);
+  // Changing the policy on resume changes what the run is.
+  RunConfig other = back;
+  other.autoAugment = image::AutoAugmentKind::kAugMix;
+  const auto changes = resumeChanges(j, other);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].key, "auto_augment");
+  EXPECT_TRUE(changes[0].definesRun);
+}
+
+TEST(RunConfigTest, AugmentationValuesAreCheckedNamingTheFlag) {
+  auto message = [](const std::function<void(RunConfig&)>& edit) {
+    RunConfig c = RunConfig::forMode(RunMode::kTrain);
+    edit(c);
+    try {
+      c.validateValues();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message([](RunConfig& c) { c.raMagnitude = 31; }).find("--ra-magnitude"),
+            std::string::npos);
+  EXPECT_NE(message([](RunConfig& c) { c.augmixSeverity = 11; }).find("--augmix-severity"),
+            std::string::npos);
+  EXPECT_NE(message([](RunConfig& c) { c.randomErase = -0.1; }).find("--random-erase"),
+            std::string::npos);
+  EXPECT_NE(message([](RunConfig& c) {
+              c.trainTransform = image::TransformKind::kVal;
+              c.autoAugment = image::AutoAugmentKind::kRandAugment;
+            }).find("--auto-augment ra needs --transform"),
+            std::string::npos);
+  EXPECT_EQ(message([](RunConfig& c) { c.autoAugment = image::AutoAugmentKind::kImageNet; }), "");
+}
+
+}  // namespace
+}  // namespace fixres::engine
