@@ -118,6 +118,12 @@ void Loader::stopWorkers() {
   workers_.clear();
 }
 
+void Loader::setTransform(const image::TransformOptions& transform) {
+  stopWorkers();
+  epochStarted_ = false;
+  transform_ = image::Transform(transform);
+}
+
 int64_t Loader::batchesPerEpoch() const {
   const int64_t n = static_cast<int64_t>(sampler_->size());
   return options_.dropLast ? n / options_.batchSize

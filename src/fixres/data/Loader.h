@@ -62,6 +62,10 @@ class Loader {
   // The next batch, or std::nullopt at the end of the epoch. Rethrows worker errors.
   std::optional<Batch> next();
 
+  // Replaces the transform from the next startEpoch on (progressive resizing changes the output
+  // size between epochs). Stops the workers of the current epoch.
+  void setTransform(const image::TransformOptions& transform);
+
   int64_t batchesPerEpoch() const;
   int64_t skippedImages() const;  // images skipped (kSkip) so far in the current epoch
 

@@ -29,6 +29,10 @@ void visitFields(Config& c, Visitor&& v) {
   v("val_path", c.valPath);
   v("input_size", c.inputSize);
   v("eval_size", c.evalSize);
+  v("min_res", c.progressive.minRes);
+  v("max_res", c.progressive.maxRes);
+  v("start_ramp", c.progressive.startRamp);
+  v("end_ramp", c.progressive.endRamp);
   v("train_transform", c.trainTransform, image::transformKinds());
   v("resize_mode", c.resizeMode, image::resizeModes());
   v("auto_augment", c.autoAugment, image::autoAugmentKinds());
@@ -105,6 +109,10 @@ const char* const kDefinesRun[] = {"mode",
                                    "num_classes",
                                    "train_path",
                                    "input_size",
+                                   "min_res",
+                                   "max_res",
+                                   "start_ramp",
+                                   "end_ramp",
                                    "train_transform",
                                    "auto_augment",
                                    "ra_magnitude",
@@ -214,6 +222,9 @@ void RunConfig::validateValues() const {
   checkAtLeast("--eval-every", evalEvery, 1);
   checkCountOrNone("--stop-after-steps", stopAfterSteps);
   checkAtLeast("--log-every", logEvery, 1);
+  progressive.validate(epochs);
+  FIXRES_CHECK(!progressive.enabled() || mode == RunMode::kTrain, UsageError,
+               "--min-res/--max-res (progressive resizing) are for train, not finetune");
   image::validate(image::AutoAugmentOptions{autoAugment, raMagnitude, augmixSeverity});
   checkReal("--random-erase", randomErase, 0, false, 1, /*hiOpen=*/false);
   const bool trainTransformKind = trainTransform == image::TransformKind::kTorch ||

@@ -13,6 +13,7 @@
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/Numerics.h"
+#include "fixres/engine/ProgressiveResize.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/image/Transform.h"
 
@@ -37,6 +38,8 @@ struct RunConfig {
   std::string valPath;    // image folder (may be empty: no evaluation)
   int inputSize = 224;    // train resolution (finetune: the test resolution)
   int evalSize = 0;       // 0: inputSize
+  // train: the training resolution ramps per epoch (inputSize then sizes the evaluations only).
+  ProgressiveResize progressive;
   image::TransformKind trainTransform = image::TransformKind::kFull;
   image::ResizeMode resizeMode = image::ResizeMode::kFixres;  // of the val transform
   // torchvision references' augmentations on the train transform (torch, full, v2-train only):

@@ -201,6 +201,15 @@ data::Loader Trainer::makeTrainLoader() {
 int64_t Trainer::startEpoch(data::Loader& loader) {
   // state_.iteration counts optimizer steps; each consumes `accumulation` loader batches.
   const int accumulation = cfg_.accumulationSteps;
+  if (cfg_.progressive.enabled()) {
+    const int res = progressiveResolution(cfg_.progressive, static_cast<int>(state_.epoch),
+                                          cfg_.model.info().outputStride);
+    if (res != trainTransform_.inputSize) {
+      trainTransform_.inputSize = res;
+      loader.setTransform(trainTransform_);
+      log::info("epoch ", state_.epoch + 1, ": training at ", res, " px (progressive resizing)");
+    }
+  }
   loader.startEpoch(state_.epoch, state_.iteration * accumulation);
   int64_t cap = cfg_.iterationCap;
   if (cap < 0 && cfg_.mode == RunMode::kTrain)
@@ -289,6 +298,7 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
                                {"loss", meanLoss},
                                {"images_per_s", ips}};
       if (skipped > 0) record["skipped_steps"] = skipped;
+      if (cfg_.progressive.enabled()) record["train_size"] = trainTransform_.inputSize;
       appendMetrics(record);
     }
     if (auto stop = agreedStop()) return stop;
