@@ -49,7 +49,7 @@ expect_code 0
 cat "$OUT"
 
 # 3. --no-tensorboard: no event file.
-run "$FIXRES" "${T[@]}" --job-id notb --epochs 1 --no-tensorboard
+run "$FIXRES" "${T[@]}" --job-id notb --stop-after-steps 2 --no-tensorboard
 expect_code 0
 ls "$RUNS/train/notb"/events.out.tfevents.* >/dev/null 2>&1 && bad "--no-tensorboard wrote an event file"
 

@@ -18,6 +18,13 @@
 namespace fixres::engine {
 namespace {
 
+// [[tag, value], ...] as event_file_check.py reads it (null for NaN).
+nlohmann::json pairs(std::initializer_list<std::pair<std::string, nlohmann::json>> scalars) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [tag, value] : scalars) out.push_back(nlohmann::json::array({tag, value}));
+  return out;
+}
+
 TEST(EventFileTest, ReadBackByAnIndependentDecoder) {
   const std::string dir = testing::makeTempDir("fixres_events_");
   const std::string path = EventFile::newPath(dir, 1700000000.25);
@@ -32,20 +39,20 @@ TEST(EventFileTest, ReadBackByAnIndependentDecoder) {
     events.appendScalars(1, 1700000001.5, {{"train/loss", 2.302585}, {"train/lr", 0.1}});
     expected.push_back({{"wall_time", 1700000001.5},
                         {"step", 1},
-                        {"scalars", {{"train/loss", 2.302585}, {"train/lr", 0.1}}}});
+                        {"scalars", pairs({{"train/loss", 2.302585}, {"train/lr", 0.1}})}});
     // NaN, a negative value, a large step and a long tag (a length varint of two bytes).
     const std::string longTag = "eval/" + std::string(200, 'x');
     events.appendScalars(5000000000LL, 1700000002.0, {{"train/loss", NAN}, {longTag, -3.5}});
     expected.push_back({{"wall_time", 1700000002.0},
                         {"step", 5000000000LL},
-                        {"scalars", {{"train/loss", nullptr}, {longTag, -3.5}}}});
+                        {"scalars", pairs({{"train/loss", nullptr}, {longTag, -3.5}})}});
     events.appendScalars(6, 1700000002.5, {});  // nothing to write
     events.appendRestart(7, 1700000003.0);
     expected.push_back({{"wall_time", 1700000003.0}, {"step", 7}, {"restart", true}});
     events.appendRecord({{"step", 8}, {"epoch", 1}, {"iteration", 2}, {"loss", 1.25}},
                         1700000004.0);
     expected.push_back(
-        {{"wall_time", 1700000004.0}, {"step", 8}, {"scalars", {{"train/loss", 1.25}}}});
+        {{"wall_time", 1700000004.0}, {"step", 8}, {"scalars", pairs({{"train/loss", 1.25}})}});
     events.appendRecord({{"phase", "before"}, {"eval", {{"top1", 50.0}}}},
                         1700000005.0);  // no step
   }
