@@ -11,8 +11,9 @@ D="$WORK/data"
 "$PY" "$SRC/tests/reference/make_image_folder.py" "$D" --classes 3 --train 8 --val 2 --size 24 >/dev/null || bad "data generation"
 RUNS="$WORK/runs"
 # 24 images, batch 4, distributed sampler: 6 steps per epoch.
-T=(train --imnet-path "$D" --architecture resnet_tiny --workers 2 --log-every 1 --sampler distributed
-  --epochs 2 --input-size 24 --batch 4 --seed 3 --shared-folder-path "$RUNS")
+BASE=(train --imnet-path "$D" --architecture resnet_tiny --log-every 1 --sampler distributed
+  --input-size 24 --batch 4 --seed 3 --shared-folder-path "$RUNS")
+T=("${BASE[@]}" --epochs 2 --workers 2)
 
 # 1. A run stopped at step 4 and resumed: two event files, both read back, equal to metrics.jsonl.
 run "$FIXRES" "${T[@]}" --job-id tb --stop-after-steps 4
@@ -26,6 +27,15 @@ n=$(ls "$R"/events.out.tfevents.* 2>/dev/null | wc -l)
 run "$PY" "$SRC/tests/reference/event_file_check.py" run "$R"
 expect_code 0; expect_out "^ok: 2 files"
 cat "$OUT"
+
+# 1b. Two ranks: rank 0 alone writes one event file; the training top-1 counts every rank's images.
+run "$FIXRES" launch --nproc-per-node 2 -- "${BASE[@]}" --job-id two --epochs 1 --workers 1
+expect_code 0
+n=$(ls "$RUNS/train/two"/events.out.tfevents.* 2>/dev/null | wc -l)
+[ "$n" -eq 1 ] || bad "2 ranks: expected 1 event file, found $n"
+run "$PY" "$SRC/tests/reference/event_file_check.py" run "$RUNS/train/two"
+expect_code 0; expect_out "^ok: 1 files"
+grep -q '"train":{"count":24,' "$RUNS/train/two/metrics.jsonl" || bad "2 ranks: the epoch's training top-1 does not count 2 x 3 steps x 4 images"
 
 # 2. metrics.jsonl: the data-wait share on every progress record, in [0, 1]; the training top-1
 # of every epoch, in [0, 100], beside the held-out one.
