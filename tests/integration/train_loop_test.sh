@@ -162,7 +162,7 @@ import json
 steps, evals = [], []
 for line in open('$RUNS/train/met/metrics.jsonl'):
     r = json.loads(line)
-    steps += [r['step']] if 'step' in r else []
+    steps += [r['step']] if 'iteration' in r else []  # progress records (epoch ones have a step too)
     evals += [r['epoch']] if 'eval' in r else []
 assert steps == list(range(1, 13)), steps
 assert evals == [1, 2], evals

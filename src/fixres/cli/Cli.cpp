@@ -70,7 +70,7 @@ std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global) {
       addExtractCommand(app), addEvalSoftmaxCommand(app), addLaunchCommand(app),
       addBenchCommand(app),   addVersionCommand(app),     addSuggestResolutionCommand(app),
       addImportCommand(app),  addSweepCommand(app),       addExportCommand(app),
-      addWeightsCommand(app), addCalibrateCommand(app),
+      addWeightsCommand(app), addCalibrateCommand(app),   addPlotCommand(app),
   };
 }
 

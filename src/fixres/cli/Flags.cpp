@@ -173,7 +173,8 @@ const std::vector<FlagSpec>& sharedFlags() {
        "Options", ""},
       {"--out",
        "Output (import: the image folder; sweep: the folder of sweep.json, sweep.svg and the "
-       "fine-tuning runs; export, calibrate: the weight file, replaced atomically)",
+       "fine-tuning runs; export, calibrate: the weight file, replaced atomically; plot: the SVG, "
+       "default RUN_DIR/curves.svg)",
        "Output", ""},
       {"--save-path", "Folder of the .npy files (written by extract, read by eval-softmax)",
        "Output", ""},

@@ -175,6 +175,10 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
                "batch, accumulation, transform, sampler, seed, data) differ from the checkpoint's")
       ->group("Optimisation");
   addRunOption(app, "--log-every", c.logEvery, "Progress line every N iterations, >= 1", "Output");
+  app.add_flag_callback(
+         "--no-tensorboard", [&c] { c.tensorboard = false; },
+         "Write no TensorBoard event file (events.out.tfevents.*) in the run folder")
+      ->group("Output");
   addSharedFlag(app, "--cpu", cpu);
   // Every value on its own is checked once parsing is done, before any file is opened: the same
   // checks (and messages) as the engine's.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -438,6 +439,29 @@ std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOption
   }
   s << "</svg>\n";
   return s.str();
+}
+
+namespace {
+// The number in attribute `name` of the first tag of `svg` (its root element).
+double rootAttribute(const std::string& svg, const std::string& name) {
+  const size_t tagEnd = svg.find('>');
+  const size_t at = svg.find(" " + name + "=\"");
+  FIXRES_CHECK(svg.rfind("<svg ", 0) == 0 && at != std::string::npos && at < tagEnd, InternalError,
+               "not a chart document: no ", name, " on its <svg> element");
+  return std::strtod(svg.c_str() + at + name.size() + 3, nullptr);
+}
+}  // namespace
+
+std::string stackedSvg(const std::vector<std::string>& charts) {
+  double width = 0, height = 0;
+  std::string inner;
+  for (const std::string& chart : charts) {
+    width = std::max(width, rootAttribute(chart, "width"));
+    inner += "<svg x=\"0\" y=\"" + num(height) + "\" " + chart.substr(5);
+    height += rootAttribute(chart, "height");
+  }
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" +
+         num(height) + "\">\n" + inner + "</svg>\n";
 }
 
 }  // namespace fixres

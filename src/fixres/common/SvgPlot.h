@@ -79,6 +79,11 @@ struct PlotOptions {
 // (< 320 x 150), outlierMadFactor <= 0, or the data span overflows a double.
 std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOptions& options);
 
+// One SVG document holding `charts` (documents made by lineChartSvg) one below the other, each
+// nested as an <svg> element at its offset; as wide as the widest. InternalError for a chart
+// that is not such a document.
+std::string stackedSvg(const std::vector<std::string>& charts);
+
 // Nice ticks for the interval [lo, hi]: the smallest step s in {1, 2, 2.5, 5} x 10^k that gives
 // at most maxIntervals intervals once the axis is widened to floor(lo / s) * s and
 // ceil(hi / s) * s. With integerStep, s is an integer (s >= 1 and 2.5 only from 25 on).

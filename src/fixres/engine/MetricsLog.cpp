@@ -65,7 +65,7 @@ std::string MetricsLog::keptRecords(const std::string& text, Position at, size_t
     begin = newline + 1;
     const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     bool keep = record.is_object();
-    if (keep && record.contains("eval") && record.contains("epoch")) {
+    if (keep && (record.contains("eval") || record.contains("train")) && record.contains("epoch")) {
       keep = record["epoch"].is_number_integer() && record["epoch"].get<int64_t>() <= at.epochsDone;
     } else if (keep && record.contains("step")) {
       keep = record["step"].is_number_integer() && record["step"].get<int64_t>() <= at.globalStep;

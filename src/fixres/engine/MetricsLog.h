@@ -33,8 +33,8 @@ class MetricsLog {
   void append(const nlohmann::json& record);
 
   // The lines of `text` a run resuming at `at` keeps: whole lines (ended by a newline) holding a
-  // JSON object; of those, records with a "step" up to at.globalStep, evaluations ("eval" and
-  // "epoch") of epochs up to at.epochsDone, and any other (the evaluation before fine-tuning).
+  // JSON object; of those, epoch records ("epoch" with "eval" or "train") of epochs up to
+  // at.epochsDone, other records with a "step" up to at.globalStep, and any other.
   // `dropped` counts the other lines.
   static std::string keptRecords(const std::string& text, Position at, size_t& dropped);
 

@@ -79,6 +79,9 @@ struct RunConfig {
   // outputs
   std::string runDir;  // checkpoints, config.json, metrics.jsonl (rank 0 writes)
   int logEvery = 20;
+  // TensorBoard event files in runDir (EventFile.h). An output choice of this invocation only:
+  // not part of config.json.
+  bool tensorboard = true;
 
   // The reference's recipes: train = ResNet-50 from scratch (RandomResizedCrop 'full' at 224,
   // repeated augmentation x3, 120 epochs, lr 0.02 scaled, StepLR 30); finetune = the FixRes

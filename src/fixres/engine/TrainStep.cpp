@@ -113,6 +113,12 @@ double TrainStep::backward(const torch::Tensor& images, const torch::Tensor& lab
     loss = torch::nn::functional::cross_entropy(
         logits, labels,
         torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(o_.labelSmoothing));
+    if (labels.dim() == 1 && labels.scalar_type() == torch::kLong) {
+      torch::NoGradGuard noGrad;
+      auto hits = (logits.argmax(1) == labels).sum();
+      top1Correct_ = top1Correct_.defined() ? top1Correct_ + hits : hits;
+      top1Count_ += labels.size(0);
+    }
   }
   (lossScale == 1.0 ? loss : loss * lossScale).backward();
   return loss.item<double>();
@@ -133,6 +139,15 @@ bool TrainStep::finish(double lr, bool lossFinite) {
   optimizer_->step();
   phase_ = Phase::kIdle;
   return true;
+}
+
+TrainStep::Top1Hits TrainStep::takeTop1Hits() {
+  Top1Hits h;
+  if (top1Correct_.defined()) h.correct = top1Correct_.item<int64_t>();
+  h.count = top1Count_;
+  top1Correct_ = torch::Tensor();
+  top1Count_ = 0;
+  return h;
 }
 
 double TrainStep::step(const torch::Tensor& images, const torch::Tensor& labels, double lr) {

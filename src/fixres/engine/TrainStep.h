@@ -49,6 +49,14 @@ class TrainStep {
   double backward(const torch::Tensor& images, const torch::Tensor& labels, double lossScale);
   bool finish(double lr, bool lossFinite = true);
 
+  // Top-1 hits of the training batches seen by backward() since the last call (argmax of the
+  // logits against hard int64 labels; batches with other targets are not counted), kept on the
+  // model's device so that counting adds no synchronisation to a step. Resets the counts.
+  struct Top1Hits {
+    int64_t correct = 0, count = 0;
+  };
+  Top1Hits takeTop1Hits();
+
   // Undoes a begun step that was not applied: the buffers as begin() found them (a forward pass
   // in train mode updates the BN statistics). Returns false when a failure interrupted SGD itself
   // (the weights are half updated: nothing of this state may be saved); true otherwise.
@@ -68,6 +76,8 @@ class TrainStep {
   FinetuneRecipe recipe_;  // finetune only
   std::vector<torch::Tensor> buffers_;
   std::vector<torch::Tensor> params_;  // the trainable ones
+  torch::Tensor top1Correct_;          // int64 scalar on the model's device (undefined: none yet)
+  int64_t top1Count_ = 0;
   // Buffers of one dtype and device, copied at begin() into one flat tensor (a few copies per
   // step rather than one per buffer).
   struct BufferGroup {

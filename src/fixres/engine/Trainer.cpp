@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -21,6 +22,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Seconds since the Unix epoch, the wall time of TensorBoard events.
+double unixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // --nan-policy skip gives up after this many skipped steps in a row: the weights themselves are
@@ -175,6 +181,13 @@ void Trainer::startRunFolder(bool resumed) {
     std::optional<MetricsLog::Position> at;
     if (resumed) at = MetricsLog::Position{state_.globalStep, state_.epoch};
     metrics_ = std::make_unique<MetricsLog>(cfg_.runDir + "/metrics.jsonl", at);
+    if (cfg_.tensorboard) {
+      const double now = unixSeconds();
+      events_ = std::make_unique<EventFile>(EventFile::newPath(cfg_.runDir, now), now);
+      // TensorBoard drops the older files' points from the restart step on: those of steps past
+      // the checkpoint, written before the run stopped.
+      if (resumed) events_->appendRestart(state_.globalStep + 1, now);
+    }
   }
   comm_.barrier();
 }
@@ -183,7 +196,8 @@ void Trainer::evaluateBeforeTraining() {
   summary_.before = evaluateNow();
   log::info("before fine-tuning at ", summary_.before.inputSize, ": top-1 ", summary_.before.top1,
             "  top-5 ", summary_.before.top5);
-  appendMetrics({{"phase", "before"}, {"eval", summary_.before.toJson()}});
+  appendMetrics(
+      {{"phase", "before"}, {"step", state_.globalStep}, {"eval", summary_.before.toJson()}});
 }
 
 data::Loader Trainer::makeTrainLoader() {
@@ -221,30 +235,35 @@ int64_t Trainer::startEpoch(data::Loader& loader) {
                " images) gives no full step of ", cfg_.batch, " x ", accumulation,
                " images per process");
   step_->setTrainingMode();
+  step_->takeTop1Hits();  // the epoch's training top-1 counts from here
   return iterations;
 }
 
 Trainer::StepOutcome Trainer::trainStep(data::Loader& loader, double lr, double& loss,
-                                        int64_t& images) {
+                                        StepTally& tally) {
   const int accumulation = cfg_.accumulationSteps;
   step_->begin();
   loss = 0;
   for (int got = 0; got < accumulation; ++got) {
+    const auto waitStart = Clock::now();
     auto batch = loader.next();
+    tally.dataWaitSeconds += secondsSince(waitStart);
     if (!batch) {  // the loader ran dry (skipped images)
       step_->rollBack();
       return StepOutcome::kNoData;
     }
     auto [x, y] = toModel(*batch, run_, trainTransform_);
     loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;
-    images += y.size(0);
+    tally.images += y.size(0);
   }
   return step_->finish(lr, std::isfinite(loss)) ? StepOutcome::kApplied : StepOutcome::kNotFinite;
 }
 
 std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t iterations) {
   const auto epochStart = Clock::now();
-  int64_t seen = 0, lossCount = 0;
+  auto windowStart = epochStart;  // of the steps since the last progress line
+  StepTally epochTally, windowTally;
+  int64_t lossCount = 0;
   double lossSum = 0;
   int64_t skipped = 0, done = 0;
   while (state_.iteration < iterations) {
@@ -252,7 +271,7 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
     const double lr = schedule_->rate(static_cast<int>(state_.epoch),
                                       static_cast<double>(state_.iteration) / iterations);
     double loss = 0;
-    const StepOutcome outcome = trainStep(loader, lr, loss, seen);
+    const StepOutcome outcome = trainStep(loader, lr, loss, windowTally);
     if (outcome == StepOutcome::kNoData) break;
     if (outcome == StepOutcome::kNotFinite) {
       // Every rank has dropped the step (TrainStep::finish): the model is as before it.
@@ -286,17 +305,26 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
     unsaved_ = true;
     ++done;
     if (state_.iteration % cfg_.logEvery == 0 || state_.iteration == iterations) {
+      epochTally.images += windowTally.images;
       const double dt = secondsSince(epochStart);
-      const double ips = seen * comm_.worldSize() / std::max(dt, 1e-9);
+      const double ips = epochTally.images * comm_.worldSize() / std::max(dt, 1e-9);
       const double eta = dt / done * (iterations - state_.iteration);
       const double meanLoss = lossCount > 0 ? lossSum / lossCount : NAN;
-      logProgress(state_.iteration, iterations, meanLoss, lr, ips, eta);
+      // This rank's share of the wall time since the last progress line spent waiting for data:
+      // near 1 when the loader cannot keep up with the steps.
+      const double window = secondsSince(windowStart);
+      const double waitShare =
+          window > 0 ? std::clamp(windowTally.dataWaitSeconds / window, 0.0, 1.0) : 0.0;
+      windowStart = Clock::now();
+      windowTally = StepTally{};
+      logProgress(state_.iteration, iterations, meanLoss, lr, ips, waitShare, eta);
       nlohmann::json record = {{"step", state_.globalStep},
                                {"epoch", state_.epoch},
                                {"iteration", state_.iteration},
                                {"lr", lr},
                                {"loss", meanLoss},
-                               {"images_per_s", ips}};
+                               {"images_per_s", ips},
+                               {"data_wait_share", waitShare}};
       if (skipped > 0) record["skipped_steps"] = skipped;
       if (cfg_.progressive.enabled()) record["train_size"] = trainTransform_.inputSize;
       appendMetrics(record);
@@ -315,13 +343,23 @@ void Trainer::finishEpoch() {
         ExitCode::kOther,
         detail::concat("epoch ", epoch, ": the weights are not finite after step ",
                        state_.globalStep, " (an update overflowed: lower --learning-rate)"));
+  nlohmann::json record = {{"epoch", epoch}, {"step", state_.globalStep}};
+  // The running top-1 of the epoch's training batches over every rank (since the resume, for an
+  // epoch resumed midway): augmented images, the weights of each step.
+  const auto hits = step_->takeTop1Hits();
+  const auto sums = distributed::allReduceScalars(
+      comm_, {static_cast<double>(hits.correct), static_cast<double>(hits.count)});
+  if (sums[1] > 0)
+    record["train"] = {{"top1", 100.0 * sums[0] / sums[1]},
+                       {"count", static_cast<int64_t>(sums[1])}};
   if (val_ && (epoch >= cfg_.epochs || epoch % cfg_.evalEvery == 0)) {
     summary_.after = evaluateNow();
     state_.accuracy = summary_.after.top1;
     log::info("epoch ", epoch, ": val top-1 ", summary_.after.top1, "  top-5 ", summary_.after.top5,
               "  loss ", summary_.after.loss, " (", summary_.after.count, " images)");
-    appendMetrics({{"epoch", epoch}, {"eval", summary_.after.toJson()}});
+    record["eval"] = summary_.after.toJson();
   }
+  if (record.contains("train") || record.contains("eval")) appendMetrics(record);
   state_.epoch = epoch;
   state_.iteration = 0;
   unsaved_ = true;
@@ -392,15 +430,18 @@ EvalResult Trainer::evaluateNow() {
 
 void Trainer::appendMetrics(const nlohmann::json& line) {
   if (metrics_) metrics_->append(line);
+  if (events_) events_->appendRecord(line, unixSeconds());
 }
 
-void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double ips, double eta) {
+void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double ips,
+                          double waitShare, double eta) {
   if (comm_.rank() != 0) return;
   char buf[256];
   std::snprintf(buf, sizeof(buf),
-                "epoch %lld/%d  iter %lld/%lld  loss %.4f  lr %.5g  %.1f img/s  ETA %.0fs",
+                "epoch %lld/%d  iter %lld/%lld  loss %.4f  lr %.5g  %.1f img/s  data %.0f%%  ETA "
+                "%.0fs",
                 static_cast<long long>(state_.epoch + 1), cfg_.epochs, static_cast<long long>(it),
-                static_cast<long long>(n), loss, lr, ips, eta);
+                static_cast<long long>(n), loss, lr, ips, 100.0 * waitShare, eta);
   if (::isatty(STDERR_FILENO)) {
     std::fprintf(stderr, "\r%s", buf);
     if (it == n) std::fprintf(stderr, "\n");

@@ -14,6 +14,7 @@
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Checkpoint.h"
 #include "fixres/engine/Evaluator.h"
+#include "fixres/engine/EventFile.h"
 #include "fixres/engine/MetricsLog.h"
 #include "fixres/engine/RunConfig.h"
 #include "fixres/engine/Schedule.h"
@@ -56,6 +57,11 @@ class Trainer {
     std::string error;  // when set, the run fails (exit code 1) with this message after saving
   };
   enum class StepOutcome { kApplied, kNotFinite, kNoData };
+  // What the steps since the last progress line add up to.
+  struct StepTally {
+    int64_t images = 0;          // this rank's training images
+    double dataWaitSeconds = 0;  // time spent waiting in data::Loader::next()
+  };
 
   bool resume();
   void checkResumable(const CheckpointState& stored) const;
@@ -65,7 +71,7 @@ class Trainer {
   std::optional<Stop> train(data::Loader& loader);
   int64_t startEpoch(data::Loader& loader);  // returns the epoch's optimizer steps
   std::optional<Stop> trainEpoch(data::Loader& loader, int64_t iterations);
-  StepOutcome trainStep(data::Loader& loader, double lr, double& loss, int64_t& images);
+  StepOutcome trainStep(data::Loader& loader, double lr, double& loss, StepTally& tally);
   void finishEpoch();
   RunSummary stopRun(const Stop& stop);
   void saveBeforeExit();
@@ -74,7 +80,7 @@ class Trainer {
   EvalResult evaluateNow();
   void writeCheckpoints(bool epochEnd);
   void logProgress(int64_t iteration, int64_t iterations, double loss, double lr, double imgPerSec,
-                   double etaSeconds);
+                   double dataWaitShare, double etaSeconds);
   void appendMetrics(const nlohmann::json& line);
   std::optional<Stop> stepLimit() const;
   std::optional<Stop> agreedStop();
@@ -90,6 +96,7 @@ class Trainer {
   CheckpointState state_;
   double scaledLr_ = 0;
   std::unique_ptr<MetricsLog> metrics_;  // rank 0
+  std::unique_ptr<EventFile> events_;    // rank 0, unless config.tensorboard is off
   bool unsaved_ = false;       // state_ has moved on since the last checkpoint written or read
   bool saving_ = false;        // a checkpoint write is under way (or failed)
   int64_t skippedInARow_ = 0;  // --nan-policy skip: steps skipped since the last applied one

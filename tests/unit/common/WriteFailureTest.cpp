@@ -1,7 +1,7 @@
 // One rule for outputs that cannot be written: every writer of fixres (atomic and plain files,
-// folders, torch.save files, .npy arrays, PNG images) throws an OutputError (exit code 6) naming
-// the path and the system's reason, whatever the cause: a path through a regular file, a full
-// disk, the file size limit (`ulimit -f`), a read-only folder.
+// folders, torch.save files, .npy arrays, PNG images, TensorBoard event files) throws an
+// OutputError (exit code 6) naming the path and the system's reason, whatever the cause: a path
+// through a regular file, a full disk, the file size limit (`ulimit -f`), a read-only folder.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -21,6 +21,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/data/Npy.h"
+#include "fixres/engine/EventFile.h"
 #include "fixres/image/Encode.h"
 #include "fixres/models/TorchFile.h"
 
@@ -52,6 +53,12 @@ const std::vector<Writer>& writers() {
        }},
       {"writeNpy", [](const std::string& p) { data::writeNpy(p, torch::ones({1 << 14})); }},
       {"writePng", [](const std::string& p) { image::writePng(p, 128, 128, 3, pixels.data()); }},
+      {"EventFile",
+       [](const std::string& p) {
+         engine::EventFile events(p, 1.0);
+         for (int step = 1; step <= 200; ++step)
+           events.appendScalars(step, 1.0, {{"train/" + std::string(40, 'x'), 1.0}});
+       }},
   };
   return all;
 }

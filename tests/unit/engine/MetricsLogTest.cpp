@@ -60,6 +60,25 @@ TEST(MetricsLogTest, KeepsWholeRecordsUpToTheCheckpoint) {
   EXPECT_EQ(dropped, 1u);
 }
 
+// Epoch records carry the step they were written at and may hold only the training top-1 (no
+// validation set): they are kept by their epoch, as evaluations are.
+TEST(MetricsLogTest, EpochRecordsAreKeptByTheirEpoch) {
+  size_t dropped = 0;
+  const std::string log =
+      "{\"phase\":\"before\",\"step\":0,\"eval\":{\"top1\":1}}\n"
+      "{\"step\":2,\"epoch\":0,\"loss\":1.9}\n"
+      "{\"epoch\":1,\"step\":2,\"train\":{\"top1\":30}}\n"
+      "{\"step\":4,\"epoch\":1,\"loss\":1.7}\n"
+      "{\"epoch\":2,\"step\":4,\"train\":{\"top1\":40},\"eval\":{\"top1\":35}}\n";
+  // Stopped on the last step of epoch 2 before its end: its epoch record goes, the step stays.
+  EXPECT_EQ(MetricsLog::keptRecords(log, {4, 1}, dropped),
+            "{\"phase\":\"before\",\"step\":0,\"eval\":{\"top1\":1}}\n"
+            "{\"step\":2,\"epoch\":0,\"loss\":1.9}\n"
+            "{\"epoch\":1,\"step\":2,\"train\":{\"top1\":30}}\n"
+            "{\"step\":4,\"epoch\":1,\"loss\":1.7}\n");
+  EXPECT_EQ(dropped, 1u);
+}
+
 TEST(MetricsLogTest, AResumedRunRewritesTheFileAndAppendsOnAFreshLine) {
   const auto dir = tempFolder("resume");
   const auto path = dir + "/metrics.jsonl";

@@ -1,0 +1,34 @@
+// The curves of a train or finetune run, read back from its metrics.jsonl, and the picture
+// `fixres plot` draws of them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fixres::engine {
+
+struct RunCurves {
+  // Progress records (those with "step" and "loss"), by optimizer step. A loss that was not
+  // finite (null in the file) is NaN.
+  std::vector<double> steps, loss, learningRate;
+  // Top-1 (percent) per epoch of each object of the epoch records that has a "top1": "train"
+  // (the running top-1 of the training batches), "eval" (held-out), and any other (e.g. the
+  // weights' EMA). The evaluation before fine-tuning ("phase": "before") is eval's epoch 0.
+  struct EpochSeries {
+    std::vector<double> epochs, top1;
+  };
+  std::map<std::string, EpochSeries> top1;
+  size_t records = 0;  // records read
+};
+
+// Reads `path` (a metrics.jsonl). DataError naming the file when it cannot be read, and naming
+// file:line for a line that is not a JSON object (a last line without its newline that does not
+// parse, the trace of a write cut short, is skipped with a warning).
+RunCurves readRunCurves(const std::string& path);
+
+// One SVG document, stacked panels: loss and learning rate against the step, top-1 against the
+// epoch (each series that has points). DataError when the run has no progress record yet.
+std::string runCurvesSvg(const RunCurves& curves, const std::string& title);
+
+}  // namespace fixres::engine
