@@ -104,15 +104,19 @@ bool TrainStep::stateFinite() {
   return allFinite(all);
 }
 
+torch::Tensor TrainStep::loss(const torch::Tensor& logits, const torch::Tensor& targets,
+                              double labelSmoothing) {
+  return torch::nn::functional::cross_entropy(
+      logits, targets,
+      torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(labelSmoothing));
+}
+
 double TrainStep::backward(const torch::Tensor& images, const torch::Tensor& labels,
                            double lossScale) {
   torch::Tensor loss;
   {
     AutocastGuard autocast(images.device(), o_.precision);
-    auto logits = model_->forward(images);
-    loss = torch::nn::functional::cross_entropy(
-        logits, labels,
-        torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(o_.labelSmoothing));
+    loss = TrainStep::loss(model_->forward(images), labels, o_.labelSmoothing);
   }
   (lossScale == 1.0 ? loss : loss * lossScale).backward();
   return loss.item<double>();
