@@ -52,10 +52,12 @@ want = {"model_ema": True, "model_ema_decay": 0.99, "model_ema_steps": 2, "mixup
 assert all(cfg[k] == v for k, v in want.items()), {k: cfg[k] for k in want}
 evals = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"ema_top1"' in l]
 assert len(evals) == 2, evals
-print("%.3f %.3f" % (evals[-1]["ema_top1"], evals[-1]["eval"]["top1"]))
+last = evals[-1]
+assert last["ema_loss"] != last["eval"]["loss"], "EMA and raw weights evaluate alike"
+print("%.3f %.4f %.3f %.4f" % (last["ema_top1"], last["ema_loss"], last["eval"]["top1"], last["eval"]["loss"]))
 PY
 expect_code 0
-read -r EMA_TOP1 RAW_TOP1 <"$OUT"
+read -r EMA_TOP1 EMA_LOSS RAW_TOP1 RAW_LOSS <"$OUT"
 
 # 3. Stopped after 4 steps (in the warm-up epoch) and after 9, resumed: bitwise the same run.
 for stop in 4 9; do
@@ -69,16 +71,17 @@ for entry in model model_ema; do
   [ "$CODE" -eq 0 ] || bad "resumed run: $entry differs from the uninterrupted run's"
 done
 
-# 4. eval --use-ema: the EMA weights, the run's own EMA evaluation; without it the raw weights.
-EV=(eval --imnet-path "$D" --architecture resnet_tiny --input-size 24 --weight-path "$CK")
+# 4. eval --use-ema: the EMA weights, the run's own EMA evaluation (top-1 and loss); without it
+# the raw weights.
+EV=(eval --imnet-path "$D" --architecture resnet_tiny --input-size 24 --batch 4 --weight-path "$CK")
 run "$FIXRES" "${EV[@]}" --use-ema
 expect_code 0
-got=$(awk '$1 == 24 {print $2}' "$OUT")
-[ "$got" = "$EMA_TOP1" ] || bad "eval --use-ema top-1 $got, the run's ema_top1 $EMA_TOP1"
+got=$(awk '$1 == 24 {print $2, $4}' "$OUT")
+[ "$got" = "$EMA_TOP1 $EMA_LOSS" ] || bad "eval --use-ema top-1, loss $got; the run's EMA: $EMA_TOP1 $EMA_LOSS"
 run "$FIXRES" "${EV[@]}"
 expect_code 0
-got=$(awk '$1 == 24 {print $2}' "$OUT")
-[ "$got" = "$RAW_TOP1" ] || bad "eval top-1 $got, the run's top1 $RAW_TOP1"
+got=$(awk '$1 == 24 {print $2, $4}' "$OUT")
+[ "$got" = "$RAW_TOP1 $RAW_LOSS" ] || bad "eval top-1, loss $got; the run's: $RAW_TOP1 $RAW_LOSS"
 
 # 5. export / extract / finetune --use-ema.
 run "$FIXRES" export --architecture resnet_tiny --num-classes 3 --weight-path "$CK" --use-ema \
@@ -100,7 +103,7 @@ expect_code 0
 grep -q '"use_ema": true' "$RUNS/finetune/ft/config.json" || bad "finetune config.json lacks use_ema"
 
 # 6. A checkpoint without model_ema: exit 4 naming the file, for each subcommand.
-run "$FIXRES" "${T[@]}" --epochs 1 --iteration-cap 1 --job-id plain
+run "$FIXRES" "${T[@]}" --iteration-cap 1 --job-id plain
 expect_code 0
 P="$RUNS/train/plain/checkpoint.pth"
 run "$FIXRES" eval --imnet-path "$D" --architecture resnet_tiny --input-size 24 --weight-path "$P" --use-ema
