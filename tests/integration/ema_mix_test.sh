@@ -4,7 +4,8 @@
 # writes model_ema (read by Python's torch.load), the EMA's metrics and its config.json keys;
 # stopped and resumed it ends bitwise equal to the uninterrupted run, model and model_ema alike;
 # eval, extract, export and finetune --use-ema take the EMA weights (eval's top-1 is the run's
-# ema_top1), and a checkpoint without model_ema is refused with exit 4 naming the file.
+# ema_top1, also after a run on two ranks), and a checkpoint without model_ema is refused with
+# exit 4 naming the file.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 D="$WORK/data"
@@ -82,6 +83,22 @@ run "$FIXRES" "${EV[@]}"
 expect_code 0
 got=$(awk '$1 == 24 {print $2, $4}' "$OUT")
 [ "$got" = "$RAW_TOP1 $RAW_LOSS" ] || bad "eval top-1, loss $got; the run's: $RAW_TOP1 $RAW_LOSS"
+
+# 4b. Two ranks: the EMA evaluation uses rank 0's EMA (the one saved): eval --use-ema of the
+# checkpoint on one process gives the run's EMA top-1 and loss.
+run "$FIXRES" launch --nproc-per-node 2 -- "${T[@]}" "${E[@]}" --job-id two
+expect_code 0; expect_err "EMA top-1"
+run "$PY" -c "
+import json
+r = [json.loads(l) for l in open('$RUNS/train/two/metrics.jsonl') if '\"ema_top1\"' in l][-1]
+print('%.3f %.4f' % (r['ema_top1'], r['ema_loss']))"
+expect_code 0
+want=$(cat "$OUT")
+run "$FIXRES" eval --imnet-path "$D" --architecture resnet_tiny --input-size 24 --batch 4 \
+  --weight-path "$RUNS/train/two/checkpoint.pth" --use-ema
+expect_code 0
+got=$(awk '$1 == 24 {print $2, $4}' "$OUT")
+[ "$got" = "$want" ] || bad "2 ranks: eval --use-ema top-1, loss $got; the run's EMA: $want"
 
 # 5. export / extract / finetune --use-ema.
 run "$FIXRES" export --architecture resnet_tiny --num-classes 3 --weight-path "$CK" --use-ema \
