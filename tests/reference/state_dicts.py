@@ -2,7 +2,8 @@
 """Reference checks on weight files with Python's torch.load (the files fixres writes must be
 what PyTorch reads).
   state_dicts.py keys FILE                      print the model's keys (one per line)
-  state_dicts.py equal A B                      exit 0 if the model tensors are bitwise equal
+  state_dicts.py equal A B [ENTRY]              exit 0 if the model tensors (or those of the
+        checkpoints' ENTRY, e.g. model_ema, with its n_averaged) are bitwise equal
   state_dicts.py finetune-changed BEFORE AFTER LASTBN
         exit 0 if, between the two files, only fc.* and LASTBN.running_* / num_batches_tracked
         changed (and those did change)
@@ -15,10 +16,12 @@ import numpy as np
 import torch
 
 
-def model_of(path):
+def model_of(path, entry="model"):
     obj = torch.load(path, map_location="cpu")
-    if isinstance(obj, dict) and "model" in obj:
-        obj = obj["model"]
+    if isinstance(obj, dict) and entry in obj:
+        obj = obj[entry]
+    elif entry != "model":
+        raise SystemExit(f"{path} has no {entry}")
     return {k[7:] if k.startswith("module.") else k: v for k, v in obj.items()}
 
 
@@ -28,7 +31,8 @@ def main():
         for k in model_of(sys.argv[2]):
             print(k)
     elif cmd == "equal":
-        a, b = model_of(sys.argv[2]), model_of(sys.argv[3])
+        entry = sys.argv[4] if len(sys.argv) > 4 else "model"
+        a, b = model_of(sys.argv[2], entry), model_of(sys.argv[3], entry)
         assert a.keys() == b.keys(), "different keys"
         bad = [k for k in a if not torch.equal(a[k], b[k])]
         if bad:

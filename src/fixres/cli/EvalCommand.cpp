@@ -26,6 +26,7 @@ Command addEvalCommand(CLI::App& parent) {
   auto s = std::make_shared<State>();
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
+  addSharedFlag(*sub, "--use-ema", s->model.useEma);
   auto* imnet = addShared(*sub, "--imnet-path", s->imnetPath);
   addShared(*sub, "--dataset-path", s->datasetPath)->excludes(imnet);
   addShared(*sub, "--input-size", s->sizes);

@@ -24,6 +24,7 @@ Command addExportCommand(CLI::App& parent) {
   s->model.numClasses = 1000;
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
+  addSharedFlag(*sub, "--use-ema", s->model.useEma);
   addChoice(*sub, "--format", s->format, engine::weightFormats(),
             "Layout written: fixres (the reference's loader), torchvision or timm")
       ->group("Output");

@@ -69,6 +69,7 @@ Command addExtractCommand(CLI::App& parent) {
   auto s = std::make_shared<State>();
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
+  addSharedFlag(*sub, "--use-ema", s->model.useEma);
   addShared(*sub, "--dataset-path", s->datasetPath)->required();
   addShared(*sub, "--save-path", s->savePath)->required();
   addShared(*sub, "--input-size", s->inputSize);

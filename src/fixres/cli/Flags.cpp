@@ -126,6 +126,10 @@ const std::vector<FlagSpec>& sharedFlags() {
        intIn(0, 1000000)},
       {"--skip-classifier", "Load every weight but the classifier (for another number of classes)",
        "Model", ""},
+      {"--use-ema",
+       "Load the checkpoint's EMA weights (model_ema, saved by runs with --model-ema) instead of "
+       "its model",
+       "Model", ""},
       {"--imnet-path", "Image folder root holding train/ and val/ (and holdout/ when imported)",
        "Data", ""},
       {"--dataset-path", "Image folder to read (one sub-folder per class)", "Data", ""},
@@ -161,6 +165,24 @@ const std::vector<FlagSpec>& sharedFlags() {
        ""},
       {"--seed", "Seed of initialisation, sampling and augmentation (>= 0)", "Optimisation", "",
        intIn(0, INT64_MAX)},
+      {"--model-ema",
+       "Keep EMA weights (torchvision references' ExponentialMovingAverage over parameters and "
+       "buffers), evaluated beside the raw weights and saved as model_ema",
+       "Optimisation", ""},
+      {"--model-ema-decay",
+       "EMA decay before the references' adjustment by processes x batch x accumulation x "
+       "--model-ema-steps / --epochs",
+       "Optimisation", "", finiteIn(0, 1)},
+      {"--model-ema-steps", "Optimizer steps between EMA updates", "Optimisation", "",
+       intIn(1, 1 << 30)},
+      {"--mixup-alpha",
+       "Mixup with lambda ~ Beta(alpha, alpha) on every batch (0: off; with --cutmix-alpha one of "
+       "the two per batch)",
+       "Optimisation", "", finiteIn(0, INFINITY)},
+      {"--cutmix-alpha",
+       "CutMix with lambda ~ Beta(alpha, alpha) on every batch (0: off; with --mixup-alpha one of "
+       "the two per batch)",
+       "Optimisation", "", finiteIn(0, INFINITY)},
       {"--absolute-lr",
        "Use the learning rate as given (no linear scaling 8 x lr x batch x processes / 512)",
        "Optimisation", ""},

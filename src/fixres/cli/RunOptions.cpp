@@ -159,6 +159,11 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
                "Optimisation");
   addRunOption(app, "--label-smoothing", c.labelSmoothing, "Label smoothing, in [0, 1)",
                "Optimisation");
+  addSharedFlag(app, "--model-ema", c.modelEma);
+  addShared(app, "--model-ema-decay", c.modelEmaDecay);
+  addShared(app, "--model-ema-steps", c.modelEmaSteps);
+  addShared(app, "--mixup-alpha", c.mixupAlpha);
+  addShared(app, "--cutmix-alpha", c.cutmixAlpha);
   addRunOption(app, "--eval-every", c.evalEvery, "Evaluate every K epochs (and after the last)",
                "Optimisation");
   addChoice(app, "--nan-policy", c.nanPolicy, engine::nanPolicies(),

@@ -59,6 +59,7 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
         ->group("Optimisation");
     sub->add_option("--eval-size", s->cfg.evalSize, "Evaluation resolution (0: --input-size)")
         ->group("Data");
+    addSharedFlag(*sub, "--use-ema", s->cfg.model.useEma);
   }
   return {sub, [s, name, mode]() -> int {
             auto& c = s->cfg;
@@ -78,6 +79,9 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
               if (summary.after.count > 0)
                 std::cout << "after: size " << summary.after.inputSize << " top1 "
                           << summary.after.top1 << " top5 " << summary.after.top5 << "\n";
+              if (summary.afterEma.count > 0)
+                std::cout << "after (EMA): size " << summary.afterEma.inputSize << " top1 "
+                          << summary.afterEma.top1 << " top5 " << summary.afterEma.top5 << "\n";
               std::cout << name << ": " << summary.steps << " steps in " << summary.seconds << " s"
                         << (summary.stoppedEarly ? " (stopped early, resumable)" : "")
                         << ", run folder " << c.runDir << std::endl;

@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <optional>
 #include <regex>
 
 #include "fixres/common/Error.h"
@@ -77,7 +78,8 @@ T field(const c10::impl::GenericDict& d, const char* key, const std::string& pat
 }  // namespace
 
 void saveCheckpoint(const std::string& path, const CheckpointState& s,
-                    const torch::nn::Module& model, torch::optim::SGD& optimizer) {
+                    const torch::nn::Module& model, torch::optim::SGD& optimizer,
+                    const ModelEma* ema) {
   c10::impl::GenericDict sched(c10::StringType::get(), c10::AnyType::get());
   sched.insert("kind", s.scheduleKind);
   sched.insert("last_epoch", s.epoch);
@@ -93,8 +95,17 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
   integrity.insert("algorithm", std::string("crc32"));
   integrity.insert("crc32", crc);
   integrity.insert("bytes", bytes);
+  // The EMA's checksum in keys of its own: readers that know no model_ema verify the rest alike.
+  std::optional<c10::impl::GenericDict> averaged;
+  if (ema) {
+    averaged = c10::impl::toGenericDict(ema->stateDict());
+    auto [emaCrc, emaBytes] = tensorChecksum({*averaged});
+    integrity.insert("model_ema_crc32", emaCrc);
+    integrity.insert("model_ema_bytes", emaBytes);
+  }
   d.insert("model", weights);
   d.insert("optimizer", momentum);
+  if (averaged) d.insert("model_ema", *averaged);
   d.insert("integrity", integrity);
   d.insert("lr_scheduler", sched);
   d.insert("iteration", s.iteration);
@@ -106,7 +117,8 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
 }
 
 CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::SGD& optimizer, const CheckpointCheck& check) {
+                               torch::optim::SGD& optimizer, const CheckpointCheck& check,
+                               ModelEma* ema) {
   auto content = models::readTorchFile(path);
   FIXRES_CHECK(content.isGenericDict(), WeightsError, path, ": not a fixres checkpoint");
   auto d = content.toGenericDict();
@@ -135,16 +147,37 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
                  ": checksum mismatch (", bytes, " tensor bytes with CRC-32 ", crc,
                  ", the file records ", expectedBytes, " bytes with ", expectedCrc,
                  "): the file is corrupt");
+    if (rec.contains("model_ema_crc32")) {
+      FIXRES_CHECK(d.contains("model_ema") && d.at("model_ema").isGenericDict(), WeightsError, path,
+                   ": malformed checkpoint (model_ema)");
+      const auto emaCrc = field<int64_t>(rec, "model_ema_crc32", path);
+      const auto emaBytes = field<int64_t>(rec, "model_ema_bytes", path);
+      auto [c, b] = tensorChecksum({d.at("model_ema").toGenericDict()});
+      FIXRES_CHECK(b == emaBytes && c == emaCrc, WeightsError, path,
+                   ": checksum mismatch in model_ema (", b, " tensor bytes with CRC-32 ", c,
+                   ", the file records ", emaBytes, " bytes with ", emaCrc,
+                   "): the file is corrupt");
+    }
   }
   if (check) check(s);
   models::loadStateDict(model, d.at("model"), models::LoadOptions{}, path);
   restoreMomentum(d.at("optimizer"), model, optimizer, path);
+  if (ema) {
+    if (d.contains("model_ema")) {
+      ema->loadStateDict(d.at("model_ema"), path);
+    } else {
+      ema->restartAveraging();
+      log::warn(path,
+                " has no model_ema (a run without --model-ema): the EMA weights start over "
+                "at the next update");
+    }
+  }
   return s;
 }
 
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
                                                 torch::optim::SGD& optimizer,
-                                                const CheckpointCheck& check) {
+                                                const CheckpointCheck& check, ModelEma* ema) {
   namespace fs = std::filesystem;
   std::vector<std::pair<int64_t, std::string>> candidates;
   if (fs::exists(runDir + "/checkpoint.pth"))
@@ -163,7 +196,7 @@ std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch
   std::string failures;
   for (const auto& [epoch, path] : candidates) {
     try {
-      auto s = loadCheckpoint(path, model, optimizer, check);
+      auto s = loadCheckpoint(path, model, optimizer, check, ema);
       if (!failures.empty())
         log::warn("unusable checkpoint(s): ", failures, "; resumed from ", path);
       return s;

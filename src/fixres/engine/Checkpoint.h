@@ -1,7 +1,8 @@
 // Training checkpoints: the FixRes layout {epoch, accuracy, model, optimizer, lr_scheduler}
 // plus what an exact resume needs (iteration in the epoch, global step, sampler seed, the
-// resolved config). Written by rank 0 atomically; `model` is a plain state dict that Python's
-// torch.load reads.
+// resolved config), and with --model-ema the EMA weights as `model_ema` (AveragedModel's state
+// dict: n_averaged and module.*, as torchvision's references store it). Written by rank 0
+// atomically; `model` is a plain state dict that Python's torch.load reads.
 #pragma once
 
 #include <torch/torch.h>
@@ -9,6 +10,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+
+#include "fixres/engine/ModelEma.h"
 
 namespace fixres::engine {
 
@@ -29,19 +32,24 @@ struct CheckpointState {
 // into the model; it may throw to refuse the checkpoint (the error propagates).
 using CheckpointCheck = std::function<void(const CheckpointState&)>;
 
+// `ema`: the EMA weights to save as model_ema (nullptr: none).
 void saveCheckpoint(const std::string& path, const CheckpointState& state,
-                    const torch::nn::Module& model, torch::optim::SGD& optimizer);
+                    const torch::nn::Module& model, torch::optim::SGD& optimizer,
+                    const ModelEma* ema = nullptr);
 
-// Restores model weights, momentum buffers and the state. WeightsError when the file is
-// unreadable, corrupt, or does not fit the model.
+// Restores model weights, momentum buffers and the state, and with `ema` the EMA weights (a
+// checkpoint without model_ema leaves `ema` to start over at its next update, with a warning).
+// WeightsError when the file is unreadable, corrupt, or does not fit the model.
 CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::SGD& optimizer, const CheckpointCheck& check = {});
+                               torch::optim::SGD& optimizer, const CheckpointCheck& check = {},
+                               ModelEma* ema = nullptr);
 
 // The newest loadable checkpoint of a run folder: checkpoint.pth, else the highest
 // checkpoint_<epoch>.pth (with a warning naming what was corrupt). nullopt when the folder has
 // none at all. `check` sees the chosen checkpoint before it is loaded.
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
                                                 torch::optim::SGD& optimizer,
-                                                const CheckpointCheck& check = {});
+                                                const CheckpointCheck& check = {},
+                                                ModelEma* ema = nullptr);
 
 }  // namespace fixres::engine

@@ -58,6 +58,9 @@ void ModelSpec::validate() const {
   FIXRES_CHECK(dropPathRate < 1, UsageError, "--drop-path-rate must be below 1, got ",
                dropPathRate);
   if (isRemoteFile(weightPath)) parseRemoteFile(weightPath);
+  FIXRES_CHECK(
+      !useEma || !weightPath.empty(), UsageError,
+      "--use-ema takes the EMA weights of the --weight-path checkpoint: give --weight-path");
 }
 
 std::string localWeightFile(const ModelSpec& spec) {
@@ -81,9 +84,11 @@ BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDe
   mo.dropRate = spec.dropRate;
   mo.dropPathRate = spec.dropPathRate;
   out.model = models::createModel(spec.architectureName(), mo);
-  if (!weightFile.empty())
-    out.weights = models::loadWeightsFile(*out.model, weightFile,
-                                          models::loadOptionsFor(*out.model, spec.skipClassifier));
+  if (!weightFile.empty()) {
+    auto lo = models::loadOptionsFor(*out.model, spec.skipClassifier);
+    if (spec.useEma) lo.entry = "model_ema";
+    out.weights = models::loadWeightsFile(*out.model, weightFile, lo);
+  }
   out.model->to(run.device);
   if (run.numerics.channelsLast) useChannelsLast(*out.model);
   return out;

@@ -33,6 +33,8 @@ struct ModelSpec {
   // "URL#sha256=HEX") fetched into download.cacheDir first (common/Download.h).
   std::string weightPath;
   bool skipClassifier = false;  // load every weight but the classifier
+  // Load the file's EMA weights (a checkpoint's "model_ema", --use-ema) instead of its "model".
+  bool useEma = false;
   // Preprocessing overrides: empty mean/std: the architecture's (ImageNet's; 0.5 for PNASNet).
   std::vector<float> mean, std;
   image::Filter interpolation = image::Filter::kBilinear;  // the reference's resize filter

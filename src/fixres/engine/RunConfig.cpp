@@ -25,6 +25,7 @@ void visitFields(Config& c, Visitor&& v) {
   v("num_classes", c.model.numClasses);
   v("weight_path", c.model.weightPath);
   v("skip_classifier", c.model.skipClassifier);
+  v("use_ema", c.model.useEma);
   v("train_path", c.trainPath);
   v("val_path", c.valPath);
   v("input_size", c.inputSize);
@@ -57,6 +58,11 @@ void visitFields(Config& c, Visitor&& v) {
   v("lr_gamma", c.lrGamma);
   v("warmup_epochs", c.warmupEpochs);
   v("label_smoothing", c.labelSmoothing);
+  v("model_ema", c.modelEma);
+  v("model_ema_decay", c.modelEmaDecay);
+  v("model_ema_steps", c.modelEmaSteps);
+  v("mixup_alpha", c.mixupAlpha);
+  v("cutmix_alpha", c.cutmixAlpha);
   v("eval_every", c.evalEvery);
   v("finetune_bn_affine", c.finetuneBnAffine);
   v("test_flip", c.testFlip);
@@ -219,6 +225,10 @@ void RunConfig::validateValues() const {
   checkReal("--lr-gamma", lrGamma, 0, /*loOpen=*/true);
   checkReal("--warmup-epochs", warmupEpochs, 0, false);
   checkReal("--label-smoothing", labelSmoothing, 0, false, 1, /*hiOpen=*/true);
+  checkReal("--model-ema-decay", modelEmaDecay, 0, false, 1, /*hiOpen=*/false);
+  checkAtLeast("--model-ema-steps", modelEmaSteps, 1);
+  checkReal("--mixup-alpha", mixupAlpha, 0, false);
+  checkReal("--cutmix-alpha", cutmixAlpha, 0, false);
   checkAtLeast("--eval-every", evalEvery, 1);
   checkCountOrNone("--stop-after-steps", stopAfterSteps);
   checkAtLeast("--log-every", logEvery, 1);

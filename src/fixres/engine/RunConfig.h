@@ -66,6 +66,13 @@ struct RunConfig {
   double lrGamma = 0.1;
   double warmupEpochs = 0;
   double labelSmoothing = 0;
+  // torchvision references' recipe: EMA weights (ModelEma.h), evaluated beside the raw ones.
+  bool modelEma = false;
+  double modelEmaDecay = 0.99998;  // before the references' adjustment (adjustedEmaDecay)
+  int modelEmaSteps = 32;          // optimizer steps between EMA updates
+  // Batch mixing (BatchMix.h): > 0 enables mixup / CutMix with lambda ~ Beta(alpha, alpha).
+  double mixupAlpha = 0;
+  double cutmixAlpha = 0;
   int evalEvery = 1;              // evaluate every K epochs (and after the last)
   bool finetuneBnAffine = false;  // finetune: also train the last BN's weight and bias
   bool testFlip = false;          // evaluation: average logits with the flipped image

@@ -104,21 +104,26 @@ bool TrainStep::stateFinite() {
   return allFinite(all);
 }
 
+torch::Tensor TrainStep::loss(const torch::Tensor& logits, const torch::Tensor& targets,
+                              double labelSmoothing) {
+  return torch::nn::functional::cross_entropy(
+      logits, targets,
+      torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(labelSmoothing));
+}
+
 double TrainStep::backward(const torch::Tensor& images, const torch::Tensor& labels,
                            double lossScale) {
   torch::Tensor loss;
   {
     AutocastGuard autocast(images.device(), o_.precision);
     auto logits = model_->forward(images);
-    loss = torch::nn::functional::cross_entropy(
-        logits, labels,
-        torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(o_.labelSmoothing));
-    if (labels.dim() == 1 && labels.scalar_type() == torch::kLong) {
-      torch::NoGradGuard noGrad;
-      auto hits = (logits.argmax(1) == labels).sum();
-      top1Correct_ = top1Correct_.defined() ? top1Correct_ + hits : hits;
-      top1Count_ += labels.size(0);
-    }
+    loss = TrainStep::loss(logits, labels, o_.labelSmoothing);
+    // Training top-1 against the hard labels (with mixed soft targets: the dominant one).
+    torch::NoGradGuard noGrad;
+    const auto hard = labels.dim() == 1 ? labels : labels.argmax(1);
+    auto hits = (logits.argmax(1) == hard).sum();
+    top1Correct_ = top1Correct_.defined() ? top1Correct_ + hits : hits;
+    top1Count_ += labels.size(0);
   }
   (lossScale == 1.0 ? loss : loss * lossScale).backward();
   return loss.item<double>();

@@ -32,7 +32,8 @@ class TrainStep {
 
   // Train mode (or, for finetune, eval mode but for the recipe's train-mode modules).
   void setTrainingMode();
-  // images N x 3 x H x W on the model's device, labels int64 N. Returns the loss.
+  // images N x 3 x H x W on the model's device; labels int64 N, or soft targets float N x C
+  // (mixup / CutMix: class probabilities, each row summing to 1). Returns the loss.
   double step(const torch::Tensor& images, const torch::Tensor& labels, double lr);
 
   // The same step in parts, for gradient accumulation over micro-batches: begin() clears the
@@ -45,6 +46,12 @@ class TrainStep {
   // averaged gradients are finite, and returns whether it did; otherwise every rank alike drops
   // the step (rollBack()). A rank whose loss is not finite makes its gradient NaN, so the
   // all-reduce carries the verdict to every rank without another collective.
+  // The loss of backward(): cross-entropy with --label-smoothing, for class indices or class
+  // probabilities alike, as torch.nn.functional.cross_entropy (with probabilities, smoothing
+  // takes targets x (1 - ls) + ls / C).
+  static torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets,
+                            double labelSmoothing);
+
   void begin();
   double backward(const torch::Tensor& images, const torch::Tensor& labels, double lossScale);
   bool finish(double lr, bool lossFinite = true);

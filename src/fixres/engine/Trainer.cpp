@@ -15,6 +15,7 @@
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/Sampler.h"
+#include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/ModelInput.h"
 
 namespace fixres::engine {
@@ -62,6 +63,29 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   // Same initial weights on every rank (and broadcast by the step anyway).
   auto built = buildModel(cfg_.model, classes, run_, cfg_.seed);
   model_ = built.model;
+  const int64_t outputs = cfg_.model.numClasses > 0 ? cfg_.model.numClasses : classes;
+  if (cfg_.modelEma) {
+    // A second model of the same architecture, file and layout, on the same device; built the
+    // same way (buildModel seeds torch's generator first), it leaves the generator where the
+    // first build left it. Its values are replaced by the first update.
+    EmaOptions eo;
+    eo.decay = cfg_.modelEmaDecay;
+    eo.steps = cfg_.modelEmaSteps;
+    eo.warmupEpochs = cfg_.warmupEpochs;
+    eo.adjustedDecay = adjustedEmaDecay(cfg_.modelEmaDecay, comm_.worldSize(),
+                                        static_cast<int64_t>(cfg_.batch) * cfg_.accumulationSteps,
+                                        cfg_.modelEmaSteps, cfg_.epochs);
+    ema_ = std::make_unique<ModelEma>(buildModel(cfg_.model, classes, run_, cfg_.seed).model, eo);
+    log::info("EMA weights: decay ", eo.adjustedDecay, " (", cfg_.modelEmaDecay,
+              " adjusted) every ", cfg_.modelEmaSteps, " steps");
+  }
+  if (cfg_.mixupAlpha > 0 || cfg_.cutmixAlpha > 0) {
+    MixOptions mo;
+    mo.mixupAlpha = cfg_.mixupAlpha;
+    mo.cutmixAlpha = cfg_.cutmixAlpha;
+    mo.numClasses = outputs;
+    mix_ = std::make_unique<BatchMix>(mo);
+  }
   if (!cfg_.model.weightPath.empty())
     log::info("loaded ", built.weights.loaded, " tensors from ", cfg_.model.weightPath,
               built.weights.skipped.empty() ? "" : " (classifier re-initialised)");
@@ -119,7 +143,7 @@ RunSummary Trainer::run() {
     throw;
   }
   if (stop) return stopRun(*stop);
-  if (val_ && summary_.after.count == 0) summary_.after = evaluateNow();
+  if (val_ && summary_.after.count == 0) evaluateAfter();
   return summarize();
 }
 
@@ -138,8 +162,9 @@ std::optional<Trainer::Stop> Trainer::train(data::Loader& loader) {
 }
 
 bool Trainer::resume() {
-  auto resumed = resumeFromRunDir(cfg_.runDir, *model_, step_->optimizer(),
-                                  [this](const CheckpointState& s) { checkResumable(s); });
+  auto resumed = resumeFromRunDir(
+      cfg_.runDir, *model_, step_->optimizer(),
+      [this](const CheckpointState& s) { checkResumable(s); }, ema_.get());
   if (!resumed) return false;
   state_ = *resumed;
   state_.configJson = cfg_.toJson().dump();
@@ -253,8 +278,15 @@ Trainer::StepOutcome Trainer::trainStep(data::Loader& loader, double lr, double&
       return StepOutcome::kNoData;
     }
     auto [x, y] = toModel(*batch, run_, trainTransform_);
-    loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;
     tally.images += y.size(0);
+    if (mix_) {
+      // Drawn from (seed, epoch, step, micro-batch, rank): the same on resume.
+      auto rng = mixRng(cfg_.seed, state_.epoch, state_.iteration, got, comm_.rank());
+      auto mixed = mix_->mix(x, y, rng);
+      x = mixed.images;
+      y = mixed.targets;  // soft targets: float N x classes
+    }
+    loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;
   }
   return step_->finish(lr, std::isfinite(loss)) ? StepOutcome::kApplied : StepOutcome::kNotFinite;
 }
@@ -304,6 +336,7 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
     state_.globalStep++;
     unsaved_ = true;
     ++done;
+    if (ema_ && outcome == StepOutcome::kApplied) updateEma(state_.iteration - 1);
     if (state_.iteration % cfg_.logEvery == 0 || state_.iteration == iterations) {
       epochTally.images += windowTally.images;
       const double dt = secondsSince(epochStart);
@@ -353,11 +386,16 @@ void Trainer::finishEpoch() {
     record["train"] = {{"top1", 100.0 * sums[0] / sums[1]},
                        {"count", static_cast<int64_t>(sums[1])}};
   if (val_ && (epoch >= cfg_.epochs || epoch % cfg_.evalEvery == 0)) {
-    summary_.after = evaluateNow();
+    evaluateAfter();
     state_.accuracy = summary_.after.top1;
-    log::info("epoch ", epoch, ": val top-1 ", summary_.after.top1, "  top-5 ", summary_.after.top5,
-              "  loss ", summary_.after.loss, " (", summary_.after.count, " images)");
-    record["eval"] = summary_.after.toJson();
+    const auto& r = summary_.after;
+    const auto& e = summary_.afterEma;
+    log::info("epoch ", epoch, ": val top-1 ", r.top1, "  top-5 ", r.top5, "  loss ", r.loss, " (",
+              r.count, " images)",
+              ema_ ? detail::concat("; EMA top-1 ", e.top1, "  top-5 ", e.top5, "  loss ", e.loss)
+                   : std::string());
+    record["eval"] = r.toJson();
+    if (ema_) record["eval_ema"] = e.toJson();
   }
   if (record.contains("train") || record.contains("eval")) appendMetrics(record);
   state_.epoch = epoch;
@@ -398,6 +436,10 @@ RunSummary Trainer::stopRun(const Stop& stop) {
 // write (it would fail again), interrupted an update, or the weights are not finite.
 void Trainer::saveBeforeExit() {
   if (comm_.rank() != 0 || !unsaved_ || saving_) return;
+  if (emaInterrupted_) {
+    log::warn("no checkpoint saved: the error interrupted an update of the EMA weights");
+    return;
+  }
   if (!step_->rollBack()) {
     log::warn("no checkpoint saved: the error interrupted a weight update");
     return;
@@ -426,6 +468,30 @@ EvalResult Trainer::evaluateNow() {
                   evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(),
                               cfg_.model.preprocessing(), run_, cfg_.seed),
                   comm_);
+}
+
+EvalResult Trainer::evaluateEma() {
+  // Each rank's average took its own BatchNorm statistics; rank 0's are the ones saved.
+  if (comm_.worldSize() > 1) {
+    std::vector<torch::Tensor> buffers;
+    for (auto& b : ema_->model()->buffers()) buffers.push_back(b);
+    distributed::GradReducer::broadcastFromRoot(comm_, buffers);
+  }
+  return evaluate(ema_->model(), val_,
+                  evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(),
+                              cfg_.model.preprocessing(), run_, cfg_.seed),
+                  comm_);
+}
+
+void Trainer::evaluateAfter() {
+  summary_.after = evaluateNow();
+  if (ema_) summary_.afterEma = evaluateEma();
+}
+
+void Trainer::updateEma(int64_t iteration) {
+  emaInterrupted_ = true;  // until the update is complete
+  ema_->afterStep(*model_, state_.epoch, iteration);
+  emaInterrupted_ = false;
 }
 
 void Trainer::appendMetrics(const nlohmann::json& line) {
@@ -457,10 +523,10 @@ void Trainer::writeCheckpoints(bool epochEnd) {
   saving_ = true;  // stays set when a write fails
   state_.learningRate = schedule_->rate(static_cast<int>(state_.epoch));
   state_.worldSize = comm_.worldSize();
-  saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, step_->optimizer());
+  saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, step_->optimizer(), ema_.get());
   if (epochEnd) {
     saveCheckpoint(cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth", state_,
-                   *model_, step_->optimizer());
+                   *model_, step_->optimizer(), ema_.get());
   }
   saving_ = false;
 }

@@ -12,10 +12,12 @@
 #include "fixres/data/Dataset.h"
 #include "fixres/data/Loader.h"
 #include "fixres/distributed/Communicator.h"
+#include "fixres/engine/BatchMix.h"
 #include "fixres/engine/Checkpoint.h"
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/EventFile.h"
 #include "fixres/engine/MetricsLog.h"
+#include "fixres/engine/ModelEma.h"
 #include "fixres/engine/RunConfig.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/engine/TrainStep.h"
@@ -24,8 +26,9 @@
 namespace fixres::engine {
 
 struct RunSummary {
-  EvalResult before;  // finetune: evaluation before training (count 0 when not run)
-  EvalResult after;   // evaluation after the last epoch (count 0 without a val set)
+  EvalResult before;    // finetune: evaluation before training (count 0 when not run)
+  EvalResult after;     // evaluation after the last epoch (count 0 without a val set)
+  EvalResult afterEma;  // the same for the EMA weights (count 0 without --model-ema)
   int64_t steps = 0;
   double seconds = 0;
   bool stoppedEarly = false;  // --stop-after-steps reached, or a stop signal
@@ -78,6 +81,11 @@ class Trainer {
   RunSummary summarize();
 
   EvalResult evaluateNow();
+  // The EMA weights on the validation set (rank 0's buffers on every rank).
+  EvalResult evaluateEma();
+  // Evaluates the raw weights (summary_.after) and, with --model-ema, the EMA (afterEma).
+  void evaluateAfter();
+  void updateEma(int64_t iteration);
   void writeCheckpoints(bool epochEnd);
   void logProgress(int64_t iteration, int64_t iterations, double loss, double lr, double imgPerSec,
                    double dataWaitShare, double etaSeconds);
@@ -92,6 +100,9 @@ class Trainer {
   std::shared_ptr<const data::Dataset> train_, val_;
   image::TransformOptions trainTransform_;
   std::unique_ptr<TrainStep> step_;
+  std::unique_ptr<ModelEma> ema_;  // --model-ema
+  std::unique_ptr<BatchMix> mix_;  // --mixup-alpha / --cutmix-alpha
+  bool emaInterrupted_ = false;    // an error interrupted an EMA update: nothing may be saved
   std::unique_ptr<Schedule> schedule_;
   CheckpointState state_;
   double scaledLr_ = 0;

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <functional>
 #include <unordered_map>
 
@@ -39,13 +40,23 @@ std::string typeName(const c10::IValue& v) {
 
 // Finds the state dict in `content` and returns its entries with prefixes removed.
 Entries extractStateDict(const c10::IValue& content, const std::string& source,
-                         std::string* layout) {
+                         const std::string& entry, std::string* layout) {
   FIXRES_CHECK(content.isGenericDict(), WeightsError, source,
                ": expected a state dict or a checkpoint dict, found a ", typeName(content));
   c10::impl::GenericDict dict = content.toGenericDict();
   *layout = "state dict";
   bool nested = false;
+  if (!entry.empty()) {
+    auto it = dict.find(c10::IValue(entry));
+    FIXRES_CHECK(it != dict.end() && it->value().isGenericDict(), WeightsError, source, " has no '",
+                 entry, "' entry",
+                 entry == "model_ema" ? " (EMA weights: saved by runs with --model-ema)" : "");
+    dict = it->value().toGenericDict();
+    *layout = "state dict under '" + entry + "'";
+    nested = true;
+  }
   for (const char* key : {"model", "state_dict"}) {
+    if (nested) break;
     auto it = dict.find(c10::IValue(std::string(key)));
     if (it != dict.end() && it->value().isGenericDict()) {
       dict = it->value().toGenericDict();
@@ -74,6 +85,16 @@ Entries extractStateDict(const c10::IValue& content, const std::string& source,
         nested ? "the " + *layout : std::string("the file has no 'model' entry and its dict"),
         " has ", badCount, " of ", dict.size(), " entries that are not tensors (", list,
         badCount > bad.size() ? ", ..." : "", ")");
+  }
+  // torch.optim.swa_utils.AveragedModel's state dict: its counter beside the module's entries.
+  auto counter = std::find_if(entries.begin(), entries.end(),
+                              [](const auto& e) { return e.first == "n_averaged"; });
+  if (counter != entries.end() && entries.size() > 1 &&
+      std::all_of(entries.begin(), entries.end(), [](const auto& e) {
+        return e.first == "n_averaged" || startsWith(e.first, "module.");
+      })) {
+    entries.erase(counter);
+    *layout += ", AveragedModel's n_averaged set aside";
   }
   FIXRES_CHECK(!entries.empty(), WeightsError, source, ": the ", *layout, " is empty");
   for (const char* prefix : {"module.", "_orig_mod."}) {
@@ -211,7 +232,7 @@ c10::Dict<std::string, at::Tensor> stateDict(const torch::nn::Module& m) {
 LoadReport loadStateDict(torch::nn::Module& m, const c10::IValue& content, const LoadOptions& opts,
                          const std::string& sourceName) {
   std::string layout;
-  Entries file = extractStateDict(content, sourceName, &layout);
+  Entries file = extractStateDict(content, sourceName, opts.entry, &layout);
   for (const auto& [name, t] : file)
     FIXRES_CHECK(!t.is_meta(), WeightsError, sourceName, ": tensor ", name, " has no data");
   return loadEntries(m, file, opts, sourceName, layout,
@@ -222,7 +243,7 @@ LoadReport loadWeightsFile(torch::nn::Module& m, const std::string& path, const 
   std::unique_ptr<WeightSource> source = openWeightSource(path);
   c10::IValue content = source->read(/*lazy=*/true);
   std::string layout;
-  Entries file = extractStateDict(content, path, &layout);
+  Entries file = extractStateDict(content, path, opts.entry, &layout);
   return loadEntries(
       m, file, opts, path, layout,
       [&source](const at::Tensor& src, at::Tensor& dst) { source->copyInto(src, dst); });

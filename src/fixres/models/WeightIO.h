@@ -28,6 +28,9 @@ struct LoadOptions {
   // The architecture whose other published layouts are recognised (ModelImpl::isForeignLayout)
   // and renamed to its own names before matching; nullptr: names are taken as they are.
   ModelImpl* layouts = nullptr;
+  // Non-empty: the state dict is the one under this key of the file's dict (e.g. "model_ema", a
+  // checkpoint's EMA weights), and a file without it is a WeightsError naming the file and key.
+  std::string entry;
 };
 
 // Options for loading into `model`: its classifier prefix and its published layouts.
@@ -42,9 +45,10 @@ struct LoadReport {
 
 // Loads a state dict into `m`. `content`: a bare state dict (str -> Tensor), or a dict with a
 // state dict under "model" (FixRes files, our checkpoints) or "state_dict". A "module." prefix
-// (DistributedDataParallel) on every key is removed. Strict: any missing, unexpected or
-// mis-shaped entry (other than the classifier with skipClassifier) -> WeightsError naming
-// `sourceName`, the counts and the first few names of each kind. Values are copied into the
+// (DistributedDataParallel) on every key is removed; so is an AveragedModel's "n_averaged" beside
+// "module.*" keys (torchvision's EMA weights, our checkpoints' model_ema). Strict: any missing,
+// unexpected or mis-shaped entry (other than the classifier with skipClassifier) -> WeightsError
+// naming `sourceName`, the counts and the first few names of each kind. Values are copied into the
 // module's tensors (their device and dtype kept; floating-point dtypes convert).
 LoadReport loadStateDict(torch::nn::Module& m, const c10::IValue& content, const LoadOptions& opts,
                          const std::string& sourceName);

@@ -140,6 +140,12 @@ TEST(RunConfigTest, EveryNumericValueIsCheckedAndTheMessageNamesTheFlag) {
       {"--num-classes", [](RunConfig& c) { c.model.numClasses = -1; }},
       {"--input-size", [](RunConfig& c) { c.inputSize = 4; }},
       {"--eval-size", [](RunConfig& c) { c.evalSize = 5; }},
+      {"--model-ema-decay", [](RunConfig& c) { c.modelEmaDecay = 1.5; }},
+      {"--model-ema-decay", [](RunConfig& c) { c.modelEmaDecay = NAN; }},
+      {"--model-ema-steps", [](RunConfig& c) { c.modelEmaSteps = 0; }},
+      {"--mixup-alpha", [](RunConfig& c) { c.mixupAlpha = -0.2; }},
+      {"--mixup-alpha", [](RunConfig& c) { c.mixupAlpha = INFINITY; }},
+      {"--cutmix-alpha", [](RunConfig& c) { c.cutmixAlpha = NAN; }},
   };
   for (auto mode : {RunMode::kTrain, RunMode::kFinetune}) {
     RunConfig good = RunConfig::forMode(mode);
@@ -164,6 +170,33 @@ TEST(RunConfigTest, EveryNumericValueIsCheckedAndTheMessageNamesTheFlag) {
   c.weightDecay = 0;
   c.model.numClasses = 1;
   EXPECT_NO_THROW(c.validateValues());
+}
+
+TEST(RunConfigTest, EmaAndMixingSettingsRoundTripAndDefaultToTheReferences) {
+  auto c = RunConfig::forMode(RunMode::kTrain);
+  // torchvision references' defaults: --model-ema-decay 0.99998, --model-ema-steps 32, off.
+  EXPECT_FALSE(c.modelEma);
+  EXPECT_EQ(c.modelEmaDecay, 0.99998);
+  EXPECT_EQ(c.modelEmaSteps, 32);
+  EXPECT_EQ(c.mixupAlpha, 0);
+  EXPECT_EQ(c.cutmixAlpha, 0);
+  c.modelEma = true;
+  c.modelEmaDecay = 0.999;
+  c.modelEmaSteps = 4;
+  c.mixupAlpha = 0.2;
+  c.cutmixAlpha = 1.0;
+  c.model.useEma = true;
+  const auto j = c.toJson();
+  EXPECT_EQ(j.at("model_ema"), true);
+  EXPECT_EQ(j.at("model_ema_decay"), 0.999);
+  EXPECT_EQ(j.at("model_ema_steps"), 4);
+  EXPECT_EQ(j.at("mixup_alpha"), 0.2);
+  EXPECT_EQ(j.at("cutmix_alpha"), 1.0);
+  EXPECT_EQ(j.at("use_ema"), true);
+  EXPECT_EQ(RunConfig::fromJson(j).toJson(), j);
+  // Changing them on resume is allowed (noted, not refused).
+  auto before = RunConfig::forMode(RunMode::kTrain).toJson();
+  for (const auto& change : resumeChanges(before, c)) EXPECT_FALSE(change.definesRun) << change.key;
 }
 
 TEST(RunConfigTest, NanPolicyIsAChoiceInConfigJson) {

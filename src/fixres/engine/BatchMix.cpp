@@ -1,0 +1,115 @@
+// Mixup and CutMix over a batch, with our own deterministic draws.
+#include "fixres/engine/BatchMix.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fixres/common/Error.h"
+
+namespace fixres::engine {
+namespace {
+
+// Keeps the mixing draws apart from the per-sample augmentation streams, which key the same
+// generator with (seed, epoch, sample index, position).
+constexpr uint64_t kMixStream = 0x6D69787570637574ull;  // "mixupcut"
+
+// Gamma(alpha, 1) by Marsaglia and Tsang's method; alpha < 1 through
+// Gamma(alpha) = Gamma(alpha + 1) * U^(1 / alpha).
+double sampleGamma(image::Rng& rng, double alpha) {
+  if (alpha < 1) {
+    double u = rng.uniform();
+    while (u <= 0) u = rng.uniform();
+    return sampleGamma(rng, alpha + 1) * std::pow(u, 1.0 / alpha);
+  }
+  const double d = alpha - 1.0 / 3.0;
+  const double c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    const double x = rng.normal(0, 1);
+    double v = 1 + c * x;
+    if (v <= 0) continue;
+    v = v * v * v;
+    const double u = rng.uniform();
+    if (u < 1 - 0.0331 * x * x * x * x) return d * v;
+    if (u > 0 && std::log(u) < 0.5 * x * x + d * (1 - v + std::log(v))) return d * v;
+  }
+}
+
+}  // namespace
+
+void MixOptions::validate() const {
+  FIXRES_CHECK(std::isfinite(mixupAlpha) && mixupAlpha >= 0, UsageError,
+               "--mixup-alpha must be a finite number >= 0 (0: off), got ", mixupAlpha);
+  FIXRES_CHECK(std::isfinite(cutmixAlpha) && cutmixAlpha >= 0, UsageError,
+               "--cutmix-alpha must be a finite number >= 0 (0: off), got ", cutmixAlpha);
+}
+
+image::Rng mixRng(uint64_t seed, int64_t epoch, int64_t step, int64_t microBatch, int64_t rank) {
+  const uint64_t key = image::sampleSeed(seed ^ kMixStream, epoch, step, microBatch);
+  return image::Rng(image::sampleSeed(key, rank, 0, 0));
+}
+
+double sampleBeta(image::Rng& rng, double alpha) {
+  for (;;) {
+    const double x = sampleGamma(rng, alpha);
+    const double y = sampleGamma(rng, alpha);
+    if (x + y > 0) return x / (x + y);
+  }
+}
+
+BatchMix::BatchMix(MixOptions options) : o_(options) {
+  o_.validate();
+}
+
+MixDraw BatchMix::draw(image::Rng& rng, int64_t height, int64_t width) const {
+  MixDraw d;
+  const bool both = o_.mixupAlpha > 0 && o_.cutmixAlpha > 0;
+  d.kind = both ? (rng.coin() ? MixKind::kCutmix : MixKind::kMixup)
+                : (o_.cutmixAlpha > 0 ? MixKind::kCutmix : MixKind::kMixup);
+  d.drawnLambda = sampleBeta(rng, d.kind == MixKind::kCutmix ? o_.cutmixAlpha : o_.mixupAlpha);
+  d.lambda = d.drawnLambda;
+  if (d.kind == MixKind::kCutmix) {
+    d.rX = rng.randint(0, width - 1);
+    d.rY = rng.randint(0, height - 1);
+    // CutMix paper, p. 12: a box of sqrt(1 - lambda) of each side, centred at (r_x, r_y),
+    // clamped to the image; lambda then follows the box actually pasted.
+    const double r = 0.5 * std::sqrt(1.0 - d.drawnLambda);
+    const auto halfW = static_cast<int64_t>(r * static_cast<double>(width));
+    const auto halfH = static_cast<int64_t>(r * static_cast<double>(height));
+    d.x1 = std::max<int64_t>(d.rX - halfW, 0);
+    d.y1 = std::max<int64_t>(d.rY - halfH, 0);
+    d.x2 = std::min<int64_t>(d.rX + halfW, width);
+    d.y2 = std::min<int64_t>(d.rY + halfH, height);
+    d.lambda = 1.0 - static_cast<double>((d.x2 - d.x1) * (d.y2 - d.y1)) /
+                         static_cast<double>(width * height);
+  }
+  return d;
+}
+
+MixedBatch BatchMix::mix(const torch::Tensor& images, const torch::Tensor& labels,
+                         image::Rng& rng) const {
+  FIXRES_CHECK(enabled(), InternalError, "BatchMix::mix without --mixup-alpha or --cutmix-alpha");
+  return apply(draw(rng, images.size(2), images.size(3)), images, labels, o_.numClasses);
+}
+
+MixedBatch BatchMix::apply(const MixDraw& d, const torch::Tensor& images,
+                           const torch::Tensor& labels, int64_t numClasses) {
+  torch::NoGradGuard noGrad;
+  MixedBatch out;
+  out.draw = d;
+  auto target = torch::one_hot(labels, numClasses).to(images.scalar_type());
+  auto targetRolled = target.roll(1, 0);
+  auto rolled = images.roll(1, 0);
+  if (d.kind == MixKind::kMixup) {
+    rolled.mul_(1.0 - d.lambda);
+    out.images = images.mul(d.lambda).add_(rolled);
+  } else {
+    out.images = images.clone();
+    auto box = [&](const torch::Tensor& t) { return t.slice(2, d.y1, d.y2).slice(3, d.x1, d.x2); };
+    box(out.images).copy_(box(rolled));
+  }
+  targetRolled.mul_(1.0 - d.lambda);
+  out.targets = target.mul_(d.lambda).add_(targetRolled);
+  return out;
+}
+
+}  // namespace fixres::engine
