@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <regex>
 
@@ -12,38 +13,6 @@
 
 namespace fixres::engine {
 namespace {
-
-std::string stateKey(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
-}
-
-c10::impl::GenericDict momentumBuffers(const torch::nn::Module& model, torch::optim::SGD& opt) {
-  c10::Dict<std::string, at::Tensor> out;
-  auto& states = opt.state();
-  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
-    auto it = states.find(stateKey(item.value()));
-    if (it == states.end()) continue;
-    auto& s = static_cast<torch::optim::SGDParamState&>(*it->second);
-    if (s.momentum_buffer().defined()) out.insert(item.key(), s.momentum_buffer().detach().cpu());
-  }
-  return c10::impl::toGenericDict(out);
-}
-
-void restoreMomentum(const c10::IValue& value, torch::nn::Module& model, torch::optim::SGD& opt,
-                     const std::string& path) {
-  FIXRES_CHECK(value.isGenericDict(), WeightsError, path, ": 'optimizer' is not a dict");
-  auto dict = value.toGenericDict();
-  auto& states = opt.state();
-  for (const auto& item : model.named_parameters(true)) {
-    if (!dict.contains(item.key())) continue;
-    auto buf = dict.at(item.key()).toTensor();
-    FIXRES_CHECK(buf.sizes() == item.value().sizes(), WeightsError, path, ": momentum buffer of ",
-                 item.key(), " has shape ", buf.sizes(), ", expected ", item.value().sizes());
-    auto state = std::make_unique<torch::optim::SGDParamState>();
-    state->momentum_buffer(buf.to(item.value().device()).clone());
-    states[stateKey(item.value())] = std::move(state);
-  }
-}
 
 // CRC-32 and byte count of every tensor of the given dicts, in their (insertion) order: what
 // the checkpoint's `integrity` record holds, checked on load.
@@ -77,7 +46,7 @@ T field(const c10::impl::GenericDict& d, const char* key, const std::string& pat
 }  // namespace
 
 void saveCheckpoint(const std::string& path, const CheckpointState& s,
-                    const torch::nn::Module& model, torch::optim::SGD& optimizer) {
+                    const torch::nn::Module& model, const OptimizerRef& optimizer) {
   c10::impl::GenericDict sched(c10::StringType::get(), c10::AnyType::get());
   sched.insert("kind", s.scheduleKind);
   sched.insert("last_epoch", s.epoch);
@@ -87,14 +56,22 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
   d.insert("epoch", s.epoch);
   d.insert("accuracy", s.accuracy);
   auto weights = c10::impl::toGenericDict(models::stateDict(model));
-  auto momentum = momentumBuffers(model, optimizer);
-  auto [crc, bytes] = tensorChecksum({weights, momentum});
+  auto optState =
+      c10::impl::toGenericDict(optimizerState(model, optimizer.optimizer, optimizer.kind));
+  auto [crc, bytes] = tensorChecksum({weights, optState});
   c10::impl::GenericDict integrity(c10::StringType::get(), c10::AnyType::get());
   integrity.insert("algorithm", std::string("crc32"));
   integrity.insert("crc32", crc);
   integrity.insert("bytes", bytes);
   d.insert("model", weights);
-  d.insert("optimizer", momentum);
+  d.insert("optimizer", optState);
+  d.insert("optimizer_kind", choiceName(optimizerKinds(), optimizer.kind));
+  if (optimizer.scaler) {
+    c10::impl::GenericDict scaler(c10::StringType::get(), c10::AnyType::get());
+    scaler.insert("scale", static_cast<double>(optimizer.scaler->scale()));
+    scaler.insert("growth_tracker", optimizer.scaler->growthTracker());
+    d.insert("loss_scaler", scaler);
+  }
   d.insert("integrity", integrity);
   d.insert("lr_scheduler", sched);
   d.insert("iteration", s.iteration);
@@ -106,7 +83,7 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
 }
 
 CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::SGD& optimizer, const CheckpointCheck& check) {
+                               const OptimizerRef& optimizer, const CheckpointCheck& check) {
   auto content = models::readTorchFile(path);
   FIXRES_CHECK(content.isGenericDict(), WeightsError, path, ": not a fixres checkpoint");
   auto d = content.toGenericDict();
@@ -136,14 +113,47 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
                  ", the file records ", expectedBytes, " bytes with ", expectedCrc,
                  "): the file is corrupt");
   }
+  OptimizerKind kind = OptimizerKind::kSgd;  // checkpoints before --opt
+  if (d.contains("optimizer_kind")) {
+    const auto name = field<std::string>(d, "optimizer_kind", path);
+    const std::string unknown = choiceError(optimizerKinds(), name);
+    FIXRES_CHECK(unknown.empty(), WeightsError, path, ": 'optimizer_kind': ", unknown);
+    kind = parseChoice(optimizerKinds(), name, path);
+  }
+  std::optional<std::pair<double, int64_t>> scaler;
+  if (d.contains("loss_scaler")) {
+    FIXRES_CHECK(d.at("loss_scaler").isGenericDict(), WeightsError, path,
+                 ": 'loss_scaler' is not a dict");
+    auto rec = d.at("loss_scaler").toGenericDict();
+    scaler = {field<double>(rec, "scale", path), field<int64_t>(rec, "growth_tracker", path)};
+    const auto scale = static_cast<float>(scaler->first);
+    FIXRES_CHECK(std::isfinite(scale) && scale > 0 && scaler->second >= 0, WeightsError, path,
+                 ": bad loss scaler state (scale ", scaler->first, ", growth tracker ",
+                 scaler->second, ")");
+  }
+  FIXRES_CHECK(d.contains("optimizer") && d.at("optimizer").isGenericDict(), WeightsError, path,
+               ": 'optimizer' is not a dict");
   if (check) check(s);
   models::loadStateDict(model, d.at("model"), models::LoadOptions{}, path);
-  restoreMomentum(d.at("optimizer"), model, optimizer, path);
+  if (kind == optimizer.kind) {
+    restoreOptimizerState(d.at("optimizer").toGenericDict(), model, optimizer.optimizer, kind,
+                          path);
+  } else {
+    log::warn(path, " holds the state of optimizer ", choiceName(optimizerKinds(), kind),
+              ", not of ", choiceName(optimizerKinds(), optimizer.kind),
+              ": the optimizer starts fresh");
+  }
+  if (optimizer.scaler && scaler) {
+    optimizer.scaler->setState(scaler->first, scaler->second);
+  } else if (optimizer.scaler) {
+    log::warn(path, " has no loss scaler state: the loss scale starts at ",
+              optimizer.scaler->options().initScale);
+  }
   return s;
 }
 
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
-                                                torch::optim::SGD& optimizer,
+                                                const OptimizerRef& optimizer,
                                                 const CheckpointCheck& check) {
   namespace fs = std::filesystem;
   std::vector<std::pair<int64_t, std::string>> candidates;

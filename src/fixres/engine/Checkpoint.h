@@ -1,7 +1,10 @@
 // Training checkpoints: the FixRes layout {epoch, accuracy, model, optimizer, lr_scheduler}
 // plus what an exact resume needs (iteration in the epoch, global step, sampler seed, the
 // resolved config). Written by rank 0 atomically; `model` is a plain state dict that Python's
-// torch.load reads.
+// torch.load reads, `optimizer` a flat dict of tensors by parameter name (Optimizer.h: SGD's
+// momentum buffers under the parameter names, as since 0.1.0; AdamW's and RMSprop's state under
+// "<state>/<name>"), `optimizer_kind` its kind (absent: sgd) and `loss_scaler` the loss scaler's
+// {scale, growth_tracker} when the run scales its loss.
 #pragma once
 
 #include <torch/torch.h>
@@ -9,6 +12,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+
+#include "fixres/engine/LossScaler.h"
+#include "fixres/engine/Optimizer.h"
 
 namespace fixres::engine {
 
@@ -29,19 +35,29 @@ struct CheckpointState {
 // into the model; it may throw to refuse the checkpoint (the error propagates).
 using CheckpointCheck = std::function<void(const CheckpointState&)>;
 
-void saveCheckpoint(const std::string& path, const CheckpointState& state,
-                    const torch::nn::Module& model, torch::optim::SGD& optimizer);
+// The optimizer side of a checkpoint: the optimizer, its kind (the layout of its state), and the
+// loss scaler when the run has one.
+struct OptimizerRef {
+  torch::optim::Optimizer& optimizer;
+  OptimizerKind kind = OptimizerKind::kSgd;
+  LossScaler* scaler = nullptr;
+};
 
-// Restores model weights, momentum buffers and the state. WeightsError when the file is
-// unreadable, corrupt, or does not fit the model.
+void saveCheckpoint(const std::string& path, const CheckpointState& state,
+                    const torch::nn::Module& model, const OptimizerRef& optimizer);
+
+// Restores model weights, the optimizer's state, the loss scaler's and the checkpoint state.
+// WeightsError when the file is unreadable, corrupt, or does not fit the model. An optimizer
+// state of another kind (a resume with another --opt, allowed by `check`) is not restored: the
+// optimizer starts fresh, with a warning; so does a loss scaler the checkpoint has no state for.
 CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::SGD& optimizer, const CheckpointCheck& check = {});
+                               const OptimizerRef& optimizer, const CheckpointCheck& check = {});
 
 // The newest loadable checkpoint of a run folder: checkpoint.pth, else the highest
 // checkpoint_<epoch>.pth (with a warning naming what was corrupt). nullopt when the folder has
 // none at all. `check` sees the chosen checkpoint before it is loaded.
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
-                                                torch::optim::SGD& optimizer,
+                                                const OptimizerRef& optimizer,
                                                 const CheckpointCheck& check = {});
 
 }  // namespace fixres::engine

@@ -74,6 +74,11 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   st.momentum = cfg_.momentum;
   st.weightDecay = cfg_.weightDecay;
   st.nesterov = cfg_.nesterov;
+  st.optimizer = cfg_.opt;
+  st.normWeightDecay = cfg_.normWeightDecay;
+  st.biasWeightDecay = cfg_.biasWeightDecay;
+  st.clipGradNorm = cfg_.clipGradNorm;
+  if (run_.numerics.precision == Precision::kFp16) st.lossScaling = LossScalerOptions{};
   st.labelSmoothing = cfg_.labelSmoothing;
   st.finetune = cfg_.mode == RunMode::kFinetune;
   st.finetuneBnAffine = cfg_.finetuneBnAffine;
@@ -128,7 +133,7 @@ std::optional<Trainer::Stop> Trainer::train(data::Loader& loader) {
 }
 
 bool Trainer::resume() {
-  auto resumed = resumeFromRunDir(cfg_.runDir, *model_, step_->optimizer(),
+  auto resumed = resumeFromRunDir(cfg_.runDir, *model_, optimizerRef(),
                                   [this](const CheckpointState& s) { checkResumable(s); });
   if (!resumed) return false;
   state_ = *resumed;
@@ -226,14 +231,22 @@ Trainer::StepOutcome Trainer::trainStep(data::Loader& loader, double lr, double&
     loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;
     images += y.size(0);
   }
-  return step_->finish(lr, std::isfinite(loss)) ? StepOutcome::kApplied : StepOutcome::kNotFinite;
+  switch (step_->finish(lr, std::isfinite(loss))) {
+    case StepResult::kApplied:
+      return StepOutcome::kApplied;
+    case StepResult::kOverflow:
+      return StepOutcome::kOverflow;
+    case StepResult::kNotFinite:
+      break;
+  }
+  return StepOutcome::kNotFinite;
 }
 
 std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t iterations) {
   const auto epochStart = Clock::now();
   int64_t seen = 0, lossCount = 0;
   double lossSum = 0;
-  int64_t skipped = 0, done = 0;
+  int64_t skipped = 0, overflows = 0, done = 0;
   while (state_.iteration < iterations) {
     if (auto stop = stepLimit()) return stop;
     const double lr = schedule_->rate(static_cast<int>(state_.epoch),
@@ -262,6 +275,9 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
       log::warn(what, "; step skipped (--nan-policy skip)");
       ++skipped;
     } else {
+      // An overflow of the scaled gradients (loss scaling) is no failure: the step is skipped
+      // and the scale lowered, as GradScaler does; the loss itself was finite.
+      if (outcome == StepOutcome::kOverflow) ++overflows;
       skippedInARow_ = 0;
       lossSum += loss;
       lossCount++;
@@ -285,6 +301,10 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
                                {"loss", meanLoss},
                                {"images_per_s", ips}};
       if (skipped > 0) record["skipped_steps"] = skipped;
+      if (const LossScaler* scaler = step_->lossScaler()) {
+        record["overflow_steps"] = overflows;
+        record["loss_scale"] = scaler->scale();
+      }
       appendMetrics(record);
     }
     if (auto stop = agreedStop()) return stop;
@@ -402,12 +422,16 @@ void Trainer::writeCheckpoints(bool epochEnd) {
   saving_ = true;  // stays set when a write fails
   state_.learningRate = schedule_->rate(static_cast<int>(state_.epoch));
   state_.worldSize = comm_.worldSize();
-  saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, step_->optimizer());
+  saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, optimizerRef());
   if (epochEnd) {
     saveCheckpoint(cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth", state_,
-                   *model_, step_->optimizer());
+                   *model_, optimizerRef());
   }
   saving_ = false;
+}
+
+OptimizerRef Trainer::optimizerRef() {
+  return OptimizerRef{step_->optimizer(), step_->optimizerKind(), step_->lossScaler()};
 }
 
 std::optional<Trainer::Stop> Trainer::stepLimit() const {

@@ -55,7 +55,7 @@ class Trainer {
     int signal = 0;     // the signal, when one
     std::string error;  // when set, the run fails (exit code 1) with this message after saving
   };
-  enum class StepOutcome { kApplied, kNotFinite, kNoData };
+  enum class StepOutcome { kApplied, kNotFinite, kOverflow, kNoData };
 
   bool resume();
   void checkResumable(const CheckpointState& stored) const;
@@ -73,6 +73,7 @@ class Trainer {
 
   EvalResult evaluateNow();
   void writeCheckpoints(bool epochEnd);
+  OptimizerRef optimizerRef();
   void logProgress(int64_t iteration, int64_t iterations, double loss, double lr, double imgPerSec,
                    double etaSeconds);
   void appendMetrics(const nlohmann::json& line);
