@@ -5,7 +5,7 @@
 # runs with parameter groups and clipping, stopped twice and resumed, end with weights and
 # optimizer state bitwise equal to uninterrupted runs; the checkpoint holds the optimizer's state
 # under its documented keys (read by Python's torch.load); resuming with another --opt is refused
-# (exit 2 naming opt).
+# (exit 2 naming opt); the same bitwise resume on two ranks with gradient accumulation.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 D="$WORK/data"
@@ -79,4 +79,21 @@ done
 run "$FIXRES" "${T[@]}" --opt sgd --norm-weight-decay 0 --bias-weight-decay 0.001 --clip-grad-norm 1 \
   --job-id adamw_res
 expect_code 2; expect_err "opt: \"adamw\" -> \"sgd\""
+
+# 4. Two ranks with gradient accumulation: RMSprop with groups and clipping (on the averaged,
+# accumulated gradient) stopped mid-epoch and resumed ends bitwise where the uninterrupted
+# two-rank run does. 24 images, 2 ranks x batch 2 x 2 micro-batches: 3 steps per epoch.
+L=(launch --nproc-per-node 2 -- train --architecture resnet_tiny --workers 1 --log-every 1
+  --sampler distributed --epochs 2 --input-size 24 --batch 2 --accumulation-steps 2 --seed 5
+  --imnet-path "$D" --shared-folder-path "$RUNS" --absolute-lr --learning-rate 0.01
+  --opt rmsprop --norm-weight-decay 0 --bias-weight-decay 0 --clip-grad-norm 0.5)
+run "$FIXRES" "${L[@]}" --job-id dist_ref
+expect_code 0
+run "$FIXRES" "${L[@]}" --job-id dist_res --stop-after-steps 2
+expect_code 0
+run "$FIXRES" "${L[@]}" --job-id dist_res
+expect_code 0
+same_state dist_ref dist_res
+[ "$("$PY" -c "import torch; print(int(torch.load('$RUNS/train/dist_res/checkpoint.pth')['optimizer']['step/fc.weight']))")" = 6 ] ||
+  bad "dist_res: RMSprop's step count is not 6"
 finish
