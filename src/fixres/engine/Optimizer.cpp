@@ -3,6 +3,7 @@
 // each against torch.optim).
 #include "fixres/engine/Optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "fixres/common/Error.h"
@@ -149,6 +150,9 @@ std::vector<torch::Tensor> optimizerStateTensors(torch::optim::Optimizer& optimi
       }
     }
   }
+  // (RMSprop without momentum has no momentum buffer.)
+  out.erase(std::remove_if(out.begin(), out.end(), [](const auto& t) { return !t.defined(); }),
+            out.end());
   return out;
 }
 

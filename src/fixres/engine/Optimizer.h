@@ -58,7 +58,8 @@ std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const torch::nn::Module& 
 // Sets every group's learning rate.
 void setLearningRate(torch::optim::Optimizer& optimizer, double lr);
 
-// Every tensor of the optimizer's per-parameter state (momentum, moments).
+// Every (defined) tensor of the optimizer's per-parameter state (momentum, moments), in no fixed
+// order.
 std::vector<torch::Tensor> optimizerStateTensors(torch::optim::Optimizer& optimizer,
                                                  OptimizerKind kind);
 
