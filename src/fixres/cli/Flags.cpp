@@ -160,7 +160,10 @@ const std::vector<FlagSpec>& sharedFlags() {
        "auto (device on CUDA), cpu or device: where uint8 images become normalised floats "
        "(device: 4x smaller batches to copy)",
        "Numerics", ""},
-      {"--precision", "auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16", "Numerics", ""},
+      {"--precision",
+       "auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16 or fp16 (CUDA only; training adds "
+       "dynamic loss scaling)",
+       "Numerics", ""},
       {"--memory-format", "auto (channels-last on CUDA), contiguous or channels-last", "Numerics",
        ""},
       {"--seed", "Seed of initialisation, sampling and augmentation (>= 0)", "Optimisation", "",

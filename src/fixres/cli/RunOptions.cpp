@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
 #include "fixres/data/Sampler.h"
+#include "fixres/engine/Optimizer.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/Catalogue.h"
@@ -147,9 +149,31 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
                "--absolute-lr",
                "Optimisation");
   addSharedFlag(app, "--absolute-lr", c.absoluteLr);
-  addRunOption(app, "--momentum", c.momentum, "SGD momentum, in [0, 1)", "Optimisation");
-  addRunOption(app, "--weight-decay", c.weightDecay, "SGD weight decay, >= 0", "Optimisation");
-  app.add_flag("--nesterov", c.nesterov, "Nesterov momentum")->group("Optimisation");
+  addChoice(app, "--opt", c.opt, engine::optimizerKinds(),
+            "Optimizer (the torchvision references'): sgd, adamw (default betas and eps) or "
+            "rmsprop (eps 0.0316, alpha 0.9)")
+      ->group("Optimisation");
+  addRunOption(app, "--momentum", c.momentum, "Momentum of sgd and rmsprop, in [0, 1)",
+               "Optimisation");
+  addRunOption(app, "--weight-decay", c.weightDecay, "Weight decay, >= 0", "Optimisation");
+  // Unset: the parameters keep --weight-decay (the references' default None).
+  auto decayOf = [&app](const std::string& name, std::optional<double>& target,
+                        const std::string& help) {
+    app.add_option_function<double>(
+           name, [&target](double v) { target = v; }, help)
+        ->group("Optimisation");
+  };
+  decayOf("--norm-weight-decay", c.normWeightDecay,
+          "Weight decay of the norm layers' parameters (BatchNorm, GroupNorm, LayerNorm, ...), "
+          ">= 0 (default: --weight-decay)");
+  decayOf("--bias-weight-decay", c.biasWeightDecay,
+          "Weight decay of every parameter named bias (norm layers' too), >= 0 (default: that "
+          "of its layer)");
+  app.add_flag("--nesterov", c.nesterov, "Nesterov momentum (--opt sgd)")->group("Optimisation");
+  addRunOption(app, "--clip-grad-norm", c.clipGradNorm,
+               "Clip the gradients' total 2-norm to this (after the all-reduce and loss "
+               "unscaling), >= 0 (0: no clipping)",
+               "Optimisation");
   addChoice(app, "--lr-schedule", c.lrSchedule, engine::scheduleKinds(),
             "Learning-rate schedule: step (StepLR), cosine or constant")
       ->group("Optimisation");

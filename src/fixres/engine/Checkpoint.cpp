@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <regex>
@@ -13,38 +14,6 @@
 
 namespace fixres::engine {
 namespace {
-
-std::string stateKey(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
-}
-
-c10::impl::GenericDict momentumBuffers(const torch::nn::Module& model, torch::optim::SGD& opt) {
-  c10::Dict<std::string, at::Tensor> out;
-  auto& states = opt.state();
-  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
-    auto it = states.find(stateKey(item.value()));
-    if (it == states.end()) continue;
-    auto& s = static_cast<torch::optim::SGDParamState&>(*it->second);
-    if (s.momentum_buffer().defined()) out.insert(item.key(), s.momentum_buffer().detach().cpu());
-  }
-  return c10::impl::toGenericDict(out);
-}
-
-void restoreMomentum(const c10::IValue& value, torch::nn::Module& model, torch::optim::SGD& opt,
-                     const std::string& path) {
-  FIXRES_CHECK(value.isGenericDict(), WeightsError, path, ": 'optimizer' is not a dict");
-  auto dict = value.toGenericDict();
-  auto& states = opt.state();
-  for (const auto& item : model.named_parameters(true)) {
-    if (!dict.contains(item.key())) continue;
-    auto buf = dict.at(item.key()).toTensor();
-    FIXRES_CHECK(buf.sizes() == item.value().sizes(), WeightsError, path, ": momentum buffer of ",
-                 item.key(), " has shape ", buf.sizes(), ", expected ", item.value().sizes());
-    auto state = std::make_unique<torch::optim::SGDParamState>();
-    state->momentum_buffer(buf.to(item.value().device()).clone());
-    states[stateKey(item.value())] = std::move(state);
-  }
-}
 
 // CRC-32 and byte count of every tensor of the given dicts, in their (insertion) order: what
 // the checkpoint's `integrity` record holds, checked on load.
@@ -78,7 +47,7 @@ T field(const c10::impl::GenericDict& d, const char* key, const std::string& pat
 }  // namespace
 
 void saveCheckpoint(const std::string& path, const CheckpointState& s,
-                    const torch::nn::Module& model, torch::optim::SGD& optimizer,
+                    const torch::nn::Module& model, const OptimizerRef& optimizer,
                     const ModelEma* ema) {
   c10::impl::GenericDict sched(c10::StringType::get(), c10::AnyType::get());
   sched.insert("kind", s.scheduleKind);
@@ -89,8 +58,9 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
   d.insert("epoch", s.epoch);
   d.insert("accuracy", s.accuracy);
   auto weights = c10::impl::toGenericDict(models::stateDict(model));
-  auto momentum = momentumBuffers(model, optimizer);
-  auto [crc, bytes] = tensorChecksum({weights, momentum});
+  auto optState =
+      c10::impl::toGenericDict(optimizerState(model, optimizer.optimizer, optimizer.kind));
+  auto [crc, bytes] = tensorChecksum({weights, optState});
   c10::impl::GenericDict integrity(c10::StringType::get(), c10::AnyType::get());
   integrity.insert("algorithm", std::string("crc32"));
   integrity.insert("crc32", crc);
@@ -104,7 +74,14 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
     integrity.insert("model_ema_bytes", emaBytes);
   }
   d.insert("model", weights);
-  d.insert("optimizer", momentum);
+  d.insert("optimizer", optState);
+  d.insert("optimizer_kind", choiceName(optimizerKinds(), optimizer.kind));
+  if (optimizer.scaler) {
+    c10::impl::GenericDict scaler(c10::StringType::get(), c10::AnyType::get());
+    scaler.insert("scale", static_cast<double>(optimizer.scaler->scale()));
+    scaler.insert("growth_tracker", optimizer.scaler->growthTracker());
+    d.insert("loss_scaler", scaler);
+  }
   if (averaged) d.insert("model_ema", *averaged);
   d.insert("integrity", integrity);
   d.insert("lr_scheduler", sched);
@@ -117,7 +94,7 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
 }
 
 CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::SGD& optimizer, const CheckpointCheck& check,
+                               const OptimizerRef& optimizer, const CheckpointCheck& check,
                                ModelEma* ema) {
   auto content = models::readTorchFile(path);
   FIXRES_CHECK(content.isGenericDict(), WeightsError, path, ": not a fixres checkpoint");
@@ -159,9 +136,42 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
                    "): the file is corrupt");
     }
   }
+  OptimizerKind kind = OptimizerKind::kSgd;  // checkpoints before --opt
+  if (d.contains("optimizer_kind")) {
+    const auto name = field<std::string>(d, "optimizer_kind", path);
+    const std::string unknown = choiceError(optimizerKinds(), name);
+    FIXRES_CHECK(unknown.empty(), WeightsError, path, ": 'optimizer_kind': ", unknown);
+    kind = parseChoice(optimizerKinds(), name, path);
+  }
+  std::optional<std::pair<double, int64_t>> scaler;
+  if (d.contains("loss_scaler")) {
+    FIXRES_CHECK(d.at("loss_scaler").isGenericDict(), WeightsError, path,
+                 ": 'loss_scaler' is not a dict");
+    auto rec = d.at("loss_scaler").toGenericDict();
+    scaler = {field<double>(rec, "scale", path), field<int64_t>(rec, "growth_tracker", path)};
+    const auto scale = static_cast<float>(scaler->first);
+    FIXRES_CHECK(std::isfinite(scale) && scale > 0 && scaler->second >= 0, WeightsError, path,
+                 ": bad loss scaler state (scale ", scaler->first, ", growth tracker ",
+                 scaler->second, ")");
+  }
+  FIXRES_CHECK(d.contains("optimizer") && d.at("optimizer").isGenericDict(), WeightsError, path,
+               ": 'optimizer' is not a dict");
   if (check) check(s);
   models::loadStateDict(model, d.at("model"), models::LoadOptions{}, path);
-  restoreMomentum(d.at("optimizer"), model, optimizer, path);
+  if (kind == optimizer.kind) {
+    restoreOptimizerState(d.at("optimizer").toGenericDict(), model, optimizer.optimizer, kind,
+                          path);
+  } else {
+    log::warn(path, " holds the state of optimizer ", choiceName(optimizerKinds(), kind),
+              ", not of ", choiceName(optimizerKinds(), optimizer.kind),
+              ": the optimizer starts fresh");
+  }
+  if (optimizer.scaler && scaler) {
+    optimizer.scaler->setState(scaler->first, scaler->second);
+  } else if (optimizer.scaler) {
+    log::warn(path, " has no loss scaler state: the loss scale starts at ",
+              optimizer.scaler->options().initScale);
+  }
   if (ema) {
     if (d.contains("model_ema")) {
       ema->loadStateDict(d.at("model_ema"), path);
@@ -176,7 +186,7 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
 }
 
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
-                                                torch::optim::SGD& optimizer,
+                                                const OptimizerRef& optimizer,
                                                 const CheckpointCheck& check, ModelEma* ema) {
   namespace fs = std::filesystem;
   std::vector<std::pair<int64_t, std::string>> candidates;

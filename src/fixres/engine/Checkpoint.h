@@ -1,8 +1,12 @@
 // Training checkpoints: the FixRes layout {epoch, accuracy, model, optimizer, lr_scheduler}
 // plus what an exact resume needs (iteration in the epoch, global step, sampler seed, the
-// resolved config), and with --model-ema the EMA weights as `model_ema` (AveragedModel's state
-// dict: n_averaged and module.*, as torchvision's references store it). Written by rank 0
-// atomically; `model` is a plain state dict that Python's torch.load reads.
+// resolved config). Written by rank 0 atomically; `model` is a plain state dict that Python's
+// torch.load reads, `optimizer` a flat dict of tensors by parameter name (Optimizer.h: SGD's
+// momentum buffers under the parameter names, as since 0.1.0; AdamW's and RMSprop's state under
+// "<state>/<name>"), `optimizer_kind` its kind (absent: sgd) and `loss_scaler` the loss scaler's
+// {scale, growth_tracker} when the run scales its loss; with --model-ema the EMA weights as
+// `model_ema` (AveragedModel's state dict: n_averaged and module.*, as torchvision's references
+// store it).
 #pragma once
 
 #include <torch/torch.h>
@@ -11,7 +15,9 @@
 #include <optional>
 #include <string>
 
+#include "fixres/engine/LossScaler.h"
 #include "fixres/engine/ModelEma.h"
+#include "fixres/engine/Optimizer.h"
 
 namespace fixres::engine {
 
@@ -32,23 +38,33 @@ struct CheckpointState {
 // into the model; it may throw to refuse the checkpoint (the error propagates).
 using CheckpointCheck = std::function<void(const CheckpointState&)>;
 
-// `ema`: the EMA weights to save as model_ema (nullptr: none).
+// The optimizer side of a checkpoint: the optimizer, its kind (the layout of its state), and the
+// loss scaler when the run has one.
+struct OptimizerRef {
+  torch::optim::Optimizer& optimizer;
+  OptimizerKind kind = OptimizerKind::kSgd;
+  LossScaler* scaler = nullptr;
+};
+
 void saveCheckpoint(const std::string& path, const CheckpointState& state,
-                    const torch::nn::Module& model, torch::optim::SGD& optimizer,
+                    const torch::nn::Module& model, const OptimizerRef& optimizer,
                     const ModelEma* ema = nullptr);
 
-// Restores model weights, momentum buffers and the state, and with `ema` the EMA weights (a
-// checkpoint without model_ema leaves `ema` to start over at its next update, with a warning).
-// WeightsError when the file is unreadable, corrupt, or does not fit the model.
+// Restores model weights, the optimizer's state, the loss scaler's and the checkpoint state.
+// WeightsError when the file is unreadable, corrupt, or does not fit the model. An optimizer
+// state of another kind (a resume with another --opt, allowed by `check`) is not restored: the
+// optimizer starts fresh, with a warning; so does a loss scaler the checkpoint has no state for.
+// With `ema`, the EMA weights too (a checkpoint without model_ema leaves `ema` to start over at its
+// next update, with a warning).
 CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::SGD& optimizer, const CheckpointCheck& check = {},
+                               const OptimizerRef& optimizer, const CheckpointCheck& check = {},
                                ModelEma* ema = nullptr);
 
 // The newest loadable checkpoint of a run folder: checkpoint.pth, else the highest
 // checkpoint_<epoch>.pth (with a warning naming what was corrupt). nullopt when the folder has
 // none at all. `check` sees the chosen checkpoint before it is loaded.
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
-                                                torch::optim::SGD& optimizer,
+                                                const OptimizerRef& optimizer,
                                                 const CheckpointCheck& check = {},
                                                 ModelEma* ema = nullptr);
 

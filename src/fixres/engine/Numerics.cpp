@@ -4,6 +4,8 @@
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 
+#include "fixres/common/Error.h"
+
 namespace fixres::engine {
 
 const NumericsChoices& numericsChoices() {
@@ -11,7 +13,8 @@ const NumericsChoices& numericsChoices() {
   using M = MemoryFormatChoice;
   using N = NormalizeOnChoice;
   static const NumericsChoices kChoices{
-      {"precision", {{"auto", P::kAuto}, {"fp32", P::kFp32}, {"bf16", P::kBf16}}},
+      {"precision",
+       {{"auto", P::kAuto}, {"fp32", P::kFp32}, {"bf16", P::kBf16}, {"fp16", P::kFp16}}},
       {"memory format",
        {{"auto", M::kAuto}, {"contiguous", M::kContiguous}, {"channels-last", M::kChannelsLast}}},
       {"normalisation place", {{"auto", N::kAuto}, {"cpu", N::kCpu}, {"device", N::kDevice}}}};
@@ -21,7 +24,11 @@ const NumericsChoices& numericsChoices() {
 Numerics resolveNumerics(const NumericsOptions& o, const torch::Device& device) {
   const bool cuda = device.is_cuda();
   Numerics n;
-  n.precision = o.precision == PrecisionChoice::kBf16   ? Precision::kBf16
+  FIXRES_CHECK(o.precision != PrecisionChoice::kFp16 || cuda, UsageError,
+               "--precision fp16 needs CUDA (this LibTorch's CPU autocast supports bf16 only: use "
+               "--precision bf16 or fp32)");
+  n.precision = o.precision == PrecisionChoice::kFp16   ? Precision::kFp16
+                : o.precision == PrecisionChoice::kBf16 ? Precision::kBf16
                 : o.precision == PrecisionChoice::kFp32 ? Precision::kFp32
                 : cuda                                  ? Precision::kBf16
                                                         : Precision::kFp32;

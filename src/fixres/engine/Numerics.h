@@ -10,12 +10,12 @@
 
 namespace fixres::engine {
 
-enum class PrecisionChoice { kAuto, kFp32, kBf16 };
+enum class PrecisionChoice { kAuto, kFp32, kBf16, kFp16 };
 enum class MemoryFormatChoice { kAuto, kContiguous, kChannelsLast };
 enum class NormalizeOnChoice { kAuto, kCpu, kDevice };
 
 struct NumericsChoices {
-  ChoiceTable<PrecisionChoice> precision;        // auto, fp32, bf16
+  ChoiceTable<PrecisionChoice> precision;        // auto, fp32, bf16, fp16
   ChoiceTable<MemoryFormatChoice> memoryFormat;  // auto, contiguous, channels-last
   ChoiceTable<NormalizeOnChoice> normalizeOn;    // auto, cpu, device
 };
@@ -35,6 +35,8 @@ struct Numerics {
   bool normalizeOnDevice = false;  // the loader hands over uint8; normalised where the model runs
 };
 
+// UsageError naming --precision for fp16 on a device without fp16 autocast (LibTorch's CPU
+// autocast supports bf16 only).
 Numerics resolveNumerics(const NumericsOptions& options, const torch::Device& device);
 
 // Where a rank's model runs and with which numerics: what the model, the loader and the batch

@@ -1,4 +1,4 @@
-// bf16 autocast and channels-last, over the LibTorch 1.13 and 2.x autocast interfaces.
+// bf16 and fp16 autocast and channels-last, over the LibTorch 1.13 and 2.x autocast interfaces.
 #include "fixres/engine/Precision.h"
 
 #include <ATen/autocast_mode.h>
@@ -61,7 +61,15 @@ bool parseChannelsLast(const std::string& text, const torch::Device& device) {
 }
 
 const char* precisionName(Precision p) {
-  return p == Precision::kBf16 ? "bf16" : "fp32";
+  switch (p) {
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kFp32:
+      break;
+  }
+  return "fp32";
 }
 
 void useChannelsLast(torch::nn::Module& model) {
@@ -73,12 +81,12 @@ void useChannelsLast(torch::nn::Module& model) {
 }
 
 AutocastGuard::AutocastGuard(const torch::Device& device, Precision precision) {
-  if (precision != Precision::kBf16) return;
+  if (precision == Precision::kFp32) return;
   active_ = true;
   cuda_ = device.is_cuda();
   wasEnabled_ = autocastEnabled(cuda_);
   previousType_ = autocastType(cuda_);
-  setAutocast(cuda_, true, at::kBFloat16);
+  setAutocast(cuda_, true, precision == Precision::kFp16 ? at::kHalf : at::kBFloat16);
   at::autocast::increment_nesting();
 }
 

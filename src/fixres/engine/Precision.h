@@ -1,5 +1,6 @@
-// Numeric precision and memory format of a run: fp32 or bf16 autocast (fp32 master weights),
-// NCHW or channels-last. `auto` means bf16 + channels-last on CUDA and fp32 + NCHW on the CPU.
+// Numeric precision and memory format of a run: fp32, bf16 autocast or fp16 autocast (CUDA only;
+// training adds dynamic loss scaling, LossScaler.h), always with fp32 master weights; NCHW or
+// channels-last. `auto` means bf16 + channels-last on CUDA and fp32 + NCHW on the CPU.
 #pragma once
 
 #include <torch/torch.h>
@@ -8,7 +9,7 @@
 
 namespace fixres::engine {
 
-enum class Precision { kFp32, kBf16 };
+enum class Precision { kFp32, kBf16, kFp16 };
 
 // A --precision / --memory-format value resolved for `device` (see Numerics.h; UsageError
 // naming the flag for an unknown value). parseChannelsLast is true for channels-last.
@@ -19,8 +20,8 @@ const char* precisionName(Precision p);
 // Converts the model's 4-d parameters and buffers to channels-last in place.
 void useChannelsLast(torch::nn::Module& model);
 
-// Enables autocast to bf16 on the device type for its lifetime when `precision` is kBf16 (and
-// does nothing for kFp32); restores the previous state and clears the cast cache on exit, as
+// Enables autocast to bf16 (kBf16) or fp16 (kFp16) on the device type for its lifetime (and does
+// nothing for kFp32); restores the previous state and clears the cast cache on exit, as
 // Python's torch.autocast does.
 class AutocastGuard {
  public:

@@ -50,9 +50,13 @@ void visitFields(Config& c, Visitor&& v) {
   v("epochs", c.epochs);
   v("learning_rate", c.learningRate);
   v("absolute_lr", c.absoluteLr);
+  v("opt", c.opt, optimizerKinds());
   v("momentum", c.momentum);
   v("weight_decay", c.weightDecay);
+  v("norm_weight_decay", c.normWeightDecay);
+  v("bias_weight_decay", c.biasWeightDecay);
   v("nesterov", c.nesterov);
+  v("clip_grad_norm", c.clipGradNorm);
   v("lr_schedule", c.lrSchedule, scheduleKinds());
   v("lr_step", c.lrStep);
   v("lr_gamma", c.lrGamma);
@@ -81,6 +85,10 @@ struct JsonWriter {
   void operator()(const char* key, const T& value) {
     out[key] = value;
   }
+  template <typename T>
+  void operator()(const char* key, const std::optional<T>& value) {
+    out[key] = value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+  }
   template <typename E>
   void operator()(const char* key, const E& value, const ChoiceTable<E>& table) {
     out[key] = choiceName(table, value);
@@ -98,6 +106,13 @@ struct JsonReader {
     } catch (const nlohmann::json::exception&) {
       FIXRES_FAIL(UsageError, "config: '", key, "' has the wrong type (", in.at(key).dump(), ")");
     }
+  }
+  template <typename T>
+  void operator()(const char* key, std::optional<T>& out) {
+    if (!in.contains(key) || in.at(key).is_null()) return;
+    T value{};
+    (*this)(key, value);
+    out = value;
   }
   template <typename E>
   void operator()(const char* key, E& out, const ChoiceTable<E>& table) {
@@ -129,6 +144,7 @@ const char* const kDefinesRun[] = {"mode",
                                    "sampler",
                                    "repetitions",
                                    "iteration_cap",
+                                   "opt",
                                    "seed"};
 // Per-invocation settings, never compared.
 const char* const kNotCompared[] = {"run_dir", "stop_after_steps"};
@@ -221,6 +237,11 @@ void RunConfig::validateValues() const {
   checkReal("--learning-rate", learningRate, 0, /*loOpen=*/true);
   checkReal("--momentum", momentum, 0, false, 1, /*hiOpen=*/true);
   checkReal("--weight-decay", weightDecay, 0, false);
+  if (normWeightDecay) checkReal("--norm-weight-decay", *normWeightDecay, 0, false);
+  if (biasWeightDecay) checkReal("--bias-weight-decay", *biasWeightDecay, 0, false);
+  checkReal("--clip-grad-norm", clipGradNorm, 0, false);
+  FIXRES_CHECK(!nesterov || (opt == OptimizerKind::kSgd && momentum > 0), UsageError,
+               "--nesterov needs --opt sgd and --momentum > 0");
   checkAtLeast("--lr-step", lrStep, 1);
   checkReal("--lr-gamma", lrGamma, 0, /*loOpen=*/true);
   checkReal("--warmup-epochs", warmupEpochs, 0, false);

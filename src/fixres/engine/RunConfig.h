@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/Numerics.h"
+#include "fixres/engine/Optimizer.h"
 #include "fixres/engine/ProgressiveResize.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/image/Transform.h"
@@ -58,9 +60,13 @@ struct RunConfig {
   int epochs = 120;
   double learningRate = 0.02;
   bool absoluteLr = false;  // false: scale as 8 x lr x batch x processes / 512
-  double momentum = 0.9;
+  OptimizerKind opt = OptimizerKind::kSgd;
+  double momentum = 0.9;  // sgd, rmsprop
   double weightDecay = 1e-4;
-  bool nesterov = false;
+  std::optional<double> normWeightDecay;  // norm layers' parameters; nullopt: weightDecay
+  std::optional<double> biasWeightDecay;  // parameters named bias; nullopt: as the others
+  bool nesterov = false;                  // sgd
+  double clipGradNorm = 0;                // > 0: clip the gradients' total 2-norm; 0: none
   ScheduleKind lrSchedule = ScheduleKind::kStep;
   int lrStep = 30;
   double lrGamma = 0.1;

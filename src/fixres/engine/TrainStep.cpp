@@ -1,8 +1,10 @@
-// The data-parallel SGD step.
+// The data-parallel training step.
 #include "fixres/engine/TrainStep.h"
 
 #include <algorithm>
 #include <cmath>
+
+#include "fixres/common/Error.h"
 
 namespace fixres::engine {
 namespace {
@@ -32,11 +34,18 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
   }
   distributed::GradReducer::broadcastFromRoot(comm_, all);
   params_ = trainableParameters();
-  optimizer_ =
-      std::make_unique<torch::optim::SGD>(params_, torch::optim::SGDOptions(o_.learningRate)
-                                                       .momentum(o_.momentum)
-                                                       .weight_decay(o_.weightDecay)
-                                                       .nesterov(o_.nesterov));
+  FIXRES_CHECK(std::isfinite(o_.clipGradNorm) && o_.clipGradNorm >= 0, UsageError,
+               "--clip-grad-norm must be a finite number >= 0 (0: none), got ", o_.clipGradNorm);
+  OptimizerOptions oo;
+  oo.kind = o_.optimizer;
+  oo.learningRate = o_.learningRate;
+  oo.momentum = o_.momentum;
+  oo.weightDecay = o_.weightDecay;
+  oo.nesterov = o_.nesterov;
+  oo.normWeightDecay = o_.normWeightDecay;
+  oo.biasWeightDecay = o_.biasWeightDecay;
+  optimizer_ = makeOptimizer(*model_, oo);
+  if (o_.lossScaling) scaler_.emplace(*o_.lossScaling);
   reducer_ = std::make_unique<distributed::GradReducer>(comm_, params_);
   for (size_t i = 0; i < buffers_.size(); ++i) {
     auto same = [&](const BufferGroup& g) {
@@ -99,8 +108,7 @@ bool TrainStep::rollBack() {
 bool TrainStep::stateFinite() {
   std::vector<torch::Tensor> all = buffers_;
   for (auto& p : model_->parameters()) all.push_back(p);
-  for (auto& [key, state] : optimizer_->state())
-    all.push_back(static_cast<torch::optim::SGDParamState&>(*state).momentum_buffer());
+  for (auto& t : optimizerStateTensors(*optimizer_, o_.optimizer)) all.push_back(t);
   return allFinite(all);
 }
 
@@ -125,25 +133,45 @@ double TrainStep::backward(const torch::Tensor& images, const torch::Tensor& lab
     top1Correct_ = top1Correct_.defined() ? top1Correct_ + hits : hits;
     top1Count_ += labels.size(0);
   }
-  (lossScale == 1.0 ? loss : loss * lossScale).backward();
+  const double scale = scaler_ ? lossScale * scaler_->scale() : lossScale;
+  (scale == 1.0 ? loss : loss * scale).backward();
   return loss.item<double>();
 }
 
-bool TrainStep::finish(double lr, bool lossFinite) {
+StepResult TrainStep::finish(double lr, bool lossFinite) {
+  lastResult_ = finishStep(lr, lossFinite);
+  return lastResult_;
+}
+
+StepResult TrainStep::finishStep(double lr, bool lossFinite) {
+  if (scaler_ && comm_.worldSize() > 1)
+    lossFinite = distributed::allReduceScalars(comm_, {lossFinite ? 0.0 : 1.0})[0] == 0;
+  if (scaler_ && !lossFinite) {
+    rollBack();
+    return StepResult::kNotFinite;
+  }
   if (!lossFinite) params_.front().mutable_grad() = torch::full_like(params_.front(), NAN);
   reducer_->reduce();
   std::vector<torch::Tensor> grads;
   for (const auto& p : params_) grads.push_back(p.grad());
-  if (!allFinite(grads)) {
+  if (scaler_) {
+    const bool finite = scaler_->unscale(grads);
+    scaler_->update(!finite);
+    if (!finite) {
+      rollBack();
+      return StepResult::kOverflow;
+    }
+  } else if (!allFinite(grads)) {
     rollBack();
-    return false;
+    return StepResult::kNotFinite;
   }
-  for (auto& group : optimizer_->param_groups())
-    static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+  if (o_.clipGradNorm > 0)
+    lastGradNorm_ = torch::nn::utils::clip_grad_norm_(params_, o_.clipGradNorm);
+  setLearningRate(*optimizer_, lr);
   phase_ = Phase::kApplying;
   optimizer_->step();
   phase_ = Phase::kIdle;
-  return true;
+  return StepResult::kApplied;
 }
 
 TrainStep::Top1Hits TrainStep::takeTop1Hits() {

@@ -1,24 +1,42 @@
 // One optimizer step of data-parallel training: forward, loss, backward, gradient all-reduce,
-// SGD. Shared by the Trainer and `fixres bench train` so the benchmark measures the real step.
+// (loss unscaling, clipping) and the optimizer's update. Shared by the Trainer and `fixres bench
+// train` so the benchmark measures the real step.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <memory>
+#include <optional>
 
 #include "fixres/distributed/Communicator.h"
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/FinetuneRecipe.h"
+#include "fixres/engine/LossScaler.h"
+#include "fixres/engine/Optimizer.h"
 #include "fixres/engine/Precision.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::engine {
+
+// What finish() did with a step.
+enum class StepResult {
+  kApplied,    // the optimizer updated the weights
+  kNotFinite,  // a rank's loss, or (without loss scaling) the averaged gradient, is not finite
+  kOverflow,   // loss scaling: the unscaled gradient is not finite; step skipped, scale lowered
+};
 
 struct StepOptions {
   double learningRate = 0.1;
   double momentum = 0.9;
   double weightDecay = 1e-4;
   bool nesterov = false;
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  std::optional<double> normWeightDecay;  // nullopt: weightDecay (OptimizerOptions)
+  std::optional<double> biasWeightDecay;  // nullopt: as the other parameters of their layer
+  double clipGradNorm = 0;                // > 0: clip the gradients' total 2-norm to this
+  // Dynamic loss scaling (what --precision fp16 uses; usable with any precision here).
+  std::optional<LossScalerOptions> lossScaling;
   double labelSmoothing = 0;
   bool finetune = false;  // the FixRes recipe of the model's family (FinetuneRecipe.h)
   bool finetuneBnAffine = false;
@@ -35,17 +53,24 @@ class TrainStep {
   // images N x 3 x H x W on the model's device; labels int64 N, or soft targets float N x C
   // (mixup / CutMix: class probabilities, each row summing to 1). Returns the loss.
   double step(const torch::Tensor& images, const torch::Tensor& labels, double lr);
+  // The StepResult of the last finish() (or step()).
+  StepResult lastResult() const { return lastResult_; }
+  // With clipGradNorm: the total 2-norm of the (averaged, unscaled) gradients of the last applied
+  // step, before clipping (what torch.nn.utils.clip_grad_norm_ returns); NaN otherwise.
+  double lastGradNorm() const { return lastGradNorm_; }
 
   // The same step in parts, for gradient accumulation over micro-batches: begin() clears the
   // gradients (and takes rank 0's BN statistics, as DDP's broadcast_buffers) and keeps a copy of
   // the buffers, each backward() adds the gradient of lossScale x loss of one micro-batch and
-  // returns its unscaled loss, finish() all-reduces the gradients and applies SGD with the given
-  // learning rate.
+  // returns its unscaled loss, finish() all-reduces the gradients, unscales them (loss scaling),
+  // clips their norm (clipGradNorm) and applies the optimizer with the given learning rate.
   //
   // finish() applies the step only when every rank's loss (`lossFinite` on this one) and the
-  // averaged gradients are finite, and returns whether it did; otherwise every rank alike drops
-  // the step (rollBack()). A rank whose loss is not finite makes its gradient NaN, so the
-  // all-reduce carries the verdict to every rank without another collective.
+  // averaged gradients are finite; otherwise every rank alike drops the step (rollBack()). A rank
+  // whose loss is not finite makes its gradient NaN, so the all-reduce carries the verdict to
+  // every rank without another collective (with loss scaling, where a NaN gradient means an
+  // overflow, the verdict takes one scalar all-reduce of its own). With loss scaling, gradients
+  // that are not finite once unscaled skip the step (kOverflow) and update the scale.
   // The loss of backward(): cross-entropy with --label-smoothing, for class indices or class
   // probabilities alike, as torch.nn.functional.cross_entropy (with probabilities, smoothing
   // takes targets x (1 - ls) + ls / C).
@@ -53,8 +78,9 @@ class TrainStep {
                             double labelSmoothing);
 
   void begin();
+  // `lossScale` weighs the micro-batch (1 / micro-batches); the loss scaler's scale multiplies it.
   double backward(const torch::Tensor& images, const torch::Tensor& labels, double lossScale);
-  bool finish(double lr, bool lossFinite = true);
+  StepResult finish(double lr, bool lossFinite = true);
 
   // Top-1 hits of the training batches seen by backward() since the last call (argmax of the
   // logits against hard int64 labels; batches with other targets are not counted), kept on the
@@ -68,17 +94,22 @@ class TrainStep {
   // in train mode updates the BN statistics). Returns false when a failure interrupted SGD itself
   // (the weights are half updated: nothing of this state may be saved); true otherwise.
   bool rollBack();
-  // Whether every parameter, buffer and momentum buffer is finite.
+  // Whether every parameter, buffer and optimizer state tensor is finite.
   bool stateFinite();
 
-  torch::optim::SGD& optimizer() { return *optimizer_; }
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  OptimizerKind optimizerKind() const { return o_.optimizer; }
+  LossScaler* lossScaler() { return scaler_ ? &*scaler_ : nullptr; }  // null without loss scaling
   std::vector<torch::Tensor> trainableParameters() const;
 
  private:
+  StepResult finishStep(double lr, bool lossFinite);
+
   models::Model model_;
   StepOptions o_;
   distributed::Communicator& comm_;
-  std::unique_ptr<torch::optim::SGD> optimizer_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::optional<LossScaler> scaler_;
   std::unique_ptr<distributed::GradReducer> reducer_;
   FinetuneRecipe recipe_;  // finetune only
   std::vector<torch::Tensor> buffers_;
@@ -93,6 +124,8 @@ class TrainStep {
   };
   std::vector<BufferGroup> bufferGroups_;
   enum class Phase { kIdle, kBegun, kApplying } phase_ = Phase::kIdle;
+  StepResult lastResult_ = StepResult::kApplied;
+  double lastGradNorm_ = NAN;
 };
 
 }  // namespace fixres::engine

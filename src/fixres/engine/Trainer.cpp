@@ -108,6 +108,11 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   st.momentum = cfg_.momentum;
   st.weightDecay = cfg_.weightDecay;
   st.nesterov = cfg_.nesterov;
+  st.optimizer = cfg_.opt;
+  st.normWeightDecay = cfg_.normWeightDecay;
+  st.biasWeightDecay = cfg_.biasWeightDecay;
+  st.clipGradNorm = cfg_.clipGradNorm;
+  if (run_.numerics.precision == Precision::kFp16) st.lossScaling = LossScalerOptions{};
   st.labelSmoothing = cfg_.labelSmoothing;
   st.finetune = cfg_.mode == RunMode::kFinetune;
   st.finetuneBnAffine = cfg_.finetuneBnAffine;
@@ -163,8 +168,8 @@ std::optional<Trainer::Stop> Trainer::train(data::Loader& loader) {
 
 bool Trainer::resume() {
   auto resumed = resumeFromRunDir(
-      cfg_.runDir, *model_, step_->optimizer(),
-      [this](const CheckpointState& s) { checkResumable(s); }, ema_.get());
+      cfg_.runDir, *model_, optimizerRef(), [this](const CheckpointState& s) { checkResumable(s); },
+      ema_.get());
   if (!resumed) return false;
   state_ = *resumed;
   state_.configJson = cfg_.toJson().dump();
@@ -288,7 +293,15 @@ Trainer::StepOutcome Trainer::trainStep(data::Loader& loader, double lr, double&
     }
     loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;
   }
-  return step_->finish(lr, std::isfinite(loss)) ? StepOutcome::kApplied : StepOutcome::kNotFinite;
+  switch (step_->finish(lr, std::isfinite(loss))) {
+    case StepResult::kApplied:
+      return StepOutcome::kApplied;
+    case StepResult::kOverflow:
+      return StepOutcome::kOverflow;
+    case StepResult::kNotFinite:
+      break;
+  }
+  return StepOutcome::kNotFinite;
 }
 
 std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t iterations) {
@@ -297,7 +310,7 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
   StepTally epochTally, windowTally;
   int64_t lossCount = 0;
   double lossSum = 0;
-  int64_t skipped = 0, done = 0;
+  int64_t skipped = 0, overflows = 0, done = 0;
   while (state_.iteration < iterations) {
     if (auto stop = stepLimit()) return stop;
     const double lr = schedule_->rate(static_cast<int>(state_.epoch),
@@ -326,6 +339,9 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
       log::warn(what, "; step skipped (--nan-policy skip)");
       ++skipped;
     } else {
+      // An overflow of the scaled gradients (loss scaling) is no failure: the step is skipped
+      // and the scale lowered, as GradScaler does; the loss itself was finite.
+      if (outcome == StepOutcome::kOverflow) ++overflows;
       skippedInARow_ = 0;
       lossSum += loss;
       lossCount++;
@@ -360,6 +376,10 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
                                {"data_wait_share", waitShare}};
       if (skipped > 0) record["skipped_steps"] = skipped;
       if (cfg_.progressive.enabled()) record["train_size"] = trainTransform_.inputSize;
+      if (const LossScaler* scaler = step_->lossScaler()) {
+        record["overflow_steps"] = overflows;
+        record["loss_scale"] = scaler->scale();
+      }
       appendMetrics(record);
     }
     if (auto stop = agreedStop()) return stop;
@@ -523,12 +543,16 @@ void Trainer::writeCheckpoints(bool epochEnd) {
   saving_ = true;  // stays set when a write fails
   state_.learningRate = schedule_->rate(static_cast<int>(state_.epoch));
   state_.worldSize = comm_.worldSize();
-  saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, step_->optimizer(), ema_.get());
+  saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, optimizerRef(), ema_.get());
   if (epochEnd) {
     saveCheckpoint(cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth", state_,
-                   *model_, step_->optimizer(), ema_.get());
+                   *model_, optimizerRef(), ema_.get());
   }
   saving_ = false;
+}
+
+OptimizerRef Trainer::optimizerRef() {
+  return OptimizerRef{step_->optimizer(), step_->optimizerKind(), step_->lossScaler()};
 }
 
 std::optional<Trainer::Stop> Trainer::stepLimit() const {

@@ -59,7 +59,7 @@ class Trainer {
     int signal = 0;     // the signal, when one
     std::string error;  // when set, the run fails (exit code 1) with this message after saving
   };
-  enum class StepOutcome { kApplied, kNotFinite, kNoData };
+  enum class StepOutcome { kApplied, kNotFinite, kOverflow, kNoData };
   // What the steps since the last progress line add up to.
   struct StepTally {
     int64_t images = 0;          // this rank's training images
@@ -87,6 +87,7 @@ class Trainer {
   void evaluateAfter();
   void updateEma(int64_t iteration);
   void writeCheckpoints(bool epochEnd);
+  OptimizerRef optimizerRef();
   void logProgress(int64_t iteration, int64_t iterations, double loss, double lr, double imgPerSec,
                    double dataWaitShare, double etaSeconds);
   void appendMetrics(const nlohmann::json& line);

@@ -161,12 +161,12 @@ TEST(ModelEmaTest, CheckpointKeepsModelEmaBitwiseAndPythonReadsIt) {
   const std::string dir = testing::makeTempDir("fixres_emackpt_");
   CheckpointState state;
   state.configJson = "{}";
-  saveCheckpoint(dir + "/c.pth", state, *model, sgd, &ema);
+  saveCheckpoint(dir + "/c.pth", state, *model, OptimizerRef{sgd}, &ema);
 
   ModelEma back(models::createModel("resnet_tiny", 4), o);
   auto fresh = models::createModel("resnet_tiny", 4);
   torch::optim::SGD sgd2(fresh->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  loadCheckpoint(dir + "/c.pth", *fresh, sgd2, {}, &back);
+  loadCheckpoint(dir + "/c.pth", *fresh, OptimizerRef{sgd2}, {}, &back);
   EXPECT_EQ(back.nAveraged(), 3);
   auto a = ema.stateDict();
   auto b = back.stateDict();
@@ -186,7 +186,7 @@ TEST(ModelEmaTest, CheckpointKeepsModelEmaBitwiseAndPythonReadsIt) {
   for (const auto& item : models::stateDict(*viaEntry))
     EXPECT_TRUE(torch::equal(item.value(), a.at("module." + item.key()))) << item.key();
   // A checkpoint without model_ema: the error names the file and the entry.
-  saveCheckpoint(dir + "/plain.pth", state, *model, sgd);
+  saveCheckpoint(dir + "/plain.pth", state, *model, OptimizerRef{sgd});
   testing::expectWeightsError([&] { models::loadWeightsFile(*viaEntry, dir + "/plain.pth", lo); },
                               {dir + "/plain.pth", "has no 'model_ema' entry", "--model-ema"});
 }

@@ -263,6 +263,47 @@ TEST(RunConfigTest, ResumeChangesCompareOnlyWhatAnOlderConfigHolds) {
   EXPECT_TRUE(changes[0].definesRun);
 }
 
+// The optimizer keys: opt by name, the group decays as numbers or null (unset: the same as
+// weight_decay), clip_grad_norm, precision fp16; a config without them (0.1.0) reads as SGD with
+// one group; another opt on resume defines another run, another clip_grad_norm does not.
+TEST(RunConfigTest, OptimizerKeysRoundTripAndOptDefinesTheRun) {
+  RunConfig c = RunConfig::forMode(RunMode::kTrain);
+  const auto plain = c.toJson();
+  EXPECT_EQ(plain.at("opt"), "sgd");
+  EXPECT_TRUE(plain.at("norm_weight_decay").is_null());
+  EXPECT_TRUE(plain.at("bias_weight_decay").is_null());
+  EXPECT_EQ(plain.at("clip_grad_norm"), 0.0);
+  c.opt = OptimizerKind::kAdamw;
+  c.normWeightDecay = 0.0;
+  c.clipGradNorm = 1.5;
+  c.numerics.precision = PrecisionChoice::kFp16;
+  const auto j = c.toJson();
+  EXPECT_EQ(j.at("opt"), "adamw");
+  EXPECT_EQ(j.at("norm_weight_decay"), 0.0);
+  EXPECT_TRUE(j.at("bias_weight_decay").is_null());
+  EXPECT_EQ(j.at("precision"), "fp16");
+  const RunConfig back = RunConfig::fromJson(j);
+  EXPECT_EQ(back.opt, OptimizerKind::kAdamw);
+  EXPECT_EQ(back.normWeightDecay, std::optional<double>(0.0));
+  EXPECT_FALSE(back.biasWeightDecay.has_value());
+  EXPECT_EQ(back.clipGradNorm, 1.5);
+  EXPECT_EQ(back.toJson(), j);
+  const RunConfig old = RunConfig::fromJson(readJson("config-0.1.0-train.json"));
+  EXPECT_EQ(old.opt, OptimizerKind::kSgd);
+  EXPECT_FALSE(old.normWeightDecay.has_value());
+  EXPECT_THROW(RunConfig::fromJson({{"opt", "lion"}}), UsageError);
+  RunConfig other = back;
+  other.opt = OptimizerKind::kRmsprop;
+  other.clipGradNorm = 2;
+  std::string seen;
+  for (const auto& change : resumeChanges(j, other))
+    seen += change.key + (change.definesRun ? "! " : " ");
+  EXPECT_EQ(seen, "clip_grad_norm opt! ");
+  RunConfig bad = RunConfig::forMode(RunMode::kTrain);
+  bad.biasWeightDecay = -1.0;
+  EXPECT_THROW(bad.validateValues(), UsageError);
+}
+
 }  // namespace
 }  // namespace fixres::engine
 

@@ -1,0 +1,79 @@
+// The optimizers of a run (the torchvision references' --opt: SGD, AdamW, RMSprop) over parameter
+// groups (their utils.set_weight_decay: norm layers and biases may have their own weight decay),
+// and their per-parameter state by parameter name, for checkpoints.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fixres/common/Choice.h"
+
+namespace fixres::engine {
+
+// sgd: torch.optim.SGD(lr, momentum, weight_decay, nesterov); adamw: torch.optim.AdamW(lr,
+// weight_decay) with its default betas (0.9, 0.999) and eps 1e-8; rmsprop: torch.optim.RMSprop(lr,
+// momentum, weight_decay, eps=0.0316, alpha=0.9), the references' (TensorFlow-like) setting.
+enum class OptimizerKind { kSgd, kAdamw, kRmsprop };
+const ChoiceTable<OptimizerKind>& optimizerKinds();  // sgd, adamw, rmsprop
+
+constexpr double kRmspropEps = 0.0316;
+constexpr double kRmspropAlpha = 0.9;
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  double learningRate = 0.1;
+  double momentum = 0.9;  // sgd, rmsprop
+  double weightDecay = 1e-4;
+  bool nesterov = false;  // sgd
+  // Parameters of norm layers (BatchNorm, GroupNorm, LayerNorm, InstanceNorm, LocalResponseNorm);
+  // nullopt: weightDecay.
+  std::optional<double> normWeightDecay;
+  // Parameters named "bias" (norm layers' included, as the references' custom key); nullopt: as
+  // the other parameters of their layer.
+  std::optional<double> biasWeightDecay;
+};
+
+// One parameter group: its parameters (with their names in the model) and weight decay.
+struct ParameterGroup {
+  std::string role;  // "other", "norm" or "bias"
+  double weightDecay = 0;
+  std::vector<std::string> names;
+  std::vector<torch::Tensor> parameters;
+};
+
+// The model's parameters that require a gradient, in groups as the references' set_weight_decay
+// makes them: "other" (weightDecay), "norm", "bias"; empty groups left out.
+std::vector<ParameterGroup> parameterGroups(const torch::nn::Module& model,
+                                            const OptimizerOptions& options);
+
+// The optimizer of `options.kind` over parameterGroups(model, options). UsageError for an option
+// out of range (naming its flag).
+std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const torch::nn::Module& model,
+                                                       const OptimizerOptions& options);
+
+// Sets every group's learning rate.
+void setLearningRate(torch::optim::Optimizer& optimizer, double lr);
+
+// Every (defined) tensor of the optimizer's per-parameter state (momentum, moments), in no fixed
+// order.
+std::vector<torch::Tensor> optimizerStateTensors(torch::optim::Optimizer& optimizer,
+                                                 OptimizerKind kind);
+
+// The per-parameter state as a flat dict of CPU tensors. sgd: {parameter name: momentum buffer}
+// (fixres's checkpoint layout since 0.1.0); adamw: {"exp_avg/NAME", "exp_avg_sq/NAME",
+// "step/NAME" (int64 scalar)}; rmsprop: {"square_avg/NAME", "momentum_buffer/NAME" (momentum > 0),
+// "step/NAME"}.
+c10::Dict<std::string, at::Tensor> optimizerState(const torch::nn::Module& model,
+                                                  torch::optim::Optimizer& optimizer,
+                                                  OptimizerKind kind);
+// Restores optimizerState()'s dict (parameters without an entry start fresh). WeightsError
+// naming `path` when a tensor does not fit its parameter.
+void restoreOptimizerState(const c10::impl::GenericDict& state, const torch::nn::Module& model,
+                           torch::optim::Optimizer& optimizer, OptimizerKind kind,
+                           const std::string& path);
+
+}  // namespace fixres::engine
