@@ -7,7 +7,9 @@
 #      train resolution vs the chosen one, before and after fine-tuning; plot + report.
 # Usage: scripts/demo.sh [FIXRES_BIN] ; environment: DEMO_SEED, DEMO_EPOCHS, DEMO_TRAIN_SIZE,
 # DEMO_ITERS, DEMO_FT_ITERS, DEMO_LIMIT_TRAIN, DEMO_LIMIT_VAL, DEMO_HOLDOUT, DEMO_SIZES, DEMO_OUT,
-# DEMO_DATA, DEMO_THREADS, DEMO_ARCH, DEMO_BATCH.
+# DEMO_DATA, DEMO_THREADS, DEMO_ARCH, DEMO_BATCH, DEMO_TRAIN_FLAGS (more train flags, e.g. a
+# recipe: "--auto-augment ta_wide --model-ema"), DEMO_USE_EMA (1: sweep and evaluate the EMA
+# weights of a --model-ema run).
 set -euo pipefail
 FIXRES=${1:-build/bin/fixres}
 SEED=${DEMO_SEED:-0}
@@ -38,8 +40,13 @@ rm -rf "$OUT"; mkdir -p "$OUT"
   --epochs "$EPOCHS" --batch "$BATCH" --workers 2 --learning-rate 0.1 --absolute-lr \
   --lr-schedule cosine --transform torch --sampler distributed --eval-every "$EPOCHS" \
   --iteration-cap "$ITERS" \
-  --seed "$SEED" --shared-folder-path "$OUT" --job-id train --log-every 100
+  --seed "$SEED" --shared-folder-path "$OUT" --job-id train --log-every 100 ${DEMO_TRAIN_FLAGS:-}
 WEIGHTS="$OUT/train/train/checkpoint.pth"
+if [ "${DEMO_USE_EMA:-0}" = 1 ]; then
+  "$FIXRES" export --architecture "$ARCH" --num-classes 10 --weight-path "$WEIGHTS" --use-ema \
+    --out "$OUT/ema.pth"
+  WEIGHTS="$OUT/ema.pth"
+fi
 
 echo "== 3. sweep test resolutions on the held-out split (with FixRes fine-tuning at each)"
 "$FIXRES" sweep --imnet-path "$DATA" --split holdout --architecture "$ARCH" --weight-path "$WEIGHTS" \
@@ -57,18 +64,27 @@ echo "== 4. test set (val): train resolution $TRAIN_SIZE vs chosen $BEST"
   --weight-path "$OUT/sweep/finetune_$BEST/checkpoint.pth" --input-size "$BEST" \
   --batch 256 --workers 2 --json "$OUT/test_ft_best.json" >/dev/null
 
+echo "== 5. FixRes without labels: BatchNorm statistics calibrated at $BEST px on unlabelled train images"
+"$FIXRES" calibrate --architecture "$ARCH" --weight-path "$WEIGHTS" --dataset-path "$DATA/train" \
+  --input-size "$BEST" --max-images $((FT_ITERS * BATCH)) --batch "$BATCH" --workers 2 --seed "$SEED" \
+  --out "$OUT/calibrated_$BEST.pth"
+"$FIXRES" eval --imnet-path "$DATA" --architecture "$ARCH" --weight-path "$OUT/calibrated_$BEST.pth" \
+  --input-size "$BEST" --batch 256 --workers 2 --json "$OUT/test_cal_best.json" >/dev/null
+
 /usr/bin/python3 - "$OUT" "$TRAIN_SIZE" "$BEST" "$SEED" "$(( $(date +%s) - t0 ))" <<'PY'
 import json, sys
 out, train, best, seed, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 plain = {r["input_size"]: r for r in json.load(open(f"{out}/test_plain.json"))["results"]}
 ft_train = json.load(open(f"{out}/test_ft_train.json"))["results"][0]
 ft_best = json.load(open(f"{out}/test_ft_best.json"))["results"][0]
+cal_best = json.load(open(f"{out}/test_cal_best.json"))["results"][0]
 sweep = json.load(open(f"{out}/sweep/sweep.json"))
 rows = [
     ("train res, no fine-tuning", train, plain[train]["top1"]),
     ("train res, fine-tuned", train, ft_train["top1"]),
     ("chosen res, no fine-tuning", best, plain[best]["top1"]),
     ("chosen res, FixRes fine-tuned", best, ft_best["top1"]),
+    ("chosen res, BN calibrated (no labels)", best, cal_best["top1"]),
 ]
 lines = ["| setting | test res | top-1 on 10k test images |", "|---|---|---|"]
 lines += [f"| {n} | {s} | {t:.2f} |" for n, s, t in rows]

@@ -46,6 +46,11 @@ def main(dirs):
           f"per seed: {', '.join(f'{g:+.2f}' for g in gain)}; mean {ms(gain)} points.")
     print(f"Of which the resolution (chosen minus train resolution, both fine-tuned): "
           f"{', '.join(f'{g:+.2f}' for g in res_only)}; mean {ms(res_only)} points.")
+    if all(len(s["rows"]) > 4 for s in summaries):
+        cal = [s["rows"][4][2] - s["rows"][0][2] for s in summaries]
+        print(f"BN calibration without labels at the chosen resolution (minus train resolution, no "
+              f"fine-tuning): {', '.join(f'{g:+.2f}' for g in cal)}; mean {ms(cal)} points, i.e. "
+              f"{statistics.mean(cal) / statistics.mean(gain) * 100:.0f}% of the FixRes gain.")
     base = [s["rows"][0][2] for s in summaries]
     print(f"Run-to-run noise of the baseline (train resolution, no fine-tuning): sd "
           f"{statistics.stdev(base) if len(base) > 1 else 0.0:.2f} points.")
