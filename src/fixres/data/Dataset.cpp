@@ -109,6 +109,34 @@ void walkSorted(const fs::path& dir,
   for (const auto& d : subdirs) walkSorted(d, out, depth + 1);
 }
 
+// The image files of a sorted walk that fixres reads (`take` gets each path), the others counted.
+template <typename Take>
+void takeImages(const std::vector<std::pair<std::string, std::vector<WalkedFile>>>& walk,
+                LeftOut& undecoded, LeftOut& notRegular, Take&& take) {
+  for (const auto& [dir, files] : walk) {
+    for (const auto& f : files) {
+      const int ext = imageExtension(f.name);
+      if (ext < 0) continue;
+      const std::string path = (fs::path(dir) / f.name).string();
+      if (static_cast<size_t>(ext) >= kDecodedExtensions) {
+        undecoded.add(path);
+      } else if (!f.regular) {
+        notRegular.add(path);  // reading a FIFO or a device would block or never end
+      } else {
+        take(path);
+      }
+    }
+  }
+}
+
+// One warning per kind of file left out.
+void warnLeftOut(const std::string& root, const LeftOut& undecoded, const LeftOut& notRegular) {
+  undecoded.warn(root, std::string("image file(s) in formats fixres does not decode (it reads ") +
+                           kReadList + ")");
+  notRegular.warn(root,
+                  "file(s) that are not regular files (FIFOs, sockets, devices, broken links)");
+}
+
 }  // namespace
 
 std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
@@ -133,27 +161,13 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
     std::sort(walk.begin(), walk.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     const size_t before = paths.size();
-    for (const auto& [dir, files] : walk) {
-      for (const auto& f : files) {
-        const int ext = imageExtension(f.name);
-        if (ext < 0) continue;
-        const std::string path = (fs::path(dir) / f.name).string();
-        if (static_cast<size_t>(ext) >= kDecodedExtensions) {
-          undecoded.add(path);
-        } else if (!f.regular) {
-          notRegular.add(path);  // reading a FIFO or a device would block or never end
-        } else {
-          paths.push_back(path);
-          labels.push_back(static_cast<int64_t>(c));
-        }
-      }
-    }
+    takeImages(walk, undecoded, notRegular, [&](const std::string& path) {
+      paths.push_back(path);
+      labels.push_back(static_cast<int64_t>(c));
+    });
     if (paths.size() == before) empty.push_back(classes[c]);
   }
-  undecoded.warn(root, std::string("image file(s) in formats fixres does not decode (it reads ") +
-                           kReadList + ")");
-  notRegular.warn(root,
-                  "file(s) that are not regular files (FIFOs, sockets, devices, broken links)");
+  warnLeftOut(root, undecoded, notRegular);
   if (!empty.empty()) {
     std::string list;
     for (const auto& e : empty) list += (list.empty() ? "" : ", ") + e;
@@ -174,24 +188,8 @@ std::shared_ptr<Dataset> openUnlabelledImages(const std::string& root) {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> paths;
   LeftOut undecoded, notRegular;
-  for (const auto& [dir, files] : walk) {
-    for (const auto& f : files) {
-      const int ext = imageExtension(f.name);
-      if (ext < 0) continue;
-      const std::string path = (fs::path(dir) / f.name).string();
-      if (static_cast<size_t>(ext) >= kDecodedExtensions) {
-        undecoded.add(path);
-      } else if (!f.regular) {
-        notRegular.add(path);
-      } else {
-        paths.push_back(path);
-      }
-    }
-  }
-  undecoded.warn(root, std::string("image file(s) in formats fixres does not decode (it reads ") +
-                           kReadList + ")");
-  notRegular.warn(root,
-                  "file(s) that are not regular files (FIFOs, sockets, devices, broken links)");
+  takeImages(walk, undecoded, notRegular, [&](const std::string& path) { paths.push_back(path); });
+  warnLeftOut(root, undecoded, notRegular);
   FIXRES_CHECK(!paths.empty(), DataError, root,
                ": found no image (supported extensions: ", kReadList, ")");
   std::vector<int64_t> labels(paths.size(), 0);

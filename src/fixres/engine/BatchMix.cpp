@@ -13,27 +13,6 @@ namespace {
 // generator with (seed, epoch, sample index, position).
 constexpr uint64_t kMixStream = 0x6D69787570637574ull;  // "mixupcut"
 
-// Gamma(alpha, 1) by Marsaglia and Tsang's method; alpha < 1 through
-// Gamma(alpha) = Gamma(alpha + 1) * U^(1 / alpha).
-double sampleGamma(image::Rng& rng, double alpha) {
-  if (alpha < 1) {
-    double u = rng.uniform();
-    while (u <= 0) u = rng.uniform();
-    return sampleGamma(rng, alpha + 1) * std::pow(u, 1.0 / alpha);
-  }
-  const double d = alpha - 1.0 / 3.0;
-  const double c = 1.0 / std::sqrt(9.0 * d);
-  for (;;) {
-    const double x = rng.normal(0, 1);
-    double v = 1 + c * x;
-    if (v <= 0) continue;
-    v = v * v * v;
-    const double u = rng.uniform();
-    if (u < 1 - 0.0331 * x * x * x * x) return d * v;
-    if (u > 0 && std::log(u) < 0.5 * x * x + d * (1 - v + std::log(v))) return d * v;
-  }
-}
-
 }  // namespace
 
 void MixOptions::validate() const {
@@ -50,8 +29,8 @@ image::Rng mixRng(uint64_t seed, int64_t epoch, int64_t step, int64_t microBatch
 
 double sampleBeta(image::Rng& rng, double alpha) {
   for (;;) {
-    const double x = sampleGamma(rng, alpha);
-    const double y = sampleGamma(rng, alpha);
+    const double x = rng.gamma(alpha);
+    const double y = rng.gamma(alpha);
     if (x + y > 0) return x / (x + y);
   }
 }

@@ -168,7 +168,7 @@ AugmentStep drawStep(K kind, int width, int height, int fixedBin, int binLimit, 
 std::vector<float> sampleDirichlet(Rng& rng, double alpha, int n) {
   std::vector<double> g(static_cast<size_t>(n));
   double sum = 0.0;
-  for (auto& v : g) sum += (v = sampleGamma(rng, alpha));
+  for (auto& v : g) sum += (v = rng.gamma(alpha));
   std::vector<float> out(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<float>(g[i] / sum);
   return out;
@@ -226,27 +226,6 @@ std::vector<float> magnitudeBins(AutoAugmentKind kind, AugmentOp op, int width, 
       return linspaceFloat(255.0, 0.0, n);
     default:
       return {};
-  }
-}
-
-double sampleGamma(Rng& rng, double shape) {
-  if (shape < 1.0) {
-    double u = rng.uniform();
-    while (u <= 0.0) u = rng.uniform();
-    return sampleGamma(rng, shape + 1.0) * std::pow(u, 1.0 / shape);
-  }
-  const double d = shape - 1.0 / 3.0;
-  const double c = 1.0 / std::sqrt(9.0 * d);
-  for (;;) {
-    double x, v;
-    do {
-      x = rng.normal(0.0, 1.0);
-      v = 1.0 + c * x;
-    } while (v <= 0.0);
-    v = v * v * v;
-    const double u = rng.uniform();
-    if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
-    if (u > 0.0 && std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
   }
 }
 

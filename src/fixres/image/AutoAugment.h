@@ -76,7 +76,4 @@ std::vector<float> magnitudeBins(AutoAugmentKind kind, AugmentOp op, int width, 
 // The ops a policy draws from (RandAugment, TrivialAugmentWide, AugMix), in torchvision's order.
 const std::vector<AugmentOp>& policyOps(AutoAugmentKind kind);
 
-// Gamma(shape, 1) (Marsaglia and Tsang; shape < 1 through shape + 1), for AugMix's Dirichlet.
-double sampleGamma(Rng& rng, double shape);
-
 }  // namespace fixres::image

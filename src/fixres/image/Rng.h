@@ -66,6 +66,28 @@ class Rng {
     const double u2 = uniform();
     return mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   }
+  // Gamma(shape, 1) by Marsaglia and Tsang's method; shape < 1 through
+  // Gamma(shape) = Gamma(shape + 1) * U^(1 / shape). (AugMix's Dirichlet, mixup's Beta.)
+  double gamma(double shape) {
+    if (shape < 1.0) {
+      double u = uniform();
+      while (u <= 0.0) u = uniform();
+      return gamma(shape + 1.0) * std::pow(u, 1.0 / shape);
+    }
+    const double d = shape - 1.0 / 3.0;
+    const double c = 1.0 / std::sqrt(9.0 * d);
+    for (;;) {
+      double x, v;
+      do {
+        x = normal(0.0, 1.0);
+        v = 1.0 + c * x;
+      } while (v <= 0.0);
+      v = v * v * v;
+      const double u = uniform();
+      if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
+      if (u > 0.0 && std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+    }
+  }
 
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
