@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A short `make demo` (a few hundred Fashion-MNIST images, one small epoch): the import, the
-# training, the sweep with fine-tuning, the final table, the plot and the report are produced.
+# training, the sweep with fine-tuning, BN calibration without labels, the final table, the plot and the report are produced.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 if [ ! -d /usr/share/datasets/fashion-mnist ]; then
@@ -14,6 +14,8 @@ expect_code 0
 expect_out "^\| train res, no fine-tuning \| 24 \| [0-9.]+ \|$"
 expect_out "^\| chosen res, FixRes fine-tuned \| (16|24|32|40) \| [0-9.]+ \|$"
 expect_out "FixRes gain: [-+][0-9.]+ points"
+expect_out "^\| chosen res, BN calibrated \(no labels\) \| (16|24|32|40) \| [0-9.]+ \|$"
+expect_file "$WORK/out/test_cal_best.json"
 expect_file "$WORK/out/sweep/sweep.svg"
 expect_file "$WORK/out/report.md"
 grep -q "<svg" "$WORK/out/sweep/sweep.svg" || bad "sweep.svg is not an SVG"
