@@ -6,11 +6,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -135,6 +137,31 @@ inline std::vector<float> readFloats(const std::string& path) {
   std::vector<float> out(bytes.size() / sizeof(float));
   std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
   return out;
+}
+
+// Runs f() with the process's file size limit at `bytes` (a write beyond it fails with EFBIG, as
+// a full disk fails it with ENOSPC) and SIGXFSZ ignored; both are restored afterwards, also when
+// f throws. A limit that cannot be set is a test failure (f is then not run).
+template <typename F>
+void withFileSizeLimit(uint64_t bytes, F&& f) {
+  auto* oldHandler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  const bool got = ::getrlimit(RLIMIT_FSIZE, &old) == 0;
+  rlimit small = old;
+  small.rlim_cur = bytes;
+  const bool set = got && ::setrlimit(RLIMIT_FSIZE, &small) == 0;
+  EXPECT_TRUE(set) << "cannot set the file size limit";
+  auto restore = [&] {
+    if (set) ::setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, oldHandler);
+  };
+  try {
+    if (set) f();
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
 }
 
 // ---- model reference files ---------------------------------------------------------------

@@ -108,21 +108,15 @@ TEST(EventFileTest, AFailedWriteLeavesWholeRecords) {
   events.appendScalars(1, 2.0, {{"train/loss", 1.0}});
   const std::string before = testing::readText(path);
   // The file size limit stops the write partway, as a full disk does (EFBIG instead of ENOSPC).
-  auto* oldHandler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  rlimit small = old;
-  small.rlim_cur = before.size() + 10;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   bool threw = false;
-  try {
-    events.appendScalars(2, 3.0, {{"train/" + std::string(100, 'x'), 1.0}});
-  } catch (const OutputError& e) {
-    threw = true;
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
-  }
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, oldHandler);
+  testing::withFileSizeLimit(before.size() + 10, [&] {
+    try {
+      events.appendScalars(2, 3.0, {{"train/" + std::string(100, 'x'), 1.0}});
+    } catch (const OutputError& e) {
+      threw = true;
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  });
   EXPECT_TRUE(threw);
   EXPECT_EQ(testing::readText(path), before);  // not a byte of the failed record
   events.appendScalars(3, 4.0, {{"train/loss", 0.5}});

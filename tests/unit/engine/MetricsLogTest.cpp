@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../Reference.h"
 #include "fixres/common/Error.h"
 
 namespace fixres::engine {
@@ -106,21 +107,15 @@ TEST(MetricsLogTest, AFailedAppendLeavesWholeLines) {
   log.append({{"step", 1}});
   const std::string before = slurp(path);
   // The file size limit stops the write partway, as a full disk does (EFBIG instead of ENOSPC).
-  auto* oldHandler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  rlimit small = old;
-  small.rlim_cur = before.size() + 10;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   bool threw = false;
-  try {
-    log.append({{"step", 2}, {"loss", 1.5}, {"note", std::string(100, 'x')}});
-  } catch (const DataError& e) {
-    threw = true;
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
-  }
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, oldHandler);
+  testing::withFileSizeLimit(before.size() + 10, [&] {
+    try {
+      log.append({{"step", 2}, {"loss", 1.5}, {"note", std::string(100, 'x')}});
+    } catch (const DataError& e) {
+      threw = true;
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  });
   EXPECT_TRUE(threw);
   EXPECT_EQ(slurp(path), before);  // not a byte of the failed record
   log.append({{"step", 3}});
