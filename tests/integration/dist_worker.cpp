@@ -1,7 +1,8 @@
 // Test program for the distributed runtime: one rank of a job whose world comes from the
 // environment (as under `fixres launch`, torchrun, SLURM or MPI) or the usual FixRes flags.
 //   dist_worker check                      collectives against closed-form expectations
-//   dist_worker sgd STEPS GLOBAL_BATCH OUT  SGD steps of a small model, data split over ranks
+//   dist_worker sgd STEPS GLOBAL_BATCH OUT [none|fp16|bf16]
+//                                          SGD steps of a small model, data split over ranks
 //   dist_worker loop SECONDS               all-reduce every 50 ms (fault tests kill a rank)
 //   dist_worker compare A B TOL            max |A - B| of two weight files, exit 1 if > TOL
 #include <unistd.h>
@@ -47,7 +48,8 @@ int check(Communicator& c) {
   return 0;
 }
 
-int sgd(Communicator& c, int steps, int globalBatch, const std::string& out) {
+int sgd(Communicator& c, int steps, int globalBatch, const std::string& out,
+        const std::string& compression) {
   FIXRES_CHECK(globalBatch % c.worldSize() == 0, UsageError, "global batch must split evenly");
   torch::manual_seed(0);
   auto model =
@@ -59,7 +61,10 @@ int sgd(Communicator& c, int steps, int globalBatch, const std::string& out) {
     p.uniform_(-0.5, 0.5);
   }
   GradReducer::broadcastFromRoot(c, model->parameters());
-  GradReducer reducer(c, model->parameters(), /*bucketBytes=*/256);  // several buckets
+  ReducerOptions ro;
+  ro.bucketBytes = ro.firstBucketBytes = 256;  // several buckets
+  ro.compression = parseChoice(gradCompressionNames(), compression, "compression");
+  GradReducer reducer(c, model->parameters(), ro);
   torch::optim::SGD opt(model->parameters(),
                         torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-4));
   torch::manual_seed(7);
@@ -69,9 +74,11 @@ int sgd(Communicator& c, int steps, int globalBatch, const std::string& out) {
   for (int s = 0; s < steps; ++s) {
     auto x = X[s].narrow(0, c.rank() * local, local);
     auto y = Y[s].narrow(0, c.rank() * local, local);
-    opt.zero_grad();
+    // Gradients all-reduced from the backward pass's hooks, bucket by bucket.
+    reducer.zeroGrad();
+    reducer.expectBackward(true);
     torch::nn::functional::cross_entropy(model->forward(x), y).backward();
-    reducer.reduce();
+    expect(reducer.reduce() == 0, "no rank raised the not-finite flag");
     opt.step();
   }
   if (c.rank() == 0) {
@@ -127,7 +134,11 @@ int main(int argc, char** argv) {
     auto world = detectWorld(flags, currentEnvironment());
     auto comm = connect(world, ConnectOptions{});
     if (a[0] == "check") return check(*comm);
-    if (a[0] == "sgd") return sgd(*comm, std::stoi(a.at(1)), std::stoi(a.at(2)), a.at(3));
+    if (a[0] == "sgd") {
+      // An optional fifth word: the gradient compression (none, fp16, bf16).
+      const bool named = a.size() > 4 && a[4].rfind("--", 0) != 0;
+      return sgd(*comm, std::stoi(a.at(1)), std::stoi(a.at(2)), a.at(3), named ? a[4] : "none");
+    }
     if (a[0] == "loop") return loop(*comm, std::stod(a.at(1)));
     FIXRES_FAIL(UsageError, "unknown scenario ", a[0]);
   } catch (const Error& e) {

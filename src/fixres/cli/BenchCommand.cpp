@@ -67,11 +67,17 @@ Command addBenchTrain(CLI::App& bench) {
   struct State {
     BenchShape shape;
     bool finetune = false;
+    bool syncBn = false;
+    distributed::GradCompression compression = distributed::GradCompression::kNone;
+    double bucketMb = 25;
     ClusterOptions cluster;
   };
   auto s = std::make_shared<State>();
   addBenchShapeOptions(*sub, s->shape);
   addSharedFlag(*sub, "--finetune", s->finetune);
+  addSharedFlag(*sub, "--sync-bn", s->syncBn);
+  addSharedChoice(*sub, "--grad-compression", s->compression, distributed::gradCompressionNames());
+  addShared(*sub, "--bucket-mb", s->bucketMb);
   addClusterOptions(*sub, s->cluster);
   return {sub, [s]() -> int {
             const BenchShape& b = s->shape;
@@ -82,6 +88,9 @@ Command addBenchTrain(CLI::App& bench) {
             engine::StepOptions so;
             so.finetune = s->finetune;
             so.precision = rank.run.numerics.precision;
+            so.syncBatchNorm = s->syncBn;
+            so.reducer.compression = s->compression;
+            so.reducer.bucketBytes = static_cast<size_t>(s->bucketMb * (1 << 20));
             engine::TrainStep step(model, so, *comm);
             step.setTrainingMode();
             auto y = torch::randint(0, b.model.numClasses, {b.batch},
@@ -164,9 +173,7 @@ Command addBenchAllreduce(CLI::App& bench) {
   sub->add_option("--iters", s->iters, "Timed iterations")
       ->check(intIn(1, 1000000))
       ->capture_default_str();
-  sub->add_option("--bucket-mb", s->bucketMb, "Bucket size in MB")
-      ->check(finiteIn(0, 1e6, /*openLow=*/true))
-      ->capture_default_str();
+  addShared(*sub, "--bucket-mb", s->bucketMb);
   addClusterOptions(*sub, s->cluster);
   return {
       sub, [s]() -> int {
@@ -181,8 +188,9 @@ Command addBenchAllreduce(CLI::App& bench) {
           params.push_back(p);
           bytes += p.numel() * p.element_size();
         }
-        distributed::GradReducer reducer(*comm, params,
-                                         static_cast<size_t>(s->bucketMb * (1 << 20)));
+        distributed::ReducerOptions ro;
+        ro.bucketBytes = ro.firstBucketBytes = static_cast<size_t>(s->bucketMb * (1 << 20));
+        distributed::GradReducer reducer(*comm, params, ro);
         auto timeIt = [&](auto&& fn) {
           fn();
           comm->barrier();

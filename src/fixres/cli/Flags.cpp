@@ -168,6 +168,17 @@ const std::vector<FlagSpec>& sharedFlags() {
        ""},
       {"--seed", "Seed of initialisation, sampling and augmentation (>= 0)", "Optimisation", "",
        intIn(0, INT64_MAX)},
+      {"--sync-bn",
+       "BatchNorm statistics over the global batch (every rank's images), as PyTorch's "
+       "SyncBatchNorm; without it each rank normalises with its own batch and rank 0's running "
+       "statistics are kept",
+       "Cluster", ""},
+      {"--grad-compression",
+       "Precision of the gradient all-reduce: none (fp32), fp16 or bf16 (DDP's compression "
+       "hooks: half the bytes on the wire, gradients rounded to 16 bits)",
+       "Cluster", ""},
+      {"--bucket-mb", "Size of the gradient all-reduce buckets in MB (DDP's bucket_cap_mb)",
+       "Cluster", "", finiteIn(0, 1024, /*openLow=*/true)},
       {"--model-ema",
        "Keep EMA weights (torchvision references' ExponentialMovingAverage over parameters and "
        "buffers), evaluated beside the raw weights and saved as model_ema",

@@ -195,6 +195,10 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
             "saved) or skip it (warned, counted in metrics.jsonl)")
       ->group("Optimisation");
   addShared(app, "--seed", c.seed);
+  addSharedFlag(app, "--sync-bn", c.syncBn);
+  addSharedChoice(app, "--grad-compression", c.gradCompression,
+                  distributed::gradCompressionNames());
+  addShared(app, "--bucket-mb", c.bucketMb);
   addRunOption(app, "--stop-after-steps", c.stopAfterSteps,
                "Stop (with a checkpoint) once this many steps are done in total, >= 1 (-1: "
                "never); rerun to resume. A run already there stops at once",

@@ -1,39 +1,109 @@
-// Data-parallel gradient averaging: the gradients of all trainable parameters are packed into
-// buckets (about bucketBytes each, in reverse registration order like DDP, so the last layers
-// -- ready first -- go first) and each bucket's all-reduce is launched as soon as it is packed,
-// so communication of one bucket overlaps the packing of the next.
+// Data-parallel gradient averaging overlapped with the backward pass, as PyTorch's
+// DistributedDataParallel: the trainable parameters are grouped into buckets (reverse
+// registration order at first, then the order in which their gradients became ready in the
+// first synchronised backward pass, the same on every rank); every parameter's .grad() is a view
+// into its bucket, so autograd accumulates straight into the buckets; a hook on each parameter's
+// gradient accumulator counts the gradients ready and launches a bucket's all-reduce as soon as
+// the bucket and every bucket before it are complete, while backward goes on with the earlier
+// layers. Buckets always go out in the same order on every rank (collectives must match).
+//
+// A step: zeroGrad(); then for each micro-batch expectBackward(last, flag) and loss.backward();
+// then reduce(). Only the last micro-batch's backward launches all-reduces (the others only
+// accumulate, as DDP's no_sync). reduce() launches the buckets that are still due (parameters
+// that got no gradient contribute zeros), waits for all, and leaves each .grad() holding the
+// average over the ranks.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <vector>
 
+#include "fixres/common/Choice.h"
 #include "fixres/distributed/Communicator.h"
 
 namespace fixres::distributed {
 
+// The precision gradients travel in (DDP's fp16 / bf16 compression hooks): each bucket is
+// divided by the world size, cast, all-reduced in that type and cast back. Halves the bytes on
+// the wire; the averaged gradient is rounded to the 16-bit type.
+enum class GradCompression { kNone, kFp16, kBf16 };
+const ChoiceTable<GradCompression>& gradCompressionNames();  // none, fp16, bf16
+
+struct ReducerOptions {
+  size_t bucketBytes = 25u << 20;      // DDP's bucket_cap_mb (25)
+  size_t firstBucketBytes = 1u << 20;  // the first bucket is small so that sending starts early
+  GradCompression compression = GradCompression::kNone;
+};
+
 class GradReducer {
  public:
+  // `parameters`: the trainable ones, in registration order, all with requires_grad.
   GradReducer(Communicator& comm, std::vector<torch::Tensor> parameters,
-              size_t bucketBytes = 25u << 20);
+              ReducerOptions options = {});
+  ~GradReducer();  // removes the hooks
+  GradReducer(const GradReducer&) = delete;
+  GradReducer& operator=(const GradReducer&) = delete;
 
-  // Replaces every parameter's .grad() by its average over the ranks. A parameter without a
-  // gradient on this rank contributes zeros. No-op for a single process.
-  void reduce();
+  // Start of a step: every .grad() a zeroed view of its bucket (undefined for one process).
+  void zeroGrad();
+  // Before each backward pass of a step: `sync` for the last micro-batch (its hooks launch the
+  // all-reduces), `flag` true when this rank's loss is not finite: it travels in the last bucket,
+  // so that reduce() tells every rank whether any rank raised it without another collective.
+  void expectBackward(bool sync, bool flag = false);
+  // Launches the buckets not launched yet (in order; a .grad() that is not a bucket view, or is
+  // undefined, is copied in or counts as zeros), waits for every all-reduce and leaves the average
+  // in each .grad(). Returns the number of ranks that raised the flag (by their sum). Throws
+  // DistributedError when a peer fails. For one process: the flag, gradients untouched.
+  int reduce();
 
-  // Every rank gets rank 0's values (parameters and buffers at the start of training).
+  // Every rank gets rank 0's values (parameters and buffers), one broadcast per dtype and device.
   static void broadcastFromRoot(Communicator& comm, const std::vector<torch::Tensor>& tensors);
 
   size_t bucketCount() const { return buckets_.size(); }
+  // Buckets launched from hooks (during backward) in the last reduce(), for tests and benches.
+  size_t bucketsLaunchedInBackward() const { return launchedInBackward_; }
 
  private:
   struct Bucket {
-    std::vector<size_t> members;  // indices into parameters_
-    torch::Tensor buffer;         // flat, dtype/device of its members
+    std::vector<size_t> members;   // indices into parameters_
+    std::vector<int64_t> offsets;  // of each member in buffer
+    torch::Tensor buffer;          // flat, dtype and device of its members (+1 flag slot, last)
+    torch::Tensor wire;            // compressed copy being all-reduced (compression only)
+    std::unique_ptr<PendingOp> pending;
+    size_t due = 0;  // members whose gradient is not ready yet in this backward
   };
+  class Hook;
+
+  void build(const std::vector<size_t>& order);
+  void installViews();
+  void onGradientReady(size_t index);  // from a hook
+  void launchReady();                  // launches buckets next_, next_+1, ... that are complete
+  void launch(Bucket& bucket);
+  void copyIn(size_t index);  // .grad() into its slot when it is not the view
+
   Communicator& comm_;
   std::vector<torch::Tensor> parameters_;
+  ReducerOptions options_;
   std::vector<Bucket> buckets_;
+  std::vector<std::pair<size_t, int64_t>> slot_;  // parameter -> (bucket, offset)
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> hookKeys_;
+
+  std::mutex mutex_;  // hooks may run on autograd's device threads
+  bool armed_ = false;
+  size_t next_ = 0;  // next bucket to launch
+  std::vector<bool> ready_;
+  size_t launchedInBackward_ = 0;
+  std::exception_ptr hookError_;
+  // Bucket order from the ready order of the first synchronised backward pass (rank 0's).
+  std::vector<int64_t> readyOrder_;
+  bool rebuilt_ = false;
+  bool rebuildDue_ = false;
+  bool localFlag_ = false;  // one process: the flag of expectBackward()
 };
 
 }  // namespace fixres::distributed

@@ -182,6 +182,7 @@ std::unique_ptr<PendingOp> ProcessGroupCommunicator::allReduceSumAsync(torch::Te
     c10::intrusive_ptr<c10d::Work> work;
     void wait() override { self->waitFor("all-reduce", work); }
   };
+  if (tensor.scalar_type() == torch::kBFloat16 && backend_ == "gloo") return gatherSum(tensor);
   auto op = std::make_unique<Op>();
   op->self = this;
   std::vector<at::Tensor> one{tensor};
@@ -190,6 +191,38 @@ std::unique_ptr<PendingOp> ProcessGroupCommunicator::allReduceSumAsync(torch::Te
   opts.timeout = timeout_;
   try {
     op->work = group_->allreduce(one, opts);
+  } catch (const std::exception& e) {
+    fail("all-reduce", e.what());
+  }
+  return op;
+}
+
+std::unique_ptr<PendingOp> ProcessGroupCommunicator::gatherSum(torch::Tensor& tensor) {
+  // Gloo has no bfloat16 reduction: gather every rank's values as raw bytes, then add them up in
+  // float32 in rank order (the same sum on every rank) and round once to bfloat16.
+  struct Op : PendingOp {
+    ProcessGroupCommunicator* self;
+    c10::intrusive_ptr<c10d::Work> work;
+    torch::Tensor target;
+    std::vector<std::vector<at::Tensor>> out{1};
+    std::vector<at::Tensor> in;
+    void wait() override {
+      self->waitFor("all-reduce", work);
+      torch::NoGradGuard noGrad;
+      auto sum = torch::zeros(target.sizes(), target.options().dtype(torch::kFloat));
+      for (auto& part : out[0]) sum.add_(part.view(torch::kBFloat16).view(target.sizes()));
+      target.copy_(sum);
+    }
+  };
+  auto op = std::make_unique<Op>();
+  op->self = this;
+  op->target = tensor;
+  op->in.push_back(tensor.contiguous().view({-1}).view(torch::kByte));
+  for (int r = 0; r < world_.worldSize; ++r) op->out[0].push_back(torch::empty_like(op->in[0]));
+  c10d::AllgatherOptions opts;
+  opts.timeout = timeout_;
+  try {
+    op->work = group_->allgather(op->out, op->in, opts);
   } catch (const std::exception& e) {
     fail("all-reduce", e.what());
   }

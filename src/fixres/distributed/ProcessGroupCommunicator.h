@@ -70,6 +70,8 @@ class ProcessGroupCommunicator : public Communicator {
   template <typename F>
   void run(const char* what, F&& launch);
   void waitFor(const char* what, const c10::intrusive_ptr<c10d::Work>& work);
+  // The all-reduce of a bfloat16 tensor on Gloo (which has no bfloat16 sum): an all-gather.
+  std::unique_ptr<PendingOp> gatherSum(torch::Tensor& tensor);
   // Names the lost ranks (from the heartbeat) and throws DistributedError.
   [[noreturn]] void fail(const char* what, const std::string& cause);
 

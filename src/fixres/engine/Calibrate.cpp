@@ -8,6 +8,7 @@
 #include "fixres/data/Loader.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/engine/ModelInput.h"
+#include "fixres/models/BatchNorm.h"
 
 namespace fixres::engine {
 namespace {
@@ -33,7 +34,8 @@ bool collect(torch::nn::Module& m, std::vector<Norm>& out) {
 std::vector<Norm> batchNorms(torch::nn::Module& model) {
   std::vector<Norm> out;
   for (const auto& m : model.modules(/*include_self=*/true)) {
-    collect<torch::nn::BatchNorm2dImpl>(*m, out) || collect<torch::nn::BatchNorm1dImpl>(*m, out) ||
+    collect<models::BatchNorm2dImpl>(*m, out) || collect<torch::nn::BatchNorm2dImpl>(*m, out) ||
+        collect<torch::nn::BatchNorm1dImpl>(*m, out) ||
         collect<torch::nn::BatchNorm3dImpl>(*m, out);
   }
   return out;

@@ -4,7 +4,9 @@
 #include "fixres/engine/Optimizer.h"
 
 #include <algorithm>
+
 #include <cmath>
+#include "fixres/models/BatchNorm.h"
 
 #include "fixres/common/Error.h"
 
@@ -18,10 +20,10 @@ std::string optimizerStateKey(const torch::Tensor& p) {
 
 bool isNormLayer(const torch::nn::Module& m) {
   using namespace torch::nn;
-  return m.as<BatchNorm1dImpl>() || m.as<BatchNorm2dImpl>() || m.as<BatchNorm3dImpl>() ||
-         m.as<InstanceNorm1dImpl>() || m.as<InstanceNorm2dImpl>() || m.as<InstanceNorm3dImpl>() ||
-         m.as<GroupNormImpl>() || m.as<LayerNormImpl>() || m.as<LocalResponseNormImpl>() ||
-         m.as<CrossMapLRN2dImpl>();
+  return m.as<models::BatchNorm2dImpl>() || m.as<BatchNorm1dImpl>() || m.as<BatchNorm2dImpl>() ||
+         m.as<BatchNorm3dImpl>() || m.as<InstanceNorm1dImpl>() || m.as<InstanceNorm2dImpl>() ||
+         m.as<InstanceNorm3dImpl>() || m.as<GroupNormImpl>() || m.as<LayerNormImpl>() ||
+         m.as<LocalResponseNormImpl>() || m.as<CrossMapLRN2dImpl>();
 }
 
 void checkDecay(const char* flag, double v) {

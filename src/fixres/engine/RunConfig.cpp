@@ -73,6 +73,9 @@ void visitFields(Config& c, Visitor&& v) {
   v("precision", c.numerics.precision, numericsChoices().precision);
   v("memory_format", c.numerics.memoryFormat, numericsChoices().memoryFormat);
   v("normalize_on", c.numerics.normalizeOn, numericsChoices().normalizeOn);
+  v("sync_bn", c.syncBn);
+  v("grad_compression", c.gradCompression, distributed::gradCompressionNames());
+  v("bucket_mb", c.bucketMb);
   v("seed", c.seed);
   v("stop_after_steps", c.stopAfterSteps);
   v("nan_policy", c.nanPolicy, nanPolicies());
@@ -230,6 +233,8 @@ void RunConfig::validateValues() const {
   checkAtLeast("--batch", batch, 1);
   checkAtLeast("--accumulation-steps", accumulationSteps, 1);
   checkAtLeast("--workers", workers, 1);
+  FIXRES_CHECK(std::isfinite(bucketMb) && bucketMb > 0 && bucketMb <= 1024, UsageError,
+               "--bucket-mb must be in (0, 1024], got ", bucketMb);
   FIXRES_CHECK(repetitions >= 1 && repetitions <= 100, UsageError,
                "--repetitions must be in [1, 100], got ", repetitions);
   checkCountOrNone("--iteration-cap", iterationCap);

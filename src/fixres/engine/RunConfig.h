@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fixres/data/Sampler.h"
+#include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/Numerics.h"
@@ -83,6 +84,10 @@ struct RunConfig {
   bool finetuneBnAffine = false;  // finetune: also train the last BN's weight and bias
   bool testFlip = false;          // evaluation: average logits with the flipped image
   NumericsOptions numerics;
+  // data parallelism (several processes)
+  bool syncBn = false;  // BatchNorm statistics over the global batch (SyncBatchNorm.h)
+  distributed::GradCompression gradCompression = distributed::GradCompression::kNone;
+  double bucketMb = 25;  // gradient all-reduce bucket size (DDP's bucket_cap_mb)
   uint64_t seed = 0;
   int64_t stopAfterSteps = -1;  // >= 1: stop (checkpointed) after this many steps in total; -1 none
   NanPolicy nanPolicy = NanPolicy::kStop;

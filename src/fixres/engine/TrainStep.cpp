@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fixres/common/Error.h"
+#include "fixres/engine/SyncBatchNorm.h"
 
 namespace fixres::engine {
 namespace {
@@ -26,6 +27,7 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
     recipe_ = finetuneRecipe(model_, o_.finetuneBnAffine);
     freezeForFinetune(*model_, recipe_);
   }
+  if (o_.syncBatchNorm) enableSyncBatchNorm(*model_, comm_);
   std::vector<torch::Tensor> all;
   for (auto& p : model_->parameters()) all.push_back(p);
   for (auto& b : model_->buffers()) {
@@ -46,7 +48,7 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
   oo.biasWeightDecay = o_.biasWeightDecay;
   optimizer_ = makeOptimizer(*model_, oo);
   if (o_.lossScaling) scaler_.emplace(*o_.lossScaling);
-  reducer_ = std::make_unique<distributed::GradReducer>(comm_, params_);
+  reducer_ = std::make_unique<distributed::GradReducer>(comm_, params_, o_.reducer);
   for (size_t i = 0; i < buffers_.size(); ++i) {
     auto same = [&](const BufferGroup& g) {
       const auto& first = buffers_[g.members.front()];
@@ -74,11 +76,14 @@ void TrainStep::setTrainingMode() {
   }
 }
 
-void TrainStep::begin() {
+void TrainStep::begin(int microBatches) {
+  FIXRES_CHECK(microBatches >= 1, InternalError, "a step needs at least one micro-batch");
   if (comm_.worldSize() > 1) distributed::GradReducer::broadcastFromRoot(comm_, buffers_);
-  // Gradients set to none rather than zeroed: the first backward then writes them in place of
-  // a zero fill plus an accumulation pass.
-  for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+  // One process: gradients set to none, so that the first backward writes them in place of a zero
+  // fill plus an accumulation pass. Several: zeroed views of the reducer's buckets.
+  reducer_->zeroGrad();
+  microBatches_ = microBatches;
+  backwards_ = 0;
   torch::NoGradGuard noGrad;
   for (auto& g : bufferGroups_) {
     std::vector<torch::Tensor> flat;
@@ -133,9 +138,11 @@ double TrainStep::backward(const torch::Tensor& images, const torch::Tensor& lab
     top1Correct_ = top1Correct_.defined() ? top1Correct_ + hits : hits;
     top1Count_ += labels.size(0);
   }
+  const double value = loss.item<double>();
+  reducer_->expectBackward(++backwards_ >= microBatches_, !std::isfinite(value));
   const double scale = scaler_ ? lossScale * scaler_->scale() : lossScale;
   (scale == 1.0 ? loss : loss * scale).backward();
-  return loss.item<double>();
+  return value;
 }
 
 StepResult TrainStep::finish(double lr, bool lossFinite) {
@@ -144,14 +151,12 @@ StepResult TrainStep::finish(double lr, bool lossFinite) {
 }
 
 StepResult TrainStep::finishStep(double lr, bool lossFinite) {
-  if (scaler_ && comm_.worldSize() > 1)
-    lossFinite = distributed::allReduceScalars(comm_, {lossFinite ? 0.0 : 1.0})[0] == 0;
-  if (scaler_ && !lossFinite) {
+  // A rank whose loss was not finite said so in backward(): every rank drops the step.
+  const bool anyNotFinite = reducer_->reduce() > 0;
+  if (anyNotFinite || !lossFinite) {
     rollBack();
     return StepResult::kNotFinite;
   }
-  if (!lossFinite) params_.front().mutable_grad() = torch::full_like(params_.front(), NAN);
-  reducer_->reduce();
   std::vector<torch::Tensor> grads;
   for (const auto& p : params_) grads.push_back(p.grad());
   if (scaler_) {

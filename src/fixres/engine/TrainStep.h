@@ -41,6 +41,10 @@ struct StepOptions {
   bool finetune = false;  // the FixRes recipe of the model's family (FinetuneRecipe.h)
   bool finetuneBnAffine = false;
   Precision precision = Precision::kFp32;  // bf16: forward and loss under autocast
+  // Data-parallel gradients: bucket sizes and the precision they travel in.
+  distributed::ReducerOptions reducer;
+  // BatchNorm layers in training mode normalise over the global batch (SyncBatchNorm.h).
+  bool syncBatchNorm = false;
 };
 
 class TrainStep {
@@ -59,25 +63,26 @@ class TrainStep {
   // step, before clipping (what torch.nn.utils.clip_grad_norm_ returns); NaN otherwise.
   double lastGradNorm() const { return lastGradNorm_; }
 
-  // The same step in parts, for gradient accumulation over micro-batches: begin() clears the
+  // The same step in parts, for gradient accumulation over micro-batches: begin(n) clears the
   // gradients (and takes rank 0's BN statistics, as DDP's broadcast_buffers) and keeps a copy of
-  // the buffers, each backward() adds the gradient of lossScale x loss of one micro-batch and
-  // returns its unscaled loss, finish() all-reduces the gradients, unscales them (loss scaling),
-  // clips their norm (clipGradNorm) and applies the optimizer with the given learning rate.
+  // the buffers, each of the n backward() calls adds the gradient of lossScale x loss of one
+  // micro-batch and returns its unscaled loss (the last one's backward pass also all-reduces the
+  // gradients, bucket by bucket as they become ready: distributed::GradReducer), finish() waits
+  // for the all-reduce, unscales the gradients (loss scaling), clips their norm (clipGradNorm)
+  // and applies the optimizer with the given learning rate.
   //
-  // finish() applies the step only when every rank's loss (`lossFinite` on this one) and the
+  // finish() applies the step only when every rank's losses (and `lossFinite` on this one) and the
   // averaged gradients are finite; otherwise every rank alike drops the step (rollBack()). A rank
-  // whose loss is not finite makes its gradient NaN, so the all-reduce carries the verdict to
-  // every rank without another collective (with loss scaling, where a NaN gradient means an
-  // overflow, the verdict takes one scalar all-reduce of its own). With loss scaling, gradients
-  // that are not finite once unscaled skip the step (kOverflow) and update the scale.
+  // whose loss is not finite says so in a slot of the gradient all-reduce, so every rank knows
+  // without another collective. With loss scaling, gradients that are not finite once unscaled
+  // skip the step (kOverflow) and update the scale.
   // The loss of backward(): cross-entropy with --label-smoothing, for class indices or class
   // probabilities alike, as torch.nn.functional.cross_entropy (with probabilities, smoothing
   // takes targets x (1 - ls) + ls / C).
   static torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets,
                             double labelSmoothing);
 
-  void begin();
+  void begin(int microBatches = 1);
   // `lossScale` weighs the micro-batch (1 / micro-batches); the loss scaler's scale multiplies it.
   double backward(const torch::Tensor& images, const torch::Tensor& labels, double lossScale);
   StepResult finish(double lr, bool lossFinite = true);
@@ -124,6 +129,8 @@ class TrainStep {
   };
   std::vector<BufferGroup> bufferGroups_;
   enum class Phase { kIdle, kBegun, kApplying } phase_ = Phase::kIdle;
+  int microBatches_ = 1;  // backward() calls in this step (the last one launches the all-reduce)
+  int backwards_ = 0;     // backward() calls so far in this step
   StepResult lastResult_ = StepResult::kApplied;
   double lastGradNorm_ = NAN;
 };

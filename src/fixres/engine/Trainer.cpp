@@ -112,6 +112,9 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   st.normWeightDecay = cfg_.normWeightDecay;
   st.biasWeightDecay = cfg_.biasWeightDecay;
   st.clipGradNorm = cfg_.clipGradNorm;
+  st.syncBatchNorm = cfg_.syncBn;
+  st.reducer.compression = cfg_.gradCompression;
+  st.reducer.bucketBytes = static_cast<size_t>(cfg_.bucketMb * (1 << 20));
   if (run_.numerics.precision == Precision::kFp16) st.lossScaling = LossScalerOptions{};
   st.labelSmoothing = cfg_.labelSmoothing;
   st.finetune = cfg_.mode == RunMode::kFinetune;
@@ -272,7 +275,7 @@ int64_t Trainer::startEpoch(data::Loader& loader) {
 Trainer::StepOutcome Trainer::trainStep(data::Loader& loader, double lr, double& loss,
                                         StepTally& tally) {
   const int accumulation = cfg_.accumulationSteps;
-  step_->begin();
+  step_->begin(accumulation);
   loss = 0;
   for (int got = 0; got < accumulation; ++got) {
     const auto waitStart = Clock::now();

@@ -60,8 +60,8 @@ torch::nn::Conv2d mbConv(int64_t in, int64_t out, int64_t k, int64_t stride, int
                                .bias(bias));
 }
 
-torch::nn::BatchNorm2d mbNorm(int64_t channels, double eps) {
-  return torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(channels).eps(eps));
+BatchNorm2d mbNorm(int64_t channels, double eps) {
+  return BatchNorm2d(torch::nn::BatchNorm2dOptions(channels).eps(eps));
 }
 
 // A convolution whose padding is static: symmetric k/2 for stride 1 (both variants), timm's
@@ -239,7 +239,7 @@ EfficientNetImpl::EfficientNetImpl(const EfficientNetConfig& config) : config_(c
                       static_cast<double>(c->options.groups());
       c->weight.normal_(0, std::sqrt(2.0 / fanOut));
       if (c->bias.defined()) c->bias.zero_();
-    } else if (auto* b = m->as<torch::nn::BatchNorm2d>()) {
+    } else if (auto* b = m->as<BatchNorm2d>()) {
       b->weight.fill_(1);
       b->bias.zero_();
     }
@@ -357,7 +357,7 @@ void EfficientNetImpl::adoptForeignLayout() {
   const std::string& n = config_.name;
   if (n != "efficientnet_b5" && n != "efficientnet_b6" && n != "efficientnet_b7") return;
   for (auto& m : modules(/*include_self=*/false))
-    if (auto* b = m->as<torch::nn::BatchNorm2d>()) {
+    if (auto* b = m->as<BatchNorm2d>()) {
       b->options.eps(1e-3);
       b->options.momentum(0.01);
     }

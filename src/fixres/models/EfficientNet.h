@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "fixres/models/BatchNorm.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::models {
@@ -57,7 +58,7 @@ class MBConvImpl : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x);
 
   torch::nn::Conv2d conv_pw{nullptr}, conv_dw{nullptr}, conv_pwl{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
+  BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   SqueezeExcite se{nullptr};
 
  private:
@@ -87,7 +88,7 @@ class EfficientNetImpl : public ModelImpl {
   const EfficientNetConfig& config() const { return config_; }
 
   torch::nn::Conv2d conv_stem{nullptr}, conv_head{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  BatchNorm2d bn1{nullptr}, bn2{nullptr};
   torch::nn::ModuleList blocks{nullptr};  // stages (Sequential) of MBConv blocks
 
  private:

@@ -21,8 +21,8 @@ torch::nn::Conv2d pnasConv(int64_t in, int64_t out, int64_t k, int64_t stride, i
                                .bias(false));
 }
 
-torch::nn::BatchNorm2d pnasNorm(int64_t channels) {
-  return torch::nn::BatchNorm2d(
+BatchNorm2d pnasNorm(int64_t channels) {
+  return BatchNorm2d(
       torch::nn::BatchNorm2dOptions(channels).eps(kPnasBnEps).momentum(kPnasBnMomentum));
 }
 

@@ -11,6 +11,8 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 
+#include "fixres/models/BatchNorm.h"
+
 namespace fixres::models {
 
 // A depthwise k x k convolution (stride s) then a pointwise 1 x 1 one, no bias:
@@ -35,7 +37,7 @@ class PNASNetBranchImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
   PNASNetSeparable separable_1{nullptr}, separable_2{nullptr};
-  torch::nn::BatchNorm2d bn_sep_1{nullptr}, bn_sep_2{nullptr};
+  BatchNorm2d bn_sep_1{nullptr}, bn_sep_2{nullptr};
 };
 TORCH_MODULE(PNASNetBranch);
 
@@ -49,7 +51,7 @@ class PNASNetConvBnImpl : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x);
 
   torch::nn::Conv2d conv{nullptr};
-  torch::nn::BatchNorm2d bn{nullptr};
+  BatchNorm2d bn{nullptr};
 
  private:
   int64_t stride_;
@@ -74,7 +76,7 @@ class PNASNetFactorizedReductionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
   PNASNetPath path_1{nullptr}, path_2{nullptr};
-  torch::nn::BatchNorm2d final_path_bn{nullptr};
+  BatchNorm2d final_path_bn{nullptr};
 };
 TORCH_MODULE(PNASNetFactorizedReduction);
 

@@ -26,23 +26,23 @@ BlockImpl::BlockImpl(bool bottleneck, int64_t inplanes, int64_t planes, int64_t 
     // torchvision: width = int(planes * (base_width / 64.)) * groups
     int64_t width = static_cast<int64_t>(planes * (widthPerGroup / 64.0)) * groups;
     conv1 = register_module("conv1", conv(inplanes, width, 1, 1, 1));
-    bn1 = register_module("bn1", torch::nn::BatchNorm2d(width));
+    bn1 = register_module("bn1", BatchNorm2d(width));
     conv2 = register_module("conv2", conv(width, width, 3, stride, groups));
-    bn2 = register_module("bn2", torch::nn::BatchNorm2d(width));
+    bn2 = register_module("bn2", BatchNorm2d(width));
     conv3 = register_module("conv3", conv(width, outplanes, 1, 1, 1));
-    bn3 = register_module("bn3", torch::nn::BatchNorm2d(outplanes));
+    bn3 = register_module("bn3", BatchNorm2d(outplanes));
   } else {
     FIXRES_CHECK(groups == 1 && widthPerGroup == 64, UsageError,
                  "basic residual blocks support only groups=1 and width per group 64");
     conv1 = register_module("conv1", conv(inplanes, planes, 3, stride, 1));
-    bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
+    bn1 = register_module("bn1", BatchNorm2d(planes));
     conv2 = register_module("conv2", conv(planes, planes, 3, 1, 1));
-    bn2 = register_module("bn2", torch::nn::BatchNorm2d(planes));
+    bn2 = register_module("bn2", BatchNorm2d(planes));
   }
   if (stride != 1 || inplanes != outplanes) {
-    downsample =
-        register_module("downsample", torch::nn::Sequential(conv(inplanes, outplanes, 1, stride, 1),
-                                                            torch::nn::BatchNorm2d(outplanes)));
+    downsample = register_module(
+        "downsample",
+        torch::nn::Sequential(conv(inplanes, outplanes, 1, stride, 1), BatchNorm2d(outplanes)));
   }
 }
 
@@ -65,7 +65,7 @@ ResNetImpl::ResNetImpl(const ResNetConfig& config) : config_(config) {
   inplanes_ = w[0];
   conv1 = config.smallStem ? register_module("conv1", conv(3, w[0], 3, 1, 1))
                            : register_module("conv1", conv(3, w[0], 7, 2, 1));
-  bn1 = register_module("bn1", torch::nn::BatchNorm2d(w[0]));
+  bn1 = register_module("bn1", BatchNorm2d(w[0]));
   layer1 = register_module("layer1", makeLayer(w[0], config.layers[0], 1));
   layer2 = register_module("layer2", makeLayer(w[1], config.layers[1], 2));
   layer3 = register_module("layer3", makeLayer(w[2], config.layers[2], 2));
@@ -78,7 +78,7 @@ ResNetImpl::ResNetImpl(const ResNetConfig& config) : config_(config) {
   for (auto& m : modules(/*include_self=*/false)) {
     if (auto* c = m->as<torch::nn::Conv2d>()) {
       torch::nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
-    } else if (auto* b = m->as<torch::nn::BatchNorm2d>()) {
+    } else if (auto* b = m->as<BatchNorm2d>()) {
       torch::nn::init::ones_(b->weight);
       torch::nn::init::zeros_(b->bias);
     }
@@ -113,7 +113,7 @@ torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   return forwardWithEmbedding(x).first;
 }
 
-torch::nn::BatchNorm2d& ResNetImpl::lastBatchNorm() {
+BatchNorm2d& ResNetImpl::lastBatchNorm() {
   auto* block = layer4->ptr(layer4->size() - 1)->as<BlockImpl>();
   return block->lastBatchNorm();
 }

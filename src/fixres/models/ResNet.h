@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "fixres/models/BatchNorm.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::models {
@@ -39,10 +40,10 @@ class BlockImpl : public torch::nn::Module {
       torch::Tensor x);  // N x inplanes x H x W -> N x planes*expansion x H/s x W/s
   static int64_t expansion(bool bottleneck) { return bottleneck ? 4 : 1; }
   // The BatchNorm ending the residual branch (bn3 or bn2).
-  torch::nn::BatchNorm2d& lastBatchNorm() { return bottleneck_ ? bn3 : bn2; }
+  BatchNorm2d& lastBatchNorm() { return bottleneck_ ? bn3 : bn2; }
 
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
+  BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   torch::nn::Sequential downsample{nullptr};
 
  private:
@@ -63,11 +64,11 @@ class ResNetImpl : public ModelImpl {
   std::string classifierPrefix() const override { return "fc."; }
   Family family() const override { return Family::kResNet; }
   // The BatchNorm right before global pooling: the last block's bn3 (bottleneck) or bn2 (basic).
-  torch::nn::BatchNorm2d& lastBatchNorm();
+  BatchNorm2d& lastBatchNorm();
   int64_t embeddingDim() const override { return embeddingDim_; }
 
   torch::nn::Conv2d conv1{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr};
+  BatchNorm2d bn1{nullptr};
   torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
   torch::nn::Linear fc{nullptr};
 

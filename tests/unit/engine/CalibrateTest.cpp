@@ -9,6 +9,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/data/Npy.h"
 #include "fixres/engine/Calibrate.h"
+#include "fixres/models/BatchNorm.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
 
@@ -75,7 +76,7 @@ TEST(CalibrateTest, RunningStatisticsEqualPyTorchsCumulativeAverage) {
             << worst << "\n";
 
   // The momentum is restored: a later training step updates with 0.1 again.
-  auto* bn = model->named_modules()["bn1"]->as<torch::nn::BatchNorm2d>();
+  auto* bn = model->named_modules()["bn1"]->as<models::BatchNorm2d>();
   ASSERT_NE(bn, nullptr);
   ASSERT_TRUE(bn->options.momentum().has_value());
   EXPECT_DOUBLE_EQ(*bn->options.momentum(), 0.1);

@@ -12,6 +12,7 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
+#include "fixres/models/BatchNorm.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
 
@@ -33,7 +34,7 @@ void spit(const std::string& path, const std::string& bytes) {
 void randomizeBatchNorm(torch::nn::Module& m) {
   torch::NoGradGuard noGrad;
   for (auto& mod : m.modules()) {
-    if (auto* bn = mod->as<torch::nn::BatchNorm2d>()) {
+    if (auto* bn = mod->as<models::BatchNorm2d>()) {
       bn->weight.uniform_(0.5, 1.5);
       bn->bias.normal_(0, 0.1);
       bn->running_mean.normal_(0, 0.1);

@@ -1,0 +1,44 @@
+// Several ranks inside one test process: each a thread with its own Gloo process group on
+// 127.0.0.1, meeting in one in-memory store. Lets unit tests check collectives, the gradient
+// reducer and SyncBatchNorm against single-process references without launching processes.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+
+#include <exception>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "fixres/distributed/ProcessGroupCommunicator.h"
+
+namespace fixres::distributed {
+
+// Runs f(rank's communicator) on `ranks` threads; rethrows the first failure.
+inline void runRanks(int ranks, const std::function<void(Communicator&)>& f) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  std::vector<std::exception_ptr> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        WorldInfo w;
+        w.rank = r;
+        w.worldSize = ranks;
+        w.localRank = r;
+        w.localWorldSize = ranks;
+        w.loopback = true;
+        w.timeoutSeconds = 60;
+        auto comm = ProcessGroupCommunicator::create(store, w, ConnectOptions{});
+        f(*comm);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace fixres::distributed
