@@ -58,7 +58,9 @@ ReducerOptions smallBuckets(GradCompression c = GradCompression::kNone) {
   return o;
 }
 
-TEST(GradReducerTest, TwoRanksOfFourEqualOneProcessOfEightAndOverlapBackward) {
+class GradReducerTransportTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GradReducerTransportTest, TwoRanksOfFourEqualOneProcessOfEightAndOverlapBackward) {
   const int steps = 3;
   std::vector<Batch> data;
   for (int s = 0; s < steps; ++s) data.push_back(batch(8, 10 + s));
@@ -82,7 +84,7 @@ TEST(GradReducerTest, TwoRanksOfFourEqualOneProcessOfEightAndOverlapBackward) {
       overlapped[c.rank()] = reducer.bucketsLaunchedInBackward();
       buckets[c.rank()] = reducer.bucketCount();
     }
-  });
+  }, GetParam());
   for (int s = 0; s < steps; ++s) {
     auto ref = referenceGrads(data[s].x, data[s].y);
     EXPECT_LT(maxDiff(got[s][0], ref), 1e-6) << "step " << s;
@@ -93,6 +95,9 @@ TEST(GradReducerTest, TwoRanksOfFourEqualOneProcessOfEightAndOverlapBackward) {
   EXPECT_GE(overlapped[0], 1u);
   EXPECT_EQ(overlapped[0], overlapped[1]);
 }
+
+// Shared memory (ranks of one host) and Gloo.
+INSTANTIATE_TEST_SUITE_P(Transports, GradReducerTransportTest, ::testing::Values(true, false));
 
 TEST(GradReducerTest, MicroBatchesAccumulateThenReduceOnce) {
   auto data = batch(8, 21);
@@ -115,7 +120,7 @@ TEST(GradReducerTest, MicroBatchesAccumulateThenReduceOnce) {
   EXPECT_LT(maxDiff(got[0], referenceGrads(data.x, data.y)), 1e-6);
 }
 
-TEST(GradReducerTest, CompressionRoundsLikeTheSameCastsByHand) {
+TEST_P(GradReducerTransportTest, CompressionRoundsLikeTheSameCastsByHand) {
   for (auto c : {GradCompression::kFp16, GradCompression::kBf16}) {
     const auto type = c == GradCompression::kFp16 ? torch::kHalf : torch::kBFloat16;
     auto data = batch(8, 31);
@@ -133,7 +138,7 @@ TEST(GradReducerTest, CompressionRoundsLikeTheSameCastsByHand) {
       torch::nn::functional::cross_entropy(net->forward(x), y).backward();
       reducer.reduce();
       for (auto& p : params(net)) got[comm.rank()].push_back(p.grad().clone());
-    });
+    }, GetParam());
     for (size_t i = 0; i < got[0].size(); ++i) {
       // Each rank's gradient halved and cast; the sum of the two in the 16-bit type.
       auto a = (local[0][i] * 0.5).to(type).to(torch::kFloat);

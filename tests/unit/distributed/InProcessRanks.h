@@ -14,8 +14,10 @@
 
 namespace fixres::distributed {
 
-// Runs f(rank's communicator) on `ranks` threads; rethrows the first failure.
-inline void runRanks(int ranks, const std::function<void(Communicator&)>& f) {
+// Runs f(rank's communicator) on `ranks` threads; rethrows the first failure. `sharedMemory`:
+// all-reduce through shared memory (the default for ranks of one host) or through Gloo.
+inline void runRanks(int ranks, const std::function<void(Communicator&)>& f,
+                     bool sharedMemory = true) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   std::vector<std::exception_ptr> errors(ranks);
   std::vector<std::thread> threads;
@@ -29,7 +31,9 @@ inline void runRanks(int ranks, const std::function<void(Communicator&)>& f) {
         w.localWorldSize = ranks;
         w.loopback = true;
         w.timeoutSeconds = 60;
-        auto comm = ProcessGroupCommunicator::create(store, w, ConnectOptions{});
+        ConnectOptions o;
+        o.sharedMemory = sharedMemory;
+        auto comm = ProcessGroupCommunicator::create(store, w, o);
         f(*comm);
       } catch (...) {
         errors[r] = std::current_exception();
