@@ -42,6 +42,10 @@ void addClusterOptions(CLI::App& app, ClusterOptions& o) {
                  "Gloo: network interface to bind (default: the one routing to the master)")
       ->envname("GLOO_SOCKET_IFNAME")
       ->group("Cluster");
+  app.add_flag("--no-shared-memory", o.noSharedMemory,
+               "CPU: all-reduce through Gloo even when every rank is on this host (default: "
+               "through shared memory)")
+      ->group("Cluster");
 }
 
 distributed::WorldInfo resolveWorld(const ClusterOptions& o) {

@@ -13,10 +13,11 @@ struct ClusterOptions {
   distributed::ClusterFlags flags;
   distributed::Backend backend = distributed::Backend::kAuto;
   std::string networkInterface;
+  bool noSharedMemory = false;  // --no-shared-memory
 };
 
 // --num-tasks, --global-rank, --local-rank, --job-id, --shared-folder-path, --dist-url,
-// --dist-timeout, --backend, --network-interface.
+// --dist-timeout, --backend, --network-interface, --no-shared-memory.
 void addClusterOptions(CLI::App& app, ClusterOptions& options);
 
 // Discovers the world from the flags and the environment, sets the log rank.

@@ -50,6 +50,9 @@ struct ConnectOptions {
   Backend backend = Backend::kAuto;  // auto: NCCL when the tensors live on CUDA, else Gloo
   bool cuda = false;                 // tensors on the GPU of the local rank
   std::string networkInterface;      // Gloo: bind to this interface (GLOO_SOCKET_IFNAME)
+  // CPU, every rank on this host: all-reduce through shared memory (SharedMemoryAllReduce.h)
+  // rather than Gloo's loopback TCP.
+  bool sharedMemory = true;
 };
 
 // Single process: every collective is the identity.

@@ -2,6 +2,8 @@
 // liveness heartbeat that turns a failed collective into the names of the lost ranks.
 #include "fixres/distributed/ProcessGroupCommunicator.h"
 
+#include "fixres/distributed/SharedMemoryAllReduce.h"
+
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -115,7 +117,17 @@ std::unique_ptr<ProcessGroupCommunicator> ProcessGroupCommunicator::create(
     }
     opts->threads = 2;
     auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, w.rank, w.worldSize, opts);
-    return std::make_unique<ProcessGroupCommunicator>(group, store, w, "gloo", torch::kCPU);
+    auto comm = std::make_unique<ProcessGroupCommunicator>(group, store, w, "gloo", torch::kCPU);
+    if (options.sharedMemory && w.localWorldSize == w.worldSize) {
+      std::string whyNot;
+      comm->shm_ = SharedMemoryAllReduce::create(*store, w.rank, w.worldSize, timeout, &whyNot);
+      if (comm->shm_) {
+        comm->backend_ = "gloo+shm";
+      } else {
+        log::warn("all-reduce through Gloo: no shared memory between the ranks (", whyNot, ")");
+      }
+    }
+    return comm;
 #else
     FIXRES_FAIL(UsageError, "--backend gloo: this build has no Gloo (install libgloo-dev)");
 #endif
@@ -182,7 +194,24 @@ std::unique_ptr<PendingOp> ProcessGroupCommunicator::allReduceSumAsync(torch::Te
     c10::intrusive_ptr<c10d::Work> work;
     void wait() override { self->waitFor("all-reduce", work); }
   };
-  if (tensor.scalar_type() == torch::kBFloat16 && backend_ == "gloo") return gatherSum(tensor);
+  if (shm_ && SharedMemoryAllReduce::supports(tensor)) {
+    struct Shm : PendingOp {
+      ProcessGroupCommunicator* self;
+      std::unique_ptr<PendingOp> inner;
+      void wait() override {
+        try {
+          inner->wait();
+        } catch (const std::exception& e) {
+          self->fail("all-reduce", e.what());
+        }
+      }
+    };
+    auto op = std::make_unique<Shm>();
+    op->self = this;
+    op->inner = shm_->allReduceSumAsync(tensor);
+    return op;
+  }
+  if (tensor.scalar_type() == torch::kBFloat16 && device_.is_cpu()) return gatherSum(tensor);
   auto op = std::make_unique<Op>();
   op->self = this;
   std::vector<at::Tensor> one{tensor};

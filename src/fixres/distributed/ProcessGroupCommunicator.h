@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fixres/distributed/Communicator.h"
+#include "fixres/distributed/SharedMemoryAllReduce.h"
 #include "fixres/distributed/World.h"
 
 namespace fixres::distributed {
@@ -81,6 +82,8 @@ class ProcessGroupCommunicator : public Communicator {
   std::string backend_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Liveness> liveness_;
+  // Every rank on this host, CPU: the all-reduce goes through shared memory (null otherwise).
+  std::unique_ptr<SharedMemoryAllReduce> shm_;
 };
 
 }  // namespace fixres::distributed

@@ -68,23 +68,26 @@ TEST_P(GradReducerTransportTest, TwoRanksOfFourEqualOneProcessOfEightAndOverlapB
   std::mutex m;
   std::vector<std::vector<std::vector<torch::Tensor>>> got(steps);
   std::vector<size_t> overlapped(2), buckets(2);
-  runRanks(2, [&](Communicator& c) {
-    auto& net = nets[c.rank()];
-    GradReducer reducer(c, params(net), smallBuckets());
-    for (int s = 0; s < steps; ++s) {
-      reducer.zeroGrad();
-      reducer.expectBackward(true);
-      auto x = data[s].x.narrow(0, 4 * c.rank(), 4), y = data[s].y.narrow(0, 4 * c.rank(), 4);
-      torch::nn::functional::cross_entropy(net->forward(x), y).backward();
-      EXPECT_EQ(reducer.reduce(), 0);
-      std::lock_guard<std::mutex> lock(m);
-      std::vector<torch::Tensor> g;
-      for (auto& p : params(net)) g.push_back(p.grad().clone());
-      got[s].push_back(g);
-      overlapped[c.rank()] = reducer.bucketsLaunchedInBackward();
-      buckets[c.rank()] = reducer.bucketCount();
-    }
-  }, GetParam());
+  runRanks(
+      2,
+      [&](Communicator& c) {
+        auto& net = nets[c.rank()];
+        GradReducer reducer(c, params(net), smallBuckets());
+        for (int s = 0; s < steps; ++s) {
+          reducer.zeroGrad();
+          reducer.expectBackward(true);
+          auto x = data[s].x.narrow(0, 4 * c.rank(), 4), y = data[s].y.narrow(0, 4 * c.rank(), 4);
+          torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+          EXPECT_EQ(reducer.reduce(), 0);
+          std::lock_guard<std::mutex> lock(m);
+          std::vector<torch::Tensor> g;
+          for (auto& p : params(net)) g.push_back(p.grad().clone());
+          got[s].push_back(g);
+          overlapped[c.rank()] = reducer.bucketsLaunchedInBackward();
+          buckets[c.rank()] = reducer.bucketCount();
+        }
+      },
+      GetParam());
   for (int s = 0; s < steps; ++s) {
     auto ref = referenceGrads(data[s].x, data[s].y);
     EXPECT_LT(maxDiff(got[s][0], ref), 1e-6) << "step " << s;
@@ -126,19 +129,22 @@ TEST_P(GradReducerTransportTest, CompressionRoundsLikeTheSameCastsByHand) {
     auto data = batch(8, 31);
     std::vector<torch::nn::Sequential> nets{smallNet(), smallNet()};
     std::vector<std::vector<torch::Tensor>> local(2), got(2);
-    runRanks(2, [&](Communicator& comm) {
-      auto& net = nets[comm.rank()];
-      // This rank's own gradient, for the reference.
-      auto x = data.x.narrow(0, 4 * comm.rank(), 4), y = data.y.narrow(0, 4 * comm.rank(), 4);
-      torch::nn::functional::cross_entropy(net->forward(x), y).backward();
-      for (auto& p : params(net)) local[comm.rank()].push_back(p.grad().clone());
-      GradReducer reducer(comm, params(net), smallBuckets(c));
-      reducer.zeroGrad();
-      reducer.expectBackward(true);
-      torch::nn::functional::cross_entropy(net->forward(x), y).backward();
-      reducer.reduce();
-      for (auto& p : params(net)) got[comm.rank()].push_back(p.grad().clone());
-    }, GetParam());
+    runRanks(
+        2,
+        [&](Communicator& comm) {
+          auto& net = nets[comm.rank()];
+          // This rank's own gradient, for the reference.
+          auto x = data.x.narrow(0, 4 * comm.rank(), 4), y = data.y.narrow(0, 4 * comm.rank(), 4);
+          torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+          for (auto& p : params(net)) local[comm.rank()].push_back(p.grad().clone());
+          GradReducer reducer(comm, params(net), smallBuckets(c));
+          reducer.zeroGrad();
+          reducer.expectBackward(true);
+          torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+          reducer.reduce();
+          for (auto& p : params(net)) got[comm.rank()].push_back(p.grad().clone());
+        },
+        GetParam());
     for (size_t i = 0; i < got[0].size(); ++i) {
       // Each rank's gradient halved and cast; the sum of the two in the 16-bit type.
       auto a = (local[0][i] * 0.5).to(type).to(torch::kFloat);

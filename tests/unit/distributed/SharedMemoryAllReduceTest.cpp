@@ -3,8 +3,8 @@
 // operations queued before the first wait; a dead peer is named instead of hanging.
 #include <gtest/gtest.h>
 
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include <thread>
 
@@ -31,8 +31,8 @@ TEST(SharedMemoryAllReduceTest, SumsEqualTheSumsInRankOrder) {
     threads.emplace_back([&, r] {
       std::string why;
       // 1 KB areas: the larger tensors take many chunks.
-      auto shm = SharedMemoryAllReduce::create(*store, r, world, std::chrono::seconds(30), &why,
-                                               1024);
+      auto shm =
+          SharedMemoryAllReduce::create(*store, r, world, std::chrono::seconds(30), &why, 1024);
       if (!shm) {
         errors[r] = why;
         return;
