@@ -115,7 +115,7 @@ TEST(RestartCoordinator, ANodeWhosePeersNeverComeFailsWithinTheTimeoutNamingThem
 }
 
 TEST(RestartCoordinator, AStoppedPeerBoundsTheWaitForTheNextGeneration) {
-  auto [a, b] = join(2, 2, 1.5);
+  auto [a, b] = join(2, 2, 4);
   RankFailure f = a->announce(0, RankFailure{0, 0, 137, true});
   EXPECT_TRUE(f.restart);
   // Node 1 never stops: node 0 gives up after the timeout, naming it.
