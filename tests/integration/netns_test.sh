@@ -85,10 +85,16 @@ done
 run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$RUNS/train/nsref/checkpoint.pth" "$RUNS/train/nskill/checkpoint.pth"
 expect_code 0
 
-# A launcher whose peer never comes ends within the timeout, naming the missing node.
+# A launcher whose peers never come ends within the timeout, naming the node it waited for:
+# node 1 without node 0 (whose launcher serves the launchers' store), node 0 without node 1.
 run ip netns exec "$B" env FIXRES_DIST_TIMEOUT=3 "$FIXRES" "${LA[@]}" --node-rank 1 --max-restarts 1 \
   --launch-job-id alone -- version
-expect_code 5; expect_err "node\(s\) 0 did not join"
+expect_code 5
+expect_err "^fixres: error: launch: node 1 cannot reach .*10.77.0.1:29622 \(served by the launcher of node 0\)"
+grep -q "libtorch" "$OUT" && bad "a rank started without its peers"
+run ip netns exec "$A" env FIXRES_DIST_TIMEOUT=3 "$FIXRES" "${LA[@]}" --node-rank 0 --max-restarts 1 \
+  --launch-job-id alone -- version
+expect_code 5; expect_err "^fixres: error: launch: node 0: the launchers of node\(s\) 1 did not join"
 # Launchers that disagree on --max-restarts: a usage error on both.
 ip netns exec "$A" "$FIXRES" "${LA[@]}" --node-rank 0 --max-restarts 1 --launch-job-id differ -- version \
   >"$WORK/differ.a.out" 2>"$WORK/differ.a.err" &

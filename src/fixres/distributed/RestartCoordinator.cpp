@@ -62,7 +62,8 @@ RestartCoordinator::RestartCoordinator(const CoordinatorOptions& options) : o_(o
   } catch (const std::exception& e) {
     FIXRES_FAIL(DistributedError, "launch: node ", o_.nodeRank, " cannot ",
                 o_.nodeRank == 0 ? "serve" : "reach", " the launchers' store at ", where(),
-                " within ", o_.timeoutSeconds, " s: ", oneLine(e.what()).substr(0, 200));
+                o_.nodeRank == 0 ? "" : " (served by the launcher of node 0)", " within ",
+                o_.timeoutSeconds, " s: ", oneLine(e.what()).substr(0, 200));
   }
   std::vector<std::string> keys;
   for (int n = 0; n < o_.nnodes; ++n) keys.push_back(detail::concat("node/", n));
