@@ -70,20 +70,28 @@ wait_code $PA 300; ca=$c; wait_code $PB 300; cb=$c
 [ "$ca" = 0 ] && [ "$cb" = 0 ] || { bad "two-node reference: exit $ca/$cb"; tail -5 "$WORK"/nsref.*.err; }
 grep -q "restarting" "$WORK"/nsref.*.err && bad "two-node reference restarted"
 
-# SIGKILL of the rank on node 1 mid-run: both nodes restart (one line each), exit 0, same weights.
-two_nodes nskill 1 -- "${T[@]}" --job-id nskill --checkpoint-every-steps 4
-wait_steps "$RUNS/train/nskill" 9 || bad "nskill: never reached step 9"
-victim=$(pgrep -P "$PB" | head -1)  # ip netns exec execs the launcher: its child is the rank
-[ -n "$victim" ] && kill -9 "$victim"
-wait_code $PA 300; ca=$c; wait_code $PB 300; cb=$c
-[ "$ca" = 0 ] && [ "$cb" = 0 ] || { bad "nskill: exit $ca/$cb after a restart"; tail -8 "$WORK"/nskill.*.err; }
-for n in a b; do
-  grep -Eq "^fixres: restarting all ranks \(restart 1 of 1\) after rank 1 exited with 137$" "$WORK/nskill.$n.err" ||
-    bad "nskill: node $n has no restart line naming rank 1"
-  [ "$(grep -c 'restarting all ranks' "$WORK/nskill.$n.err")" = 1 ] || bad "nskill: node $n restarted more than once"
-done
-run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$RUNS/train/nsref/checkpoint.pth" "$RUNS/train/nskill/checkpoint.pth"
-expect_code 0
+# SIGKILL of a rank mid-run, on node 1 (rank 1), then on node 0 (rank 0, which serves the ranks'
+# store: the new rank 0 serves it again on the same port): both nodes restart (one line each),
+# exit 0, with the weights of the uninterrupted run.
+kill_node_rank() {  # kill_node_rank NAME NODE(a|b) RANK
+  two_nodes "$1" 1 -- "${T[@]}" --job-id "$1" --checkpoint-every-steps 4
+  wait_steps "$RUNS/train/$1" 9 || bad "$1: never reached step 9"
+  local launcher=$PA
+  [ "$2" = b ] && launcher=$PB
+  victim=$(pgrep -P "$launcher" | head -1)  # ip netns exec execs the launcher: its child is the rank
+  [ -n "$victim" ] && kill -9 "$victim"
+  wait_code $PA 300; ca=$c; wait_code $PB 300; cb=$c
+  [ "$ca" = 0 ] && [ "$cb" = 0 ] || { bad "$1: exit $ca/$cb after a restart"; tail -8 "$WORK/$1".*.err; }
+  for n in a b; do
+    grep -Eq "^fixres: restarting all ranks \(restart 1 of 1\) after rank $3 exited with 137$" "$WORK/$1.$n.err" ||
+      bad "$1: node $n has no restart line naming rank $3"
+    [ "$(grep -c 'restarting all ranks' "$WORK/$1.$n.err")" = 1 ] || bad "$1: node $n restarted more than once"
+  done
+  run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$RUNS/train/nsref/checkpoint.pth" "$RUNS/train/$1/checkpoint.pth"
+  expect_code 0
+}
+kill_node_rank nskill1 b 1
+kill_node_rank nskill0 a 0
 
 # A launcher whose peers never come ends within the timeout, naming the node it waited for:
 # node 1 without node 0 (whose launcher serves the launchers' store), node 0 without node 1.
