@@ -17,7 +17,9 @@ D="$WORK/data"
 RUNS="$WORK/runs"
 # 120 images, 2 ranks x batch 2: 30 steps per epoch, 60 in all.
 T=(train --imnet-path "$D" --architecture resnet_tiny --workers 1 --log-every 1 --input-size 24
-  --batch 2 --sampler distributed --seed 7 --epochs 2 --shared-folder-path "$RUNS")
+  --batch 2 --sampler distributed --seed 7 --shared-folder-path "$RUNS")
+T1=("${T[@]}" --epochs 1)
+T+=(--epochs 2)
 L=(launch --nproc-per-node 2 --grace-seconds 5)
 
 # Waits (up to 120 s) until run folder $1 has at least $2 training steps in its metrics.
@@ -119,16 +121,17 @@ step=$(grep -Eo "resumed from .* \(step [0-9]+\)" "$WORK/kill0.err" | grep -Eo "
 kill_rank kill1 1 9
 
 # 9. --checkpoint-every-steps writes checkpoint.pth mid-epoch; a single process killed with
-# SIGKILL and run again resumes from it and ends as the uninterrupted single-process run.
-run "$FIXRES" "${T[@]}" --job-id single_ref
+# SIGKILL and run again resumes from it and ends as the uninterrupted single-process run
+# (one epoch: 60 steps).
+run "$FIXRES" "${T1[@]}" --job-id single_ref
 expect_code 0
-"$FIXRES" "${T[@]}" --job-id single --checkpoint-every-steps 5 >"$WORK/single.out" 2>"$WORK/single.err" &
+"$FIXRES" "${T1[@]}" --job-id single --checkpoint-every-steps 5 >"$WORK/single.out" 2>"$WORK/single.err" &
 P=$!
 wait_steps "$RUNS/train/single" 12 || bad "single: never reached step 12"
 kill -9 $P; wait $P 2>/dev/null
 step=$("$PY" -c "import torch; print(torch.load('$RUNS/train/single/checkpoint.pth')['global_step'])")
 [ -n "$step" ] && [ "$step" -ge 10 ] && [ $((step % 5)) = 0 ] || bad "single: checkpoint.pth at step '$step'"
-run "$FIXRES" "${T[@]}" --job-id single --checkpoint-every-steps 5
+run "$FIXRES" "${T1[@]}" --job-id single --checkpoint-every-steps 5
 expect_code 0; expect_err "resumed from"
 same_as single_ref single
 finish
