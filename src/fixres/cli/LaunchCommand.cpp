@@ -128,6 +128,10 @@ Command addLaunchCommand(CLI::App& parent) {
   sub->add_option("--grace-seconds", s->launch.graceSeconds,
                   "Delay between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str();
+  sub->add_option("--max-restarts", s->launch.maxRestarts,
+                  "When a rank fails (any exit but 0 and 2, or a signal), stop every rank and "
+                  "start them all again, up to N times (every node together); in [0, 1000]")
+      ->capture_default_str();
   sub->add_option("--program", s->program,
                   "Program to start (a path, or a name looked up on PATH); every word after -- "
                   "is its argument");
@@ -156,6 +160,7 @@ Command addLaunchCommand(CLI::App& parent) {
                 args.erase(args.begin());
               }
             }
+            s->launch.timeoutSeconds = s->cluster.flags.timeoutSeconds;
             return distributed::launchLocalRanks(s->launch);
           }};
 }

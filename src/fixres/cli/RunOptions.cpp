@@ -203,6 +203,10 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
                "Stop (with a checkpoint) once this many steps are done in total, >= 1 (-1: "
                "never); rerun to resume. A run already there stops at once",
                "Optimisation");
+  addRunOption(app, "--checkpoint-every-steps", c.checkpointEverySteps,
+               "Also write checkpoint.pth every K steps in total, besides each epoch's end, so "
+               "that a restart (fixres launch --max-restarts) loses little work; >= 0 (0: off)",
+               "Optimisation");
   app.add_flag("--allow-config-change", c.allowConfigChange,
                "Resume even when settings that define the run (architecture, classes, sizes, "
                "batch, accumulation, transform, sampler, seed, data) differ from the checkpoint's")

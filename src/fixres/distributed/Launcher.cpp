@@ -26,6 +26,7 @@
 #include "fixres/common/FolderLock.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
+#include "fixres/distributed/RestartCoordinator.h"
 #include "fixres/distributed/World.h"
 
 extern char** environ;
@@ -41,6 +42,10 @@ void onSignal(int sig) {
 // The launcher's own error lines look like every fixres error line.
 void errorLine(const std::string& message) {
   const std::string line = "fixres: error: " + message + "\n";
+  (void)!::write(STDERR_FILENO, line.data(), line.size());
+}
+void noteLine(const std::string& message) {
+  const std::string line = "fixres: " + message + "\n";
   (void)!::write(STDERR_FILENO, line.data(), line.size());
 }
 
@@ -153,7 +158,7 @@ void emit(int fd, const std::string& prefix, std::string& buffer, const char* da
 }
 
 pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, const std::string& localStore,
-            int outPipe[2], int errPipe[2]) {
+            int generation, int outPipe[2], int errPipe[2]) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
     std::string kv(*e);
@@ -168,6 +173,8 @@ pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, const std::st
   env["MASTER_ADDR"] = o.masterAddr;
   env["MASTER_PORT"] = std::to_string(o.masterPort);
   env["FIXRES_JOB_ID"] = o.jobId;
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(generation);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(o.maxRestarts);
   if (!localStore.empty()) env["FIXRES_LOCAL_STORE"] = localStore;
   std::vector<std::string> envStrings;
   for (auto& [k, v] : env) envStrings.push_back(k + "=" + v);
@@ -208,6 +215,7 @@ pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, const std::st
 constexpr int kMaxLocalRanks = 1024;
 constexpr int kMaxNodes = 65536;
 constexpr double kMaxGraceSeconds = 3600;
+constexpr int kMaxRestarts = 1000;
 
 // Two pipes per rank stay open in the launcher: raises the soft limit on open files when it is
 // too low for that, or refuses the rank count naming the limit.
@@ -247,78 +255,25 @@ int codeOf(int status) {
   return 1;
 }
 
-}  // namespace
+// How a generation of ranks ended: the launcher returns exitCode, or restarts every rank.
+struct Generation {
+  bool restart = false;
+  int exitCode = 0;
+  RankFailure cause;  // what made them restart
+};
 
-int findFreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  FIXRES_CHECK(fd >= 0, DistributedError, "cannot create a socket: ", std::strerror(errno));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  FIXRES_CHECK(port > 0, DistributedError, "cannot find a free TCP port on 127.0.0.1");
-  return port;
+// A rank's failure worth a restart: any non-zero exit or death by a signal, except a usage error
+// (exit 2: the same arguments fail again). A stop the launcher forwarded is no failure.
+bool restartable(int code) {
+  return code != 0 && code != static_cast<int>(ExitCode::kUsage);
 }
 
-int launchLocalRanks(const LaunchOptions& in) {
-  LaunchOptions o = in;
-  FIXRES_CHECK(o.nprocPerNode >= 1 && o.nprocPerNode <= kMaxLocalRanks, UsageError,
-               "--nproc-per-node must be in [1, ", kMaxLocalRanks, "], got ", o.nprocPerNode);
-  FIXRES_CHECK(o.nnodes >= 1 && o.nnodes <= kMaxNodes, UsageError, "--nnodes must be in [1, ",
-               kMaxNodes, "], got ", o.nnodes);
-  FIXRES_CHECK(o.nodeRank >= 0 && o.nodeRank < o.nnodes, UsageError, "--node-rank ", o.nodeRank,
-               " must be in [0, ", o.nnodes, ")");
-  FIXRES_CHECK(
-      std::isfinite(o.graceSeconds) && o.graceSeconds >= 0 && o.graceSeconds <= kMaxGraceSeconds,
-      UsageError, "--grace-seconds must be in [0, ", kMaxGraceSeconds, "], got ", o.graceSeconds);
-  FIXRES_CHECK(!o.executable.empty(), UsageError,
-               "fixres launch needs a command after '--', e.g. fixres launch --nproc-per-node 2 "
-               "-- train ...");
-  FIXRES_CHECK(o.masterPort >= 0 && o.masterPort < 65536, UsageError, "--master-port ",
-               o.masterPort, " is not a TCP port");
-  if (!o.jobId.empty()) checkJobId(o.jobId, "--launch-job-id");
-  reserveFileDescriptors(o.nprocPerNode);
-  if (o.masterPort == 0) {
-    FIXRES_CHECK(o.nnodes == 1, UsageError, "--master-port is required with --nnodes > 1");
-    o.masterPort = findFreePort();
-  }
-  if (o.jobId.empty()) o.jobId = "launch-" + std::to_string(::getpid());
-  const int worldSize = o.nprocPerNode * o.nnodes;
-
-  // SIGHUP (the terminal closed) is forwarded like SIGINT and SIGTERM: the ranks, in their own
-  // process groups, would not get it otherwise. Under nohup (SIGHUP ignored) it stays ignored,
-  // for the launcher and, through exec, for its ranks.
-  struct sigaction sa {};
-  sa.sa_handler = onSignal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-  struct sigaction hup {};
-  if (::sigaction(SIGHUP, nullptr, &hup) == 0 && hup.sa_handler != SIG_IGN)
-    ::sigaction(SIGHUP, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-
-  // One node: fixres ranks meet through a file store in a private folder (mode 0700) rather
-  // than a TCP store, whose server would listen on every interface. MASTER_ADDR/PORT are still
-  // set for other programs.
-  std::optional<LaunchFolder> storeDir;
-  std::string localStore;
-  if (o.nnodes == 1 && isLoopback(o.masterAddr)) {
-    LaunchFolder::removeStale();
-    storeDir.emplace();
-    localStore = storeDir->path() + "/store";
-  }
-
-  log::info("launch: starting ", o.nprocPerNode, " rank(s) of ", o.executable, " on node ",
-            o.nodeRank, "/", o.nnodes, ", world ", worldSize, ", master ", o.masterAddr, ":",
-            o.masterPort, ", job ", o.jobId);
+// Starts the local ranks of `generation`, relays their output and supervises them until all
+// have exited: a failing rank, a forwarded signal or (several nodes) a failure another node
+// announced stops them all.
+Generation runGeneration(const LaunchOptions& o, int generation, int worldSize,
+                         const std::string& localStore, RestartCoordinator* coordinator) {
+  const bool mayRestart = generation < o.maxRestarts;
   std::vector<Child> children(o.nprocPerNode);
   for (int i = 0; i < o.nprocPerNode; ++i) {
     Child& c = children[i];
@@ -326,7 +281,7 @@ int launchLocalRanks(const LaunchOptions& in) {
     c.globalRank = o.nodeRank * o.nprocPerNode + i;
     int outPipe[2] = {-1, -1}, errPipe[2] = {-1, -1};
     const bool piped = ::pipe2(outPipe, O_CLOEXEC) == 0 && ::pipe2(errPipe, O_CLOEXEC) == 0;
-    if (piped) c.pid = spawn(o, c, worldSize, localStore, outPipe, errPipe);
+    if (piped) c.pid = spawn(o, c, worldSize, localStore, generation, outPipe, errPipe);
     const int err = errno;
     for (int fd : {outPipe[1], errPipe[1]})
       if (fd >= 0) ::close(fd);
@@ -341,8 +296,9 @@ int launchLocalRanks(const LaunchOptions& in) {
     }
   }
 
-  int failedRank = -1, failedCode = 0;
+  Generation out;
   bool stopping = false;
+  bool decided = false;  // out says how the generation ends
   auto stopDeadline = std::chrono::steady_clock::time_point::max();
   auto stopAll = [&](int sig) {
     for (auto& c : children) {
@@ -352,6 +308,20 @@ int launchLocalRanks(const LaunchOptions& in) {
       }
     }
   };
+  auto startStopping = [&] {
+    stopping = true;
+    stopAll(SIGTERM);
+    stopDeadline = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(static_cast<int64_t>(o.graceSeconds * 1000));
+  };
+  // The store may be gone (node 0's launcher): this node stops its ranks and says so.
+  auto storeLost = [&](const Error& e) {
+    errorLine(std::string(e.what()) + "; stopping the ranks of this node");
+    out = Generation{false, static_cast<int>(ExitCode::kDistributed), {}};
+    decided = true;
+    if (!stopping) startStopping();
+  };
+  auto nextPoll = std::chrono::steady_clock::now();
 
   char buf[65536];
   auto anyOpen = [&] {
@@ -383,6 +353,35 @@ int launchLocalRanks(const LaunchOptions& in) {
         (isOut ? c.outFd : c.errFd) = -1;
       }
     }
+    // A signal from the user first: a rank that it made exit is then no failure to restart.
+    if (int sig = gForwardSignal.exchange(0)) {
+      log::warn("launch: forwarding ", stopSignalName(sig), " to the ranks");
+      if (!stopping) {
+        stopping = true;
+        out = Generation{false, 128 + sig, {}};
+        stopDeadline = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(o.graceSeconds * 1000));
+        if (coordinator && !decided) {
+          try {
+            coordinator->announce(generation, RankFailure{o.nodeRank, -1, 128 + sig, false});
+          } catch (const Error& e) {
+            log::warn(oneLine(e.what()));
+          }
+        }
+      } else if (out.restart) {
+        log::warn("launch: no restart after ", stopSignalName(sig));
+        out.restart = false;
+        if (coordinator) {  // the other nodes must not wait for this one
+          try {
+            coordinator->announce(generation, RankFailure{o.nodeRank, -1, 128 + sig, false});
+          } catch (const Error& e) {
+            log::warn(oneLine(e.what()));
+          }
+        }
+      }
+      decided = true;
+      stopAll(sig);
+    }
     int status = 0;
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
@@ -390,34 +389,188 @@ int launchLocalRanks(const LaunchOptions& in) {
         if (c.pid != pid) continue;
         c.running = false;
         c.exitCode = codeOf(status);
-        if (c.exitCode != 0 && failedRank < 0 && !stopping) {
-          failedRank = c.globalRank;
-          failedCode = c.exitCode;
+        if (c.exitCode == 0 || decided || stopping) continue;
+        RankFailure mine{o.nodeRank, c.globalRank, c.exitCode,
+                         mayRestart && restartable(c.exitCode)};
+        RankFailure counts = mine;
+        if (coordinator) {
+          try {
+            counts = coordinator->announce(generation, mine);
+          } catch (const Error& e) {
+            storeLost(e);
+            continue;
+          }
+        }
+        decided = true;
+        if (counts.restart && mine.restart) {
+          out = Generation{true, c.exitCode, counts};
+          log::warn("launch: rank ", c.globalRank, " exited with code ", c.exitCode,
+                    "; stopping the other ranks to restart them");
+        } else {
+          out = Generation{false, c.exitCode, mine};
           errorLine(detail::concat("rank ", c.globalRank, " exited with code ", c.exitCode,
                                    "; stopping the other ranks"));
-          stopping = true;
-          stopAll(SIGTERM);
-          stopDeadline = std::chrono::steady_clock::now() +
-                         std::chrono::milliseconds(static_cast<int64_t>(o.graceSeconds * 1000));
         }
+        startStopping();
       }
     }
-    if (int sig = gForwardSignal.exchange(0)) {
-      log::warn("launch: forwarding ", stopSignalName(sig), " to the ranks");
-      if (!stopping) {
-        stopping = true;
-        failedCode = 128 + sig;
-        stopDeadline = std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(static_cast<int64_t>(o.graceSeconds * 1000));
+    // Several nodes: a failure another node announced stops this node's ranks too.
+    if (coordinator && !decided && std::chrono::steady_clock::now() >= nextPoll) {
+      nextPoll = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
+      try {
+        if (auto f = coordinator->announced(generation)) {
+          decided = true;
+          if (f->restart) {
+            out = Generation{true, f->code, *f};
+            log::warn("launch: on node ", f->node, ", rank ", f->rank, " exited with code ",
+                      f->code, "; stopping the ranks of this node to restart them");
+          } else {
+            out = Generation{false, static_cast<int>(ExitCode::kDistributed), *f};
+            errorLine(f->rank < 0 ? detail::concat("the launcher of node ", f->node,
+                                                   " was stopped by a signal; stopping the ranks "
+                                                   "of this node")
+                                  : detail::concat("on node ", f->node, ", rank ", f->rank,
+                                                   " exited with code ", f->code,
+                                                   "; stopping the ranks of this node"));
+          }
+          startStopping();
+        }
+      } catch (const Error& e) {
+        storeLost(e);
       }
-      stopAll(sig);
     }
     if (stopping && std::chrono::steady_clock::now() > stopDeadline) {
       stopAll(SIGKILL);
       stopDeadline = std::chrono::steady_clock::time_point::max();
     }
   }
-  return failedRank >= 0 || stopping ? failedCode : 0;
+  if (decided) return out;
+  // Every local rank succeeded. Several nodes: the others may still fail and restart all.
+  if (coordinator) {
+    if (auto f = coordinator->waitAllDone(generation); f && f->restart)
+      return Generation{true, f->code, *f};
+  }
+  return Generation{false, 0, {}};
+}
+
+}  // namespace
+
+int findFreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  FIXRES_CHECK(fd >= 0, DistributedError, "cannot create a socket: ", std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  FIXRES_CHECK(port > 0, DistributedError, "cannot find a free TCP port on 127.0.0.1");
+  return port;
+}
+
+int launchLocalRanks(const LaunchOptions& in) {
+  LaunchOptions o = in;
+  FIXRES_CHECK(o.nprocPerNode >= 1 && o.nprocPerNode <= kMaxLocalRanks, UsageError,
+               "--nproc-per-node must be in [1, ", kMaxLocalRanks, "], got ", o.nprocPerNode);
+  FIXRES_CHECK(o.nnodes >= 1 && o.nnodes <= kMaxNodes, UsageError, "--nnodes must be in [1, ",
+               kMaxNodes, "], got ", o.nnodes);
+  FIXRES_CHECK(o.nodeRank >= 0 && o.nodeRank < o.nnodes, UsageError, "--node-rank ", o.nodeRank,
+               " must be in [0, ", o.nnodes, ")");
+  FIXRES_CHECK(
+      std::isfinite(o.graceSeconds) && o.graceSeconds >= 0 && o.graceSeconds <= kMaxGraceSeconds,
+      UsageError, "--grace-seconds must be in [0, ", kMaxGraceSeconds, "], got ", o.graceSeconds);
+  FIXRES_CHECK(o.maxRestarts >= 0 && o.maxRestarts <= kMaxRestarts, UsageError,
+               "--max-restarts must be in [0, ", kMaxRestarts, "], got ", o.maxRestarts);
+  FIXRES_CHECK(std::isfinite(o.timeoutSeconds) && o.timeoutSeconds > 0, UsageError,
+               "--dist-timeout must be positive, got ", o.timeoutSeconds);
+  FIXRES_CHECK(!o.executable.empty(), UsageError,
+               "fixres launch needs a command after '--', e.g. fixres launch --nproc-per-node 2 "
+               "-- train ...");
+  FIXRES_CHECK(o.masterPort >= 0 && o.masterPort < 65536, UsageError, "--master-port ",
+               o.masterPort, " is not a TCP port");
+  if (!o.jobId.empty()) checkJobId(o.jobId, "--launch-job-id");
+  reserveFileDescriptors(o.nprocPerNode);
+  if (o.masterPort == 0) {
+    FIXRES_CHECK(o.nnodes == 1, UsageError, "--master-port is required with --nnodes > 1");
+    o.masterPort = findFreePort();
+  }
+  FIXRES_CHECK(o.nnodes == 1 || o.maxRestarts == 0 || o.masterPort < 65535, UsageError,
+               "--master-port ", o.masterPort,
+               " leaves no port for the launchers' store (--master-port + 1, with --max-restarts "
+               "on several nodes)");
+  if (o.jobId.empty()) o.jobId = "launch-" + std::to_string(::getpid());
+  const int worldSize = o.nprocPerNode * o.nnodes;
+
+  // Several nodes with restarts: the launchers meet first (before any signal is taken over, so
+  // that Ctrl-C ends a launcher still waiting for the others).
+  std::optional<RestartCoordinator> coordinator;
+  if (o.nnodes > 1 && o.maxRestarts > 0) {
+    CoordinatorOptions co;
+    co.masterAddr = o.masterAddr;
+    co.port = o.masterPort + 1;
+    co.nodeRank = o.nodeRank;
+    co.nnodes = o.nnodes;
+    co.maxRestarts = o.maxRestarts;
+    co.timeoutSeconds = o.timeoutSeconds;
+    coordinator.emplace(co);
+  }
+
+  // SIGHUP (the terminal closed) is forwarded like SIGINT and SIGTERM: the ranks, in their own
+  // process groups, would not get it otherwise. Under nohup (SIGHUP ignored) it stays ignored,
+  // for the launcher and, through exec, for its ranks.
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction hup {};
+  if (::sigaction(SIGHUP, nullptr, &hup) == 0 && hup.sa_handler != SIG_IGN)
+    ::sigaction(SIGHUP, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  // One node: fixres ranks meet through a file store in a private folder (mode 0700) rather
+  // than a TCP store, whose server would listen on every interface. MASTER_ADDR/PORT are still
+  // set for other programs.
+  std::optional<LaunchFolder> storeDir;
+  std::string localStore;
+  if (o.nnodes == 1 && isLoopback(o.masterAddr)) {
+    LaunchFolder::removeStale();
+    storeDir.emplace();
+    localStore = storeDir->path() + "/store";
+  }
+
+  log::info("launch: starting ", o.nprocPerNode, " rank(s) of ", o.executable, " on node ",
+            o.nodeRank, "/", o.nnodes, ", world ", worldSize, ", master ", o.masterAddr, ":",
+            o.masterPort, ", job ", o.jobId,
+            o.maxRestarts > 0 ? detail::concat(", up to ", o.maxRestarts, " restart(s)") : "");
+  for (int generation = 0;; ++generation) {
+    // A fresh file store per generation: the killed ranks' keys must not mislead the new ones.
+    const std::string store = localStore.empty() || generation == 0
+                                  ? localStore
+                                  : detail::concat(localStore, "-", generation);
+    const Generation g =
+        runGeneration(o, generation, worldSize, store, coordinator ? &*coordinator : nullptr);
+    if (!g.restart) {
+      if (coordinator) coordinator->leave();
+      return g.exitCode;
+    }
+    if (coordinator) coordinator->waitAllStopped(generation);
+    if (int sig = gForwardSignal.exchange(0)) {
+      log::warn("launch: ", stopSignalName(sig), " while restarting: no restart");
+      if (coordinator) {
+        coordinator->announce(generation + 1, RankFailure{o.nodeRank, -1, 128 + sig, false});
+        coordinator->leave();
+      }
+      return 128 + sig;
+    }
+    noteLine(detail::concat("restarting all ranks (restart ", generation + 1, " of ", o.maxRestarts,
+                            ") after rank ", g.cause.rank, " exited with ", g.cause.code));
+  }
 }
 
 }  // namespace fixres::distributed

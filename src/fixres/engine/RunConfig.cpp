@@ -78,6 +78,7 @@ void visitFields(Config& c, Visitor&& v) {
   v("bucket_mb", c.bucketMb);
   v("seed", c.seed);
   v("stop_after_steps", c.stopAfterSteps);
+  v("checkpoint_every_steps", c.checkpointEverySteps);
   v("nan_policy", c.nanPolicy, nanPolicies());
   v("run_dir", c.runDir);
 }
@@ -150,7 +151,7 @@ const char* const kDefinesRun[] = {"mode",
                                    "opt",
                                    "seed"};
 // Per-invocation settings, never compared.
-const char* const kNotCompared[] = {"run_dir", "stop_after_steps"};
+const char* const kNotCompared[] = {"run_dir", "stop_after_steps", "checkpoint_every_steps"};
 
 template <size_t N>
 bool among(const char* const (&names)[N], const std::string& key) {
@@ -257,6 +258,7 @@ void RunConfig::validateValues() const {
   checkReal("--cutmix-alpha", cutmixAlpha, 0, false);
   checkAtLeast("--eval-every", evalEvery, 1);
   checkCountOrNone("--stop-after-steps", stopAfterSteps);
+  checkAtLeast("--checkpoint-every-steps", checkpointEverySteps, 0);
   checkAtLeast("--log-every", logEvery, 1);
   progressive.validate(epochs);
   FIXRES_CHECK(!progressive.enabled() || mode == RunMode::kTrain, UsageError,

@@ -90,6 +90,8 @@ struct RunConfig {
   double bucketMb = 25;  // gradient all-reduce bucket size (DDP's bucket_cap_mb)
   uint64_t seed = 0;
   int64_t stopAfterSteps = -1;  // >= 1: stop (checkpointed) after this many steps in total; -1 none
+  // >= 1: also write checkpoint.pth every K steps in total (besides each epoch's end); 0 off.
+  int64_t checkpointEverySteps = 0;
   NanPolicy nanPolicy = NanPolicy::kStop;
   // Resume even when settings that define the run (resumeChanges) differ from the stored ones.
   // A choice of this invocation only: not part of config.json.

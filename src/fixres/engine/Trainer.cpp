@@ -385,6 +385,11 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
       }
       appendMetrics(record);
     }
+    // Mid-epoch checkpoints: the state of this completed step, resumed exactly as a stop's.
+    // An epoch's last step is saved by finishEpoch.
+    if (cfg_.checkpointEverySteps > 0 && state_.globalStep % cfg_.checkpointEverySteps == 0 &&
+        state_.iteration < iterations)
+      writeCheckpoints(false);
     if (auto stop = agreedStop()) return stop;
   }
   return std::nullopt;

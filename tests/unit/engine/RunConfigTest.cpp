@@ -137,6 +137,7 @@ TEST(RunConfigTest, EveryNumericValueIsCheckedAndTheMessageNamesTheFlag) {
       {"--iteration-cap", [](RunConfig& c) { c.iterationCap = -2; }},
       {"--stop-after-steps", [](RunConfig& c) { c.stopAfterSteps = 0; }},
       {"--stop-after-steps", [](RunConfig& c) { c.stopAfterSteps = -5; }},
+      {"--checkpoint-every-steps", [](RunConfig& c) { c.checkpointEverySteps = -1; }},
       {"--num-classes", [](RunConfig& c) { c.model.numClasses = -1; }},
       {"--input-size", [](RunConfig& c) { c.inputSize = 4; }},
       {"--eval-size", [](RunConfig& c) { c.evalSize = 5; }},
@@ -165,6 +166,7 @@ TEST(RunConfigTest, EveryNumericValueIsCheckedAndTheMessageNamesTheFlag) {
   RunConfig c = RunConfig::forMode(RunMode::kTrain);
   c.iterationCap = 1;
   c.stopAfterSteps = 1;
+  c.checkpointEverySteps = 0;
   c.logEvery = 1;
   c.momentum = 0;
   c.weightDecay = 0;
@@ -224,7 +226,8 @@ TEST(RunConfigTest, ResumeChangesSayWhichSettingsDefineTheRun) {
   started.trainPath = "/data/a/train";
   started.runDir = "runs/train/1";
   auto same = started;
-  same.stopAfterSteps = 7;      // per invocation: never compared
+  same.stopAfterSteps = 7;  // per invocation: never compared
+  same.checkpointEverySteps = 2;
   same.runDir = "/abs/runs/1";  // the same folder reached another way
   same.allowConfigChange = true;
   EXPECT_EQ(describe(resumeChanges(started.toJson(), same)), "");
