@@ -97,15 +97,6 @@ void GradReducer::build(const std::vector<size_t>& order) {
   ready_.assign(buckets_.size(), false);
 }
 
-void GradReducer::installViews() {
-  torch::NoGradGuard noGrad;
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    auto& p = parameters_[i];
-    const auto [b, offset] = slot_[i];
-    p.mutable_grad() = buckets_[b].buffer.as_strided(p.sizes(), p.strides(), offset);
-  }
-}
-
 void GradReducer::zeroGrad() {
   if (comm_.worldSize() == 1) {
     for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
@@ -133,11 +124,12 @@ void GradReducer::zeroGrad() {
     rebuildDue_ = false;
     rebuilt_ = true;
   }
-  for (auto& bucket : buckets_) {
-    bucket.buffer.zero_();
-    bucket.due = bucket.members.size();
-  }
-  installViews();
+  // Gradients start undefined: autograd then hands over the first micro-batch's gradient
+  // without a zero fill and an addition, and the hook copies it into its bucket once (DDP's
+  // copy into the bucket view); a parameter that gets no gradient is zero-filled there.
+  for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+  for (auto& bucket : buckets_) bucket.due = bucket.members.size();
+  buckets_.back().buffer[-1].zero_();  // the flag
   std::lock_guard<std::mutex> lock(mutex_);
   armed_ = false;
   next_ = 0;

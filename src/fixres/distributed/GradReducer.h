@@ -1,9 +1,9 @@
 // Data-parallel gradient averaging overlapped with the backward pass, as PyTorch's
 // DistributedDataParallel: the trainable parameters are grouped into buckets (reverse
 // registration order at first, then the order in which their gradients became ready in the
-// first synchronised backward pass, the same on every rank); every parameter's .grad() is a view
-// into its bucket, so autograd accumulates straight into the buckets; a hook on each parameter's
-// gradient accumulator counts the gradients ready and launches a bucket's all-reduce as soon as
+// first synchronised backward pass, the same on every rank); a hook on each parameter's gradient
+// accumulator copies the finished gradient into its bucket, makes .grad() a view of it, counts
+// the gradients ready and launches a bucket's all-reduce as soon as
 // the bucket and every bucket before it are complete, while backward goes on with the earlier
 // layers. Buckets always go out in the same order on every rank (collectives must match).
 //
@@ -48,7 +48,7 @@ class GradReducer {
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
 
-  // Start of a step: every .grad() a zeroed view of its bucket (undefined for one process).
+  // Start of a step: every .grad() undefined (after reduce() each is a view of its bucket).
   void zeroGrad();
   // Before each backward pass of a step: `sync` for the last micro-batch (its hooks launch the
   // all-reduces), `flag` true when this rank's loss is not finite: it travels in the last bucket,
@@ -79,7 +79,6 @@ class GradReducer {
   class Hook;
 
   void build(const std::vector<size_t>& order);
-  void installViews();
   void onGradientReady(size_t index);  // from a hook
   void launchReady();                  // launches buckets next_, next_+1, ... that are complete
   void launch(Bucket& bucket);
