@@ -46,7 +46,7 @@ Command addEvalCommand(CLI::App& parent) {
         if (!s->json.empty()) checkOutputFolder(s->json, "--json");
         auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
         auto dataset =
-            data::openImageFolder(s->datasetPath.empty() ? s->imnetPath + "/val" : s->datasetPath);
+            data::openDataset(s->datasetPath.empty() ? s->imnetPath + "/val" : s->datasetPath);
         auto model =
             engine::buildModel(s->model, static_cast<int64_t>(dataset->classes().size()), rank.run)
                 .model;
