@@ -36,6 +36,20 @@ run "$FIXRES" launch --nproc-per-node 2 -- train --imnet-path "$S" --architectur
 expect_code 0; expect_err "tar shard\(s\), read in order through a shuffle buffer"
 W="$WORK/runs/train/t1/checkpoint.pth"; expect_file "$W"
 
+# A run stopped mid-epoch on shards resumes to the same weights, bit for bit (the shard order is
+# a function of seed, epoch and rank): 2 ranks, 4 steps per epoch, stopped after step 3.
+TS=(train --imnet-path "$S" --architecture $ARCH --workers 2 --input-size 32 --epochs 2 --batch 4
+  --learning-rate 0.05 --absolute-lr --seed 5 --shared-folder-path "$WORK/runs")
+run "$FIXRES" launch --nproc-per-node 2 -- "${TS[@]}" --job-id whole
+expect_code 0
+run "$FIXRES" launch --nproc-per-node 2 -- "${TS[@]}" --job-id cut --stop-after-steps 3
+expect_code 0
+run "$FIXRES" launch --nproc-per-node 2 -- "${TS[@]}" --job-id cut
+expect_code 0; expect_err "resumed from .* iteration 3"
+run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$WORK/runs/train/whole/checkpoint.pth" \
+  "$WORK/runs/train/cut/checkpoint.pth"
+expect_code 0
+
 # extract on the shards (1 and 2 ranks) and on the folder: the same logits for every sample.
 run "$FIXRES" extract --dataset-path "$D/val" --architecture $ARCH --weight-path "$W" \
   --input-size 32 --batch 5 --save-path "$WORK/ext_folder"
