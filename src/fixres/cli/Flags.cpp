@@ -171,7 +171,7 @@ const std::vector<FlagSpec>& sharedFlags() {
       {"--memory-format", "auto (channels-last on CUDA), contiguous or channels-last", "Numerics",
        ""},
       {"--seed",
-       "Seed of initialisation, sampling and augmentation (shard: of the sample order) (>= 0)",
+       "Seed of initialisation, sampling and augmentation (>= 0); shard: of the sample order",
        "Optimisation", "", intIn(0, INT64_MAX)},
       {"--model-ema",
        "Keep EMA weights (torchvision references' ExponentialMovingAverage over parameters and "

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -77,7 +78,8 @@ double benchData(const BenchDataOptions& o, double* cpuRate, BenchMemory* memory
   mem.afterLastPass = residentMiB();
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  mem.peak = static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
+  // ru_maxrss is in KiB on Linux (and may lag the current size by a little).
+  mem.peak = std::max(static_cast<double>(u.ru_maxrss) / 1024.0, mem.afterLastPass);
   if (memory) *memory = mem;
   if (cpuRate) *cpuRate = static_cast<double>(images) / cpu;
   log::info("bench data: ", images, " images in ", seconds, " s, ", cpu, " s CPU (",
