@@ -23,8 +23,8 @@ idx = json.load(open('$S/train/shards.json'))
 n = 0
 for shard in idx['shards']:
     names = tarfile.open('$S/train/' + shard['name']).getnames()
-    assert names == sum([[m['key'] + '.' + m['ext'], m['key'] + '.cls'] for m in shard['members']], []), names
-    n += len(shard['members'])
+    assert names == sum([[k + '.' + e, k + '.cls'] for k, e in zip(shard['keys'], shard['extensions'])], []), names
+    n += len(shard['keys'])
 assert n == 36 and len(idx['classes']) == 3, (n, idx['classes'])
 print(n)"
 expect_code 0; expect_out "^36$"
@@ -67,7 +67,7 @@ from torchvision.datasets import ImageFolder
 root = '$D/val'
 # the folder's sample order (fixres lists like ImageFolder) and each sample's key
 keys = [os.path.splitext(os.path.relpath(p, root))[0].replace('.', '_') for p, _ in ImageFolder(root).samples]
-order = [m['key'] for s in json.load(open('$S/val/shards.json'))['shards'] for m in s['members']]
+order = [k for s in json.load(open('$S/val/shards.json'))['shards'] for k in s['keys']]
 assert sorted(keys) == sorted(order) and len(order) == 18
 row = {k: i for i, k in enumerate(keys)}
 perm = [row[k] for k in order]

@@ -5,6 +5,8 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
+#include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
 #include "fixres/data/Dataset.h"
 #include "fixres/data/TarShards.h"
 
@@ -32,7 +34,13 @@ Command addShardCommand(CLI::App& parent) {
             s->write.shardBytes = std::max<uint64_t>(1, static_cast<uint64_t>(s->shardMb * 1e6));
             s->write.seed = static_cast<uint64_t>(s->seed);
             auto dataset = data::openDataset(s->datasetPath);
+            installStopHandlers();  // Ctrl-C removes what was written
             const auto r = data::writeShards(*dataset, s->write);
+            if (r.stopSignal != 0) {
+              log::warn("shard: stopped by ", stopSignalName(r.stopSignal), ", nothing written to ",
+                        s->write.outDir);
+              return 128 + r.stopSignal;
+            }
             std::cout << "wrote " << r.samples << " samples in " << r.shards << " shard(s), "
                       << dataset->classes().size() << " classes -> " << s->write.outDir
                       << std::endl;

@@ -3,6 +3,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
 
 namespace fixres::data {
 
@@ -356,6 +358,8 @@ ShardInfo scanShard(const std::string& path, bool labelled) {
 
 // ---- index -----------------------------------------------------------------------------------
 
+// One shard's members as columns (keys, labels, offsets, sizes, extensions): an ImageNet-sized
+// index parses into a fraction of the memory one JSON object per member takes.
 std::string shardIndexToJson(const ShardIndex& index) {
   nlohmann::json j;
   j["format"] = "fixres-shards";
@@ -363,15 +367,23 @@ std::string shardIndexToJson(const ShardIndex& index) {
   j["classes"] = index.classes;
   j["shards"] = nlohmann::json::array();
   for (const auto& s : index.shards) {
-    nlohmann::json members = nlohmann::json::array();
+    nlohmann::json keys = nlohmann::json::array(), labels = nlohmann::json::array(),
+                   offsets = nlohmann::json::array(), sizes = nlohmann::json::array(),
+                   extensions = nlohmann::json::array();
     for (const auto& m : s.members) {
-      members.push_back({{"key", m.key},
-                         {"label", m.label},
-                         {"offset", m.offset},
-                         {"size", m.size},
-                         {"ext", m.extension}});
+      keys.push_back(m.key);
+      labels.push_back(m.label);
+      offsets.push_back(m.offset);
+      sizes.push_back(m.size);
+      extensions.push_back(m.extension);
     }
-    j["shards"].push_back({{"name", s.name}, {"bytes", s.bytes}, {"members", members}});
+    j["shards"].push_back({{"name", s.name},
+                           {"bytes", s.bytes},
+                           {"keys", std::move(keys)},
+                           {"labels", std::move(labels)},
+                           {"offsets", std::move(offsets)},
+                           {"sizes", std::move(sizes)},
+                           {"extensions", std::move(extensions)}});
   }
   return j.dump() + "\n";
 }
@@ -380,7 +392,7 @@ ShardIndex shardIndexFromJson(const std::string& text, const std::string& what) 
   ShardIndex index;
   try {
     const auto j = nlohmann::json::parse(text);
-    FIXRES_CHECK(j.value("format", "") == "fixres-shards", DataError, what,
+    FIXRES_CHECK(j.is_object() && j.value("format", "") == "fixres-shards", DataError, what,
                  ": not a fixres shard index (format)");
     FIXRES_CHECK(j.value("version", 0) == 1, DataError, what, ": unsupported index version ",
                  j.value("version", 0));
@@ -389,16 +401,25 @@ ShardIndex shardIndexFromJson(const std::string& text, const std::string& what) 
       ShardInfo info;
       info.name = s.at("name").get<std::string>();
       info.bytes = s.at("bytes").get<uint64_t>();
-      for (const auto& m : s.at("members")) {
-        ShardMember member;
-        member.key = m.at("key").get<std::string>();
-        member.label = m.at("label").get<int64_t>();
-        member.offset = m.at("offset").get<uint64_t>();
-        member.size = m.at("size").get<uint64_t>();
-        member.extension = m.at("ext").get<std::string>();
-        FIXRES_CHECK(member.offset <= info.bytes && member.size <= info.bytes - member.offset,
-                     DataError, what, ": member ", member.key, " lies outside ", info.name);
-        info.members.push_back(std::move(member));
+      const auto& keys = s.at("keys");
+      const auto& labels = s.at("labels");
+      const auto& offsets = s.at("offsets");
+      const auto& sizes = s.at("sizes");
+      const auto& extensions = s.at("extensions");
+      const size_t n = keys.size();
+      FIXRES_CHECK(keys.is_array() && labels.size() == n && offsets.size() == n &&
+                       sizes.size() == n && extensions.size() == n,
+                   DataError, what, ": the columns of ", info.name, " differ in length");
+      info.members.resize(n);
+      for (size_t k = 0; k < n; ++k) {
+        ShardMember& m = info.members[k];
+        m.key = keys[k].get<std::string>();
+        m.label = labels[k].get<int64_t>();
+        m.offset = offsets[k].get<uint64_t>();
+        m.size = sizes[k].get<uint64_t>();
+        m.extension = extensions[k].get<std::string>();
+        FIXRES_CHECK(m.offset <= info.bytes && m.size <= info.bytes - m.offset, DataError, what,
+                     ": member ", m.key, " lies outside ", info.name);
       }
       index.shards.push_back(std::move(info));
     }
@@ -482,13 +503,12 @@ class ShardFile {
 ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o) {
   FIXRES_CHECK(o.shardBytes > 0, UsageError, "shard size must be positive");
   std::error_code ec;
-  if (fs::exists(fs::symlink_status(o.outDir, ec))) {
+  const bool existed = fs::exists(fs::symlink_status(o.outDir, ec));
+  if (existed) {
     FIXRES_CHECK(fs::is_directory(o.outDir, ec), UsageError, "--out ", o.outDir,
                  " exists and is not a folder");
     FIXRES_CHECK(fs::is_empty(o.outDir, ec) && !ec, UsageError, "--out ", o.outDir,
                  " is not empty (shards go to a new or empty folder)");
-  } else {
-    makeDirectories(o.outDir);
   }
   const size_t n = dataset.size();
   FIXRES_CHECK(n > 0, DataError, dataset.source(), ": no sample to shard");
@@ -497,9 +517,22 @@ ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o)
       torch::randperm(static_cast<int64_t>(n), gen, torch::TensorOptions().dtype(torch::kLong));
   const int64_t* order = perm.data_ptr<int64_t>();
 
+  // Everything is written into a hidden folder inside OUT, then moved up, the index last: until
+  // then OUT holds a sub-folder, so it never reads as a (partial) shard folder.
+  if (!existed) makeDirectories(o.outDir);
+  std::string tmp = (fs::path(o.outDir) / ".partial-XXXXXX").string();
+  if (::mkdtemp(tmp.data()) == nullptr) {
+    const std::string why = std::strerror(errno);
+    if (!existed) fs::remove(o.outDir, ec);
+    FIXRES_FAIL(OutputError, "cannot create a folder in ", o.outDir, ": ", why);
+  }
+  const auto cleanUp = [&]() {
+    fs::remove_all(tmp, ec);
+    if (!existed) fs::remove(o.outDir, ec);  // only when still empty
+  };
+  ShardWriteResult result;
   ShardIndex index;
   index.classes = dataset.classes();
-  std::vector<std::string> written;
   try {
     std::unordered_set<std::string> keys;
     const int digits = std::max<int>(6, static_cast<int>(std::to_string(n - 1).size()));
@@ -507,10 +540,15 @@ ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o)
     auto finish = [&]() {
       if (!shard) return;
       index.shards.back().bytes = shard->commit();
-      written.push_back((fs::path(o.outDir) / index.shards.back().name).string());
       shard.reset();
     };
     for (size_t k = 0; k < n; ++k) {
+      if (stopSignal() != 0) {
+        shard.reset();
+        cleanUp();
+        result.stopSignal = receivedStopSignal();
+        return result;
+      }
       const size_t i = static_cast<size_t>(order[k]);
       const RawSample s = dataset.fetch(i);
       FIXRES_CHECK(!s.isDecoded && s.bytes, DataError, dataset.name(i),
@@ -522,12 +560,12 @@ ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o)
         char buf[32];
         std::snprintf(buf, sizeof(buf), "%0*zu", digits, i);
         key = buf;
+        while (keys.count(key)) key += "_";
       }
-      FIXRES_CHECK(keys.insert(key).second, InternalError, "duplicate shard key ", key);
+      keys.insert(key);
       if (!shard) {
         index.shards.push_back({shardFileName(index.shards.size()), 0, {}});
-        shard =
-            std::make_unique<ShardFile>((fs::path(o.outDir) / index.shards.back().name).string());
+        shard = std::make_unique<ShardFile>((fs::path(tmp) / index.shards.back().name).string());
       }
       ShardMember m;
       m.key = key;
@@ -541,12 +579,26 @@ ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o)
       if (shard->bytes() + 2 * kBlock >= o.shardBytes) finish();
     }
     finish();
-    writeFileAtomic((fs::path(o.outDir) / kShardIndexName).string(), shardIndexToJson(index));
+    writeFileAtomic((fs::path(tmp) / kShardIndexName).string(), shardIndexToJson(index));
+    std::vector<std::string> names;
+    for (const auto& sh : index.shards) names.push_back(sh.name);
+    names.push_back(kShardIndexName);
+    for (const auto& name : names) {
+      const std::string from = (fs::path(tmp) / name).string();
+      const std::string to = (fs::path(o.outDir) / name).string();
+      FIXRES_CHECK(::rename(from.c_str(), to.c_str()) == 0, OutputError, "cannot move ", from,
+                   " to ", to, ": ", std::strerror(errno));
+    }
+    fs::remove(tmp, ec);
   } catch (...) {
-    for (const auto& p : written) fs::remove(p, ec);
+    // Shards already moved up are ours too: OUT was empty or new.
+    for (const auto& sh : index.shards) fs::remove(fs::path(o.outDir) / sh.name, ec);
+    cleanUp();
     throw;
   }
-  return {n, index.shards.size()};
+  result.samples = n;
+  result.shards = index.shards.size();
+  return result;
 }
 
 // ---- reading a shard folder -----------------------------------------------------------------
@@ -577,7 +629,13 @@ class TarShardDataset : public Dataset {
         if (m.problem.empty() && (m.label < 0 || m.label >= static_cast<int64_t>(classes_.size())))
           m.problem = "label " + std::to_string(m.label) + " outside the " +
                       std::to_string(classes_.size()) + " classes";
-        samples_.push_back({shard, std::move(m)});
+        int32_t problem = -1;
+        if (!m.problem.empty()) {
+          problem = static_cast<int32_t>(problems_.size());
+          problems_.push_back(std::move(m.problem));
+        }
+        samples_.push_back(
+            {m.offset, m.size, m.label, static_cast<uint32_t>(shard), problem, std::move(m.key)});
       }
     }
     fds_.assign(paths_.size(), -1);
@@ -589,22 +647,23 @@ class TarShardDataset : public Dataset {
   }
   size_t size() const override { return samples_.size(); }
   int64_t label(size_t i) const override {
-    const int64_t l = samples_.at(i).member.label;
+    const int64_t l = samples_.at(i).label;
     return l >= 0 ? l : 0;  // unreadable samples never reach a batch
   }
   const std::vector<std::string>& classes() const override { return classes_; }
   std::string name(size_t i) const override {
     const Sample& s = samples_.at(i);
-    return paths_[s.shard] + ":" + s.member.key;
+    return paths_[s.shard] + ":" + s.key;
   }
   RawSample fetch(size_t i) const override {
     const Sample& s = samples_.at(i);
     RawSample out;
     out.name = name(i);
-    FIXRES_CHECK(s.member.problem.empty(), DataError, out.name, ": ", s.member.problem);
-    auto bytes = std::make_shared<std::vector<uint8_t>>(s.member.size);
-    FIXRES_CHECK(preadAll(fd(s.shard), bytes->data(), bytes->size(), s.member.offset), DataError,
-                 out.name, ": cannot read ", s.member.size, " bytes at ", s.member.offset, ": ",
+    FIXRES_CHECK(s.problem < 0, DataError, out.name, ": ",
+                 problems_[static_cast<size_t>(std::max(s.problem, 0))]);
+    auto bytes = std::make_shared<std::vector<uint8_t>>(s.size);
+    FIXRES_CHECK(preadAll(fd(s.shard), bytes->data(), bytes->size(), s.offset), DataError, out.name,
+                 ": cannot read ", s.size, " bytes at ", s.offset, ": ",
                  errno ? std::strerror(errno) : "the shard is shorter than its index says");
     out.bytes = std::move(bytes);
     return out;
@@ -613,9 +672,12 @@ class TarShardDataset : public Dataset {
   std::vector<size_t> shardSizes() const override { return sizes_; }
 
  private:
-  struct Sample {
-    size_t shard;
-    ShardMember member;
+  struct Sample {  // about 64 bytes, plus the key when it is longer than 15 characters
+    uint64_t offset, size;
+    int64_t label;
+    uint32_t shard;
+    int32_t problem;  // index in problems_, -1 when the sample reads
+    std::string key;
   };
   int fd(size_t shard) const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -632,6 +694,7 @@ class TarShardDataset : public Dataset {
   std::vector<std::string> paths_;
   std::vector<size_t> sizes_;
   std::vector<Sample> samples_;
+  std::vector<std::string> problems_;
   mutable std::mutex mutex_;
   mutable std::vector<int> fds_;
 };

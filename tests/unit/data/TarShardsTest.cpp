@@ -245,6 +245,53 @@ TEST(DataTarShards, CorruptArchivesAndBadOutputsAreRefused) {
   EXPECT_THROW(writeShards(*folder, o), UsageError);
 }
 
+// A dataset whose sample `failAt` cannot be read (the others are `base`'s).
+class FailingDataset : public Dataset {
+ public:
+  FailingDataset(std::shared_ptr<Dataset> base, size_t failAt) : base_(base), failAt_(failAt) {}
+  size_t size() const override { return base_->size(); }
+  int64_t label(size_t i) const override { return base_->label(i); }
+  const std::vector<std::string>& classes() const override { return base_->classes(); }
+  std::string name(size_t i) const override { return base_->name(i); }
+  RawSample fetch(size_t i) const override {
+    FIXRES_CHECK(i != failAt_, DataError, name(i), ": unreadable");
+    return base_->fetch(i);
+  }
+  std::string source() const override { return base_->source(); }
+
+ private:
+  std::shared_ptr<Dataset> base_;
+  size_t failAt_;
+};
+
+TEST(DataTarShards, AFailedWriteLeavesNothing) {
+  const std::string src = makeFolder();
+  const std::string base = fixres::testing::makeTempDir("fixres_shards_");
+  auto folder = openImageFolder(src);
+  // The last sample in the shuffled order fails: the earlier shards are written by then.
+  const auto perm =
+      nlohmann::json::parse(fixres::testing::runReference("tar_shards.py", "randperm 11 0"))["0"];
+  FailingDataset failing(folder, perm[10].get<size_t>());
+  ShardWriteOptions o;
+  o.shardBytes = 1;
+  o.outDir = base + "/new/shards";  // created by the call: removed again
+  EXPECT_THROW(writeShards(failing, o), DataError);
+  EXPECT_FALSE(fs::exists(o.outDir));
+  o.outDir = base + "/empty";  // existing and empty: left empty
+  fs::create_directories(o.outDir);
+  EXPECT_THROW(writeShards(failing, o), DataError);
+  EXPECT_TRUE(fs::exists(o.outDir));
+  EXPECT_TRUE(fs::is_empty(o.outDir));
+  // A successful write leaves the shards and the index, and no hidden folder.
+  EXPECT_EQ(writeShards(*folder, o).shards, 11u);
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(o.outDir)) {
+    EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
+    ++entries;
+  }
+  EXPECT_EQ(entries, 12u);
+}
+
 // ---- sampler ---------------------------------------------------------------------------------
 
 std::vector<std::vector<int64_t>> ranksOf(const std::vector<size_t>& sizes, int world,
