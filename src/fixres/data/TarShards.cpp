@@ -388,45 +388,181 @@ std::string shardIndexToJson(const ShardIndex& index) {
   return j.dump() + "\n";
 }
 
-ShardIndex shardIndexFromJson(const std::string& text, const std::string& what) {
+namespace {
+
+// Reads shards.json event by event (no JSON tree: an ImageNet index of 1.28 M members would
+// take several hundred MB as one), straight into ShardIndex, one shard's columns at a time.
+class ShardIndexSax {
+ public:
   ShardIndex index;
-  try {
-    const auto j = nlohmann::json::parse(text);
-    FIXRES_CHECK(j.is_object() && j.value("format", "") == "fixres-shards", DataError, what,
-                 ": not a fixres shard index (format)");
-    FIXRES_CHECK(j.value("version", 0) == 1, DataError, what, ": unsupported index version ",
-                 j.value("version", 0));
-    index.classes = j.at("classes").get<std::vector<std::string>>();
-    for (const auto& s : j.at("shards")) {
-      ShardInfo info;
-      info.name = s.at("name").get<std::string>();
-      info.bytes = s.at("bytes").get<uint64_t>();
-      const auto& keys = s.at("keys");
-      const auto& labels = s.at("labels");
-      const auto& offsets = s.at("offsets");
-      const auto& sizes = s.at("sizes");
-      const auto& extensions = s.at("extensions");
-      const size_t n = keys.size();
-      FIXRES_CHECK(keys.is_array() && labels.size() == n && offsets.size() == n &&
-                       sizes.size() == n && extensions.size() == n,
-                   DataError, what, ": the columns of ", info.name, " differ in length");
-      info.members.resize(n);
-      for (size_t k = 0; k < n; ++k) {
-        ShardMember& m = info.members[k];
-        m.key = keys[k].get<std::string>();
-        m.label = labels[k].get<int64_t>();
-        m.offset = offsets[k].get<uint64_t>();
-        m.size = sizes[k].get<uint64_t>();
-        m.extension = extensions[k].get<std::string>();
-        FIXRES_CHECK(m.offset <= info.bytes && m.size <= info.bytes - m.offset, DataError, what,
-                     ": member ", m.key, " lies outside ", info.name);
-      }
-      index.shards.push_back(std::move(info));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    FIXRES_FAIL(DataError, what, ": malformed shard index: ", e.what());
+  std::string format;
+  int64_t version = -1;
+  std::string error;  // the first problem
+
+  bool null() { return other("null"); }
+  bool boolean(bool) { return other("a boolean"); }
+  bool number_float(double, const std::string&) { return other("a fraction"); }
+  bool binary(nlohmann::json::binary_t&) { return other("binary data"); }
+  bool number_integer(int64_t v) {
+    if (v >= 0) return number_unsigned(static_cast<uint64_t>(v));
+    if (top() == Kind::kColumn && column_ == "labels") return push(labels_, v);
+    if (top() == Kind::kSkip) return true;
+    return fail("a negative number in '" + keyOf() + "'");
   }
-  return index;
+  bool number_unsigned(uint64_t v) {
+    switch (top()) {
+      case Kind::kRoot:
+        if (keys_.back() == "version") version = static_cast<int64_t>(std::min<uint64_t>(v, 1000));
+        return true;
+      case Kind::kShard:
+        if (keys_.back() == "bytes") index.shards.back().bytes = v;
+        return true;
+      case Kind::kColumn:
+        if (column_ == "labels")
+          return push(labels_, static_cast<int64_t>(std::min<uint64_t>(v, INT64_MAX)));
+        if (column_ == "offsets") return push(offsets_, v);
+        if (column_ == "sizes") return push(sizes_, v);
+        return fail("a number in '" + column_ + "'");
+      case Kind::kSkip:
+        return true;
+      default:
+        return fail("a number in '" + keyOf() + "'");
+    }
+  }
+  bool string(std::string& v) {
+    switch (top()) {
+      case Kind::kRoot:
+        if (keys_.back() == "format") format = v;
+        return true;
+      case Kind::kClasses:
+        index.classes.push_back(std::move(v));
+        return true;
+      case Kind::kShard:
+        if (keys_.back() == "name") index.shards.back().name = std::move(v);
+        return true;
+      case Kind::kColumn:
+        if (column_ == "keys") return push(names_, std::move(v));
+        if (column_ == "extensions") return push(extensions_, std::move(v));
+        return fail("a string in '" + column_ + "'");
+      case Kind::kSkip:
+        return true;
+      default:
+        return fail("a string in '" + keyOf() + "'");
+    }
+  }
+  bool start_object(std::size_t) {
+    if (stack_.empty()) return enter(Kind::kRoot);
+    if (top() == Kind::kShards) {
+      index.shards.emplace_back();
+      names_.clear(), labels_.clear(), offsets_.clear(), sizes_.clear(), extensions_.clear();
+      return enter(Kind::kShard);
+    }
+    if (top() == Kind::kSkip || top() == Kind::kRoot || top() == Kind::kShard)
+      return enter(Kind::kSkip);
+    return fail("an object in '" + keyOf() + "'");
+  }
+  bool key(std::string& k) {
+    keys_.back() = k;
+    return true;
+  }
+  bool end_object() {
+    if (top() == Kind::kShard && !finishShard()) return false;
+    return leave();
+  }
+  bool start_array(std::size_t) {
+    if (stack_.empty()) return fail("not an object");
+    if (top() == Kind::kRoot && keys_.back() == "classes") return enter(Kind::kClasses);
+    if (top() == Kind::kRoot && keys_.back() == "shards") return enter(Kind::kShards);
+    if (top() == Kind::kShard) {
+      column_ = keys_.back();
+      for (const char* c : {"keys", "labels", "offsets", "sizes", "extensions"}) {
+        if (column_ == c) return enter(Kind::kColumn);
+      }
+    }
+    if (top() == Kind::kColumn || top() == Kind::kClasses || top() == Kind::kShards)
+      return fail("an array in '" + keyOf() + "'");
+    return enter(Kind::kSkip);
+  }
+  bool end_array() { return leave(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception& e) {
+    return fail(e.what());
+  }
+
+ private:
+  enum class Kind { kRoot, kClasses, kShards, kShard, kColumn, kSkip };
+  Kind top() const { return stack_.empty() ? Kind::kSkip : stack_.back(); }
+  std::string keyOf() const {
+    for (size_t i = keys_.size(); i-- > 0;) {
+      if (!keys_[i].empty()) return keys_[i];
+    }
+    return "";
+  }
+  bool enter(Kind k) {
+    stack_.push_back(k);
+    keys_.emplace_back();
+    return true;
+  }
+  bool leave() {
+    stack_.pop_back();
+    keys_.pop_back();
+    return true;
+  }
+  bool other(const char* what) {
+    if (top() == Kind::kSkip) return true;
+    return fail(std::string(what) + " in '" + keyOf() + "'");
+  }
+  template <typename T, typename V>
+  bool push(std::vector<T>& column, V&& v) {
+    column.push_back(std::forward<V>(v));
+    return true;
+  }
+  bool fail(const std::string& message) {
+    if (error.empty()) error = message;
+    return false;
+  }
+  bool finishShard() {
+    ShardInfo& info = index.shards.back();
+    const size_t n = names_.size();
+    if (labels_.size() != n || offsets_.size() != n || sizes_.size() != n ||
+        extensions_.size() != n)
+      return fail("the columns of " + info.name + " differ in length");
+    info.members.resize(n);
+    for (size_t k = 0; k < n; ++k) {
+      ShardMember& m = info.members[k];
+      m.key = std::move(names_[k]);
+      m.label = labels_[k];
+      m.offset = offsets_[k];
+      m.size = sizes_[k];
+      m.extension = std::move(extensions_[k]);
+      if (m.offset > info.bytes || m.size > info.bytes - m.offset)
+        return fail("member " + m.key + " lies outside " + info.name);
+    }
+    return true;
+  }
+
+  std::vector<Kind> stack_;
+  std::vector<std::string> keys_;  // the current key of each open object or array
+  std::string column_;
+  std::vector<std::string> names_, extensions_;
+  std::vector<int64_t> labels_;
+  std::vector<uint64_t> offsets_, sizes_;
+};
+
+ShardIndex parseShardIndex(const char* begin, const char* end, const std::string& what) {
+  ShardIndexSax sax;
+  const bool ok = nlohmann::json::sax_parse(begin, end, &sax);
+  FIXRES_CHECK(ok && sax.error.empty(), DataError, what, ": malformed shard index: ",
+               sax.error.empty() ? std::string("unexpected content") : sax.error);
+  FIXRES_CHECK(sax.format == "fixres-shards", DataError, what,
+               ": not a fixres shard index (format)");
+  FIXRES_CHECK(sax.version == 1, DataError, what, ": unsupported index version ", sax.version);
+  return std::move(sax.index);
+}
+
+}  // namespace
+
+ShardIndex shardIndexFromJson(const std::string& text, const std::string& what) {
+  return parseShardIndex(text.data(), text.data() + text.size(), what);
 }
 
 // ---- writing ---------------------------------------------------------------------------------
@@ -621,6 +757,9 @@ class TarShardDataset : public Dataset {
  public:
   TarShardDataset(std::string dir, ShardIndex index) : dir_(std::move(dir)) {
     classes_ = std::move(index.classes);
+    size_t total = 0;
+    for (const auto& s : index.shards) total += s.members.size();
+    samples_.reserve(total);
     for (auto& s : index.shards) {
       const size_t shard = paths_.size();
       paths_.push_back((fs::path(dir_) / s.name).string());
@@ -637,6 +776,7 @@ class TarShardDataset : public Dataset {
         samples_.push_back(
             {m.offset, m.size, m.label, static_cast<uint32_t>(shard), problem, std::move(m.key)});
       }
+      std::vector<ShardMember>().swap(s.members);  // one shard's members at a time in memory
     }
     fds_.assign(paths_.size(), -1);
   }
@@ -706,7 +846,7 @@ bool readMatchingIndex(const std::string& dir, const std::vector<std::string>& t
   if (!fileExists(path)) return false;
   try {
     const std::vector<char> text = readFile(path);
-    *index = shardIndexFromJson(std::string(text.begin(), text.end()), path);
+    *index = parseShardIndex(text.data(), text.data() + text.size(), path);
   } catch (const DataError& e) {
     *why = oneLine(e.what());
     return false;

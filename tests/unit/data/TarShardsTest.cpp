@@ -204,6 +204,30 @@ TEST(DataTarShards, IndexEqualsScanAndAStaleIndexIsNotUsed) {
   EXPECT_NE(err.find("index not used"), std::string::npos) << err;
   EXPECT_EQ(rescanned->classes(), (std::vector<std::string>{"0", "1"}));
   EXPECT_EQ(rescanned->size(), indexed->size());
+  // A malformed index is not trusted either, and says why.
+  for (const std::string bad : {"{\"format\": \"fixres-shards\", \"version\": 1, \"shards\": [{",
+                                "[1, 2]", "{\"format\": \"other\", \"version\": 1}",
+                                "{\"format\": \"fixres-shards\", \"version\": 2}"}) {
+    EXPECT_THROW(shardIndexFromJson(bad, "index"), DataError) << bad;
+    std::ofstream(out + "/" + kShardIndexName, std::ios::trunc) << bad;
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(openTarShards(out)->size(), indexed->size());
+    const std::string why = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(why.find("index not used"), std::string::npos) << why;
+  }
+  // Columns of different lengths, a member outside its shard.
+  const ShardIndex good = shardIndexFromJson(
+      shardIndexToJson({{"a"}, {{"s.tar", 2048, {{"k", 0, 512, 10, "jpg", ""}}}}}), "index");
+  ASSERT_EQ(good.shards.size(), 1u);
+  EXPECT_EQ(good.shards[0].members[0].key, "k");
+  EXPECT_EQ(good.shards[0].members[0].offset, 512u);
+  EXPECT_THROW(
+      shardIndexFromJson(
+          shardIndexToJson({{"a"}, {{"s.tar", 100, {{"k", 0, 512, 10, "jpg", ""}}}}}), "index"),
+      DataError);
+  std::string uneven = shardIndexToJson({{"a"}, {{"s.tar", 2048, {{"k", 0, 512, 10, "jpg", ""}}}}});
+  uneven.replace(uneven.find("\"sizes\":[10]"), 12, "\"sizes\":[10,11]");
+  EXPECT_THROW(shardIndexFromJson(uneven, "index"), DataError) << uneven;
   // A folder with a sub-folder is an image folder, not shards.
   fs::create_directories(out + "/sub");
   EXPECT_FALSE(isShardFolder(out));
