@@ -4,9 +4,9 @@
 Usage:
   tar_shards.py read DIR      lists every *.tar of DIR with tarfile: per member its name, size,
                               data offset and sha256 (and the text of .cls members); JSON
-  tar_shards.py write DIR     writes shards with tarfile (its default PAX format) holding the
-                              cases a reader meets (long names, extra members, a missing or bad
-                              .cls, a sample without image, a folder entry); prints per shard the
+  tar_shards.py write DIR     writes shards with tarfile (PAX format, and GNU for the last) holding
+                              the cases a reader meets (long names, extra members, a missing or
+                              bad .cls, a sample without image, a folder entry); prints per shard the
                               samples a WebDataset reader groups, in order; JSON
   tar_shards.py randperm N SEED [SEED...]   torch.randperm(N) with a generator seeded SEED; JSON
 """
@@ -45,12 +45,14 @@ def write(root):
          ("b/badlabel", "jpg", b"\xff\xd8" + b"s" * 10, "cat")],
         [("c/onlycls", None, None, "1"),
          ("c/ok", "jpg", b"\xff\xd8" + b"t" * 513, "1")],
+        [("g" * 110, "png", b"\x89PNG" + b"u" * 90, "2")],  # GNU long name ('L' header)
     ]
     expected = []
     for k, samples in enumerate(shards):
         name = "part-%02d.tar" % k
         members = []
-        with tarfile.open(os.path.join(root, name), "w") as tar:
+        fmt = tarfile.GNU_FORMAT if k == 2 else tarfile.PAX_FORMAT
+        with tarfile.open(os.path.join(root, name), "w", format=fmt) as tar:
             info = tarfile.TarInfo("a")
             info.type = tarfile.DIRTYPE
             tar.addfile(info)
