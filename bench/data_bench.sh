@@ -4,10 +4,13 @@
 # Prints markdown tables: single thread, ours vs peer, both per wall-clock second and per CPU-second
 # (the peer through bench/peer_cpu.py), each the median of REPEATS alternating runs (on a shared
 # machine the peer's rate swings by up to 3x from run to run, ours much less: a best-of-N would
-# favour the noisier side), then thread scaling of `full` for ours (wall clock, median).
+# favour the noisier side), then thread scaling of `full` for ours (wall clock, median), then
+# tar shards against the folder (`fixres shard` of the same files; both read from disk at each
+# access, `torch` transform, 1 worker): img/s and resident memory (after the first pass, after
+# the last, peak), medians of alternating runs. --shards-only: that last table alone.
 set -euo pipefail
 BUILD=${1:-build}; shift || true
-THREADS="1 2"; PER_CLASS=64; SIZE=224; SECONDS_PER=4; PASSES=2; REPEATS=5
+THREADS="1 2"; PER_CLASS=64; SIZE=224; SECONDS_PER=4; PASSES=2; REPEATS=5; SHARDS_ONLY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) THREADS="$2"; shift 2 ;;
@@ -15,6 +18,7 @@ while [ $# -gt 0 ]; do
     --size) SIZE="$2"; shift 2 ;;
     --seconds) SECONDS_PER="$2"; shift 2 ;;
     --repeats) REPEATS="$2"; shift 2 ;;
+    --shards-only) SHARDS_ONLY=1; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -46,6 +50,29 @@ peer() {  # kind [cpu] -> img/s
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
+shards() {  # shards vs folder, same files, same run
+  "$FIXRES" -q shard --dataset-path "$DIR/imgs" --out "$DIR/shards" --shard-size 4 >/dev/null
+  echo "# $(ls "$DIR/shards"/*.tar | wc -l) shards of <= 4 MB (fixres shard), from disk, torch, 1 worker"
+  measure() {  # path -> "img/s first last peak"
+    local out
+    out=$(FIXRES_THREADS=1 "$FIXRES" -q bench data --dataset-path "$1" --kind torch --input-size "$SIZE" \
+      --workers 1 --seconds "$SECONDS_PER" --from-disk --memory)
+    echo "$(echo "$out" | tail -1 | awk '{print $1}') $(echo "$out" | grep '^memory:' | grep -oE '[0-9]+\.[0-9]+' | tr '\n' ' ')"
+  }
+  echo "| data | img/s (wall) | RSS after pass 1 (MiB) | RSS after last pass (MiB) | peak RSS (MiB) |"
+  echo "|---|---|---|---|---|"
+  local fr="" sr="" f1="" fl="" fp="" s1="" sl="" sp=""
+  for _ in $(seq "$REPEATS"); do
+    read -r r a b c <<<"$(measure "$DIR/imgs")"; fr="$fr $r"; f1="$f1 $a"; fl="$fl $b"; fp="$fp $c"
+    read -r r a b c <<<"$(measure "$DIR/shards")"; sr="$sr $r"; s1="$s1 $a"; sl="$sl $b"; sp="$sp $c"
+  done
+  echo "| folder | $(echo "$fr" | median) | $(echo "$f1" | median) | $(echo "$fl" | median) | $(echo "$fp" | median) |"
+  echo "| shards | $(echo "$sr" | median) | $(echo "$s1" | median) | $(echo "$sl" | median) | $(echo "$sp" | median) |"
+  echo
+  echo "Runs (img/s), in order: folder$fr | shards$sr; shards/folder $(ratio "$(echo "$sr" | median)" "$(echo "$fr" | median)")"
+}
+if [ "$SHARDS_ONLY" = 1 ]; then shards; exit 0; fi
+
 RAW=""
 echo "| kind | ours img/s (wall) | peer img/s (wall) | ratio | ours img/CPU-s | peer img/CPU-s | ratio |"
 echo "|---|---|---|---|---|---|---|"
@@ -74,3 +101,5 @@ for t in $THREADS; do
   [ -z "$base" ] && base=$(awk -v a="$o" -v t="$t" 'BEGIN{print a/t}')
   echo "| $t | $o | $(awk -v a="$o" -v b="$base" -v t="$t" 'BEGIN{printf "%.0f%%", 100*a/(b*t)}') |"
 done
+echo
+shards

@@ -84,3 +84,15 @@ put("npy", "f32.npy", npy(rng.standard_normal((3, 4)).astype(np.float32)))
 put("npy", "i64.npy", npy(np.arange(5, dtype=np.int64)))
 put("npy", "f64_fortran.npy", npy(np.asfortranarray(rng.standard_normal((2, 3)))))
 put("npy", "u8_3d.npy", npy(rng.integers(0, 255, (2, 2, 2), dtype=np.uint8)))
+
+import tarfile
+def tar(members, fmt=tarfile.USTAR_FORMAT):
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w", format=fmt) as t:
+        for name, data in members:
+            info = tarfile.TarInfo(name); info.size = len(data); t.addfile(info, io.BytesIO(data))
+    return b.getvalue()
+jpg = encoded(rgb, "JPEG", quality=50)
+put("tar", "two_samples.tar", tar([("a/x1.jpg", jpg), ("a/x1.cls", b"3"), ("b/x2.png", encoded(rgb, "PNG")), ("b/x2.cls", b"0")]))
+put("tar", "pax_long_name.tar", tar([("d" * 120 + "/img.jpg", jpg), ("d" * 120 + "/img.cls", b"1")], tarfile.PAX_FORMAT))
+put("tar", "gnu_missing_cls.tar", tar([("k" * 110 + ".jpg", jpg), ("other.jpg", jpg), ("other.json", b"{}")], tarfile.GNU_FORMAT))

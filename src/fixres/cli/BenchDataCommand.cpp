@@ -29,13 +29,22 @@ void addBenchDataSubcommand(CLI::App& bench, std::function<int()>& action) {
   auto cpuTime = std::make_shared<bool>(false);
   sub->add_flag("--cpu-time", *cpuTime,
                 "Report images per CPU-second of the process instead of per wall-clock second");
+  auto memory = std::make_shared<bool>(false);
+  sub->add_flag("--memory", *memory,
+                "Also print the resident memory (MiB): after the first pass, after the last, peak");
   sub->add_flag("--uint8", o->uint8Output, "uint8 output (normalisation left to the GPU)");
   sub->add_flag("!--no-cropped-decode", o->croppedDecode,
                 "Decode whole JPEGs for RandomResizedCrop instead of the crop region");
-  sub->callback([o, cpuTime, &action]() {
-    action = [o, cpuTime]() {
+  sub->callback([o, cpuTime, memory, &action]() {
+    action = [o, cpuTime, memory]() {
       double cpuRate = 0.0;
-      const double rate = data::benchData(*o, &cpuRate);
+      data::BenchMemory mem;
+      const double rate = data::benchData(*o, &cpuRate, &mem);
+      if (*memory) {
+        std::printf(
+            "memory: %.1f MiB after the first pass, %.1f MiB after the last, peak %.1f MiB\n",
+            mem.afterFirstPass, mem.afterLastPass, mem.peak);
+      }
       std::printf("%.1f img/s\n", *cpuTime ? cpuRate : rate);
       return 0;
     };

@@ -38,6 +38,7 @@ Command addExportCommand(CLI::App& parent);
 Command addWeightsCommand(CLI::App& parent);
 Command addCalibrateCommand(CLI::App& parent);
 Command addPlotCommand(CLI::App& parent);
+Command addShardCommand(CLI::App& parent);
 
 // The whole command tree on `app`: global options (bound to `global`) and every subcommand.
 std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global);

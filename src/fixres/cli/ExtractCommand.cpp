@@ -78,7 +78,7 @@ Command addExtractCommand(CLI::App& parent) {
   return {sub, [s]() -> int {
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "extract needs --weight-path");
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
-            auto dataset = data::openImageFolder(s->datasetPath);
+            auto dataset = data::openDataset(s->datasetPath);
             // The output folder exists before the work whose results it takes.
             if (rank.comm->rank() == 0) makeDirectories(s->savePath);
             auto model = engine::buildModel(

@@ -130,9 +130,13 @@ const std::vector<FlagSpec>& sharedFlags() {
        "Load the checkpoint's EMA weights (model_ema, saved by runs with --model-ema) instead of "
        "its model",
        "Model", ""},
-      {"--imnet-path", "Image folder root holding train/ and val/ (and holdout/ when imported)",
+      {"--imnet-path",
+       "Image folder root holding train/ and val/ (and holdout/ when imported); each may also be "
+       "a folder of tar shards (fixres shard)",
        "Data", ""},
-      {"--dataset-path", "Image folder to read (one sub-folder per class)", "Data", ""},
+      {"--dataset-path",
+       "Image folder to read (one sub-folder per class), or a folder of tar shards (fixres shard)",
+       "Data", ""},
       {"--input-size",
        "Resolution in px (train: the train size; finetune, eval, extract: the test size; eval "
        "takes a comma-separated list)",
@@ -166,8 +170,9 @@ const std::vector<FlagSpec>& sharedFlags() {
        "Numerics", ""},
       {"--memory-format", "auto (channels-last on CUDA), contiguous or channels-last", "Numerics",
        ""},
-      {"--seed", "Seed of initialisation, sampling and augmentation (>= 0)", "Optimisation", "",
-       intIn(0, INT64_MAX)},
+      {"--seed",
+       "Seed of initialisation, sampling and augmentation (>= 0); shard: of the sample order",
+       "Optimisation", "", intIn(0, INT64_MAX)},
       {"--sync-bn",
        "BatchNorm statistics over the global batch (every rank's images), as PyTorch's "
        "SyncBatchNorm; without it each rank normalises with its own batch and rank 0's running "
@@ -210,7 +215,7 @@ const std::vector<FlagSpec>& sharedFlags() {
       {"--out",
        "Output (import: the image folder; sweep: the folder of sweep.json, sweep.svg and the "
        "fine-tuning runs; export, calibrate: the weight file, replaced atomically; plot: the SVG, "
-       "default RUN_DIR/curves.svg)",
+       "default RUN_DIR/curves.svg; shard: the shard folder, new or empty)",
        "Output", ""},
       {"--save-path", "Folder of the .npy files (written by extract, read by eval-softmax)",
        "Output", ""},

@@ -105,8 +105,8 @@ Command addSweepCommand(CLI::App& parent) {
         if (s->finetune) finetuneRun(*s, sizes.front()).validate();
         auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
         auto& comm = *rank.comm;
-        auto dataset = data::openImageFolder(s->imnetPath + "/" + s->split);
-        if (s->finetune) data::openImageFolder(s->imnetPath + "/train");
+        auto dataset = data::openDataset(s->imnetPath + "/" + s->split);
+        if (s->finetune) data::openDataset(s->imnetPath + "/train");
         auto model =
             engine::buildModel(s->model, static_cast<int64_t>(dataset->classes().size()), rank.run)
                 .model;

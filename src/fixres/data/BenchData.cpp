@@ -3,7 +3,11 @@
 
 #include <sys/resource.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
@@ -20,13 +24,26 @@ double cpuSeconds() {
          1e-6 * double(u.ru_stime.tv_usec);
 }
 
+// Current resident set size in MiB (/proc/self/statm), 0 when unknown.
+double residentMiB() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
+}
+
 }  // namespace
 
-double benchData(const BenchDataOptions& o, double* cpuRate) {
+double benchData(const BenchDataOptions& o, double* cpuRate, BenchMemory* memory) {
   FIXRES_CHECK(o.threads >= 1, UsageError, "bench threads must be >= 1, got ", o.threads);
-  std::shared_ptr<const Dataset> dataset = openImageFolder(o.datasetPath);
+  std::shared_ptr<const Dataset> dataset = openDataset(o.datasetPath);
   if (!o.fromDisk) dataset = cacheInMemory(dataset);
-  auto sampler = makeDistributedSampler(dataset->size(), 0, 1, false, 0, false);
+  // Tar shards: the training order (shard after shard through the shuffle buffer).
+  const auto shards = dataset->shardSizes();
+  auto sampler = shards.empty() ? makeDistributedSampler(dataset->size(), 0, 1, false, 0, false)
+                                : makeShardSampler(shards, 0, 1, 0);
   image::TransformOptions t;
   t.kind = o.kind;
   t.inputSize = o.inputSize;
@@ -50,16 +67,24 @@ double benchData(const BenchDataOptions& o, double* cpuRate) {
   int64_t images = 0;
   double seconds = 0.0;
   int64_t epoch = 1;
+  BenchMemory mem;
   do {  // whole passes, at least one
     loader.startEpoch(epoch++);
     while (auto batch = loader.next()) images += batch->images.size(0);
     seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (epoch == 2) mem.afterFirstPass = residentMiB();
   } while (seconds < o.minSeconds);
   const double cpu = cpuSeconds() - cpuStart;
+  mem.afterLastPass = residentMiB();
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  // ru_maxrss is in KiB on Linux (and may lag the current size by a little).
+  mem.peak = std::max(static_cast<double>(u.ru_maxrss) / 1024.0, mem.afterLastPass);
+  if (memory) *memory = mem;
   if (cpuRate) *cpuRate = static_cast<double>(images) / cpu;
   log::info("bench data: ", images, " images in ", seconds, " s, ", cpu, " s CPU (",
             dataset->size(), " files, kind ", image::transformKindName(o.kind), ", size ",
-            o.inputSize, ", ", o.threads, " thread(s))");
+            o.inputSize, ", ", o.threads, " thread(s), ", epoch - 1, " pass(es))");
   return static_cast<double>(images) / seconds;
 }
 

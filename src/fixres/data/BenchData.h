@@ -10,7 +10,7 @@
 namespace fixres::data {
 
 struct BenchDataOptions {
-  std::string datasetPath;  // an image folder (class sub-folders)
+  std::string datasetPath;  // an image folder (class sub-folders) or a folder of tar shards
   image::TransformKind kind = image::TransformKind::kFull;
   int inputSize = 224;
   int threads = 1;        // loader worker threads
@@ -25,9 +25,18 @@ struct BenchDataOptions {
   double randomErase = 0.0;
 };
 
+// Resident memory of the process over a benchmark, in MiB.
+struct BenchMemory {
+  double afterFirstPass = 0.0;  // RSS once the first measured pass is done
+  double afterLastPass = 0.0;   // RSS at the end (flat over the passes when equal)
+  double peak = 0.0;            // peak RSS of the process (getrusage)
+};
+
 // Images per second of wall-clock time over whole passes (after one warm-up batch); when
 // cpuRate is given, also images per second of process CPU time (user + system), which a
-// loaded machine disturbs less. DataError for a bad folder.
-double benchData(const BenchDataOptions& options, double* cpuRate = nullptr);
+// loaded machine disturbs less; when memory is given, the resident memory. Tar shards are read
+// in the training order (makeShardSampler, one rank). DataError for a bad folder.
+double benchData(const BenchDataOptions& options, double* cpuRate = nullptr,
+                 BenchMemory* memory = nullptr);
 
 }  // namespace fixres::data

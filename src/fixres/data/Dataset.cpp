@@ -11,6 +11,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
+#include "fixres/data/TarShards.h"
 #include "fixres/image/Decode.h"
 
 namespace fixres::data {
@@ -18,6 +19,10 @@ namespace fixres::data {
 namespace fs = std::filesystem;
 
 Dataset::~Dataset() = default;
+
+std::vector<size_t> Dataset::shardSizes() const {
+  return {};
+}
 
 namespace {
 
@@ -178,7 +183,12 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
                                               std::move(labels));
 }
 
+std::shared_ptr<Dataset> openDataset(const std::string& root) {
+  return isShardFolder(root) ? openTarShards(root) : openImageFolder(root);
+}
+
 std::shared_ptr<Dataset> openUnlabelledImages(const std::string& root) {
+  if (isShardFolder(root)) return openTarShards(root, /*labelled=*/false);
   std::error_code ec;
   FIXRES_CHECK(fs::is_directory(root, ec), DataError, "image folder ", root,
                " does not exist or is not a folder");
@@ -301,6 +311,7 @@ class InMemoryDataset : public Dataset {
   std::string name(size_t i) const override { return samples_.at(i).name; }
   RawSample fetch(size_t i) const override { return samples_.at(i); }
   std::string source() const override { return base_->source(); }
+  std::vector<size_t> shardSizes() const override { return base_->shardSizes(); }
 
  private:
   std::shared_ptr<const Dataset> base_;

@@ -35,6 +35,9 @@ class Dataset {
   virtual RawSample fetch(size_t i) const = 0;
   // Where the dataset comes from (root folder or file), for messages.
   virtual std::string source() const = 0;
+  // Samples per stored run that reads fastest in order (tar shards: indices 0 .. s0-1 are the
+  // first shard, and so on); empty when any order reads as fast (files, memory).
+  virtual std::vector<size_t> shardSizes() const;
 };
 
 // torchvision ImageFolder: classes = sorted names of the sub-folders of root; samples = files
@@ -46,9 +49,14 @@ class Dataset {
 // image.
 std::shared_ptr<Dataset> openImageFolder(const std::string& root);
 
+// What --imnet-path's train/ and val/ and --dataset-path accept: a folder of tar shards (`*.tar`
+// files and no sub-folder: openTarShards, data/TarShards.h) or else an image folder.
+std::shared_ptr<Dataset> openDataset(const std::string& root);
+
 // Every image under root, unlabelled: the files an image folder would take (the same extensions
 // and rules), walked recursively in sorted path order whether or not they sit in class folders.
-// One class (""), every label 0. DataError if root is missing or holds no image.
+// One class (""), every label 0. DataError if root is missing or holds no image. A folder of tar
+// shards gives its images (any .cls ignored).
 std::shared_ptr<Dataset> openUnlabelledImages(const std::string& root);
 
 // IDX (MNIST format) image and label files, gzipped or not: 28 x 28 grayscale images returned as

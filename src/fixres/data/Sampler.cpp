@@ -5,9 +5,11 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "fixres/common/Error.h"
+#include "fixres/image/Rng.h"
 
 namespace fixres::data {
 
@@ -162,6 +164,91 @@ std::shared_ptr<Sampler> makeRepeatedAugSampler(size_t datasetSize, int rank, in
                                                 bool referenceLength) {
   return std::make_shared<RepeatedAugSampler>(datasetSize, rank, worldSize, seed, repetitions,
                                               lenFactor, referenceLength);
+}
+
+namespace {
+
+class ShardSampler : public Sampler {
+ public:
+  ShardSampler(std::vector<size_t> sizes, int rank, int worldSize, uint64_t seed, size_t buffer)
+      : rank_(rank), worldSize_(worldSize), seed_(seed), buffer_(buffer) {
+    size_t total = 0;
+    for (size_t s : sizes) total += s;
+    checkRank(total, rank, worldSize);
+    FIXRES_CHECK(buffer >= 1, UsageError, "shuffle buffer must hold >= 1 sample, got ", buffer);
+    size_t begin = 0;
+    for (size_t s : sizes) {
+      if (s > 0) shards_.push_back({begin, s});
+      begin += s;
+    }
+  }
+  void setEpoch(int64_t epoch) override {
+    epoch_ = epoch;
+    plan();
+  }
+  std::vector<int64_t> indices() const override { return indices_; }
+  std::vector<int64_t> streamPositions() const override {
+    std::vector<int64_t> p(indices_.size());
+    for (size_t j = 0; j < p.size(); ++j) p[j] = static_cast<int64_t>(j) * worldSize_ + rank_;
+    return p;
+  }
+  size_t size() const override { return indices_.size(); }
+
+ private:
+  struct Range {
+    size_t begin, count;
+  };
+  void plan() {
+    const size_t s = shards_.size(), w = static_cast<size_t>(worldSize_);
+    at::Generator gen = at::detail::createCPUGenerator(seed_ + static_cast<uint64_t>(epoch_));
+    const std::vector<int64_t> perm = randperm(static_cast<int64_t>(s), gen);
+    const size_t padded = (s + w - 1) / w * w;
+    std::vector<size_t> counts(w, 0);
+    for (size_t p = 0; p < padded; ++p) counts[p % w] += shards_[perm[p % s]].count;
+    const size_t length = *std::max_element(counts.begin(), counts.end());
+    std::vector<int64_t> stream;
+    stream.reserve(length);
+    image::Rng rng(image::sampleSeed(seed_ ^ 0x5348415244ull, epoch_, rank_, -1));
+    std::vector<int64_t> buffer;
+    buffer.reserve(std::min(buffer_, length));
+    for (size_t p = static_cast<size_t>(rank_); p < padded; p += w) {
+      const Range& r = shards_[perm[p % s]];
+      for (size_t i = r.begin; i < r.begin + r.count; ++i) {
+        if (buffer.size() < buffer_) {
+          buffer.push_back(static_cast<int64_t>(i));
+          continue;
+        }
+        const auto k = static_cast<size_t>(rng.randint(0, static_cast<int64_t>(buffer.size()) - 1));
+        stream.push_back(buffer[k]);
+        buffer[k] = static_cast<int64_t>(i);
+      }
+    }
+    while (!buffer.empty()) {
+      const auto k = static_cast<size_t>(rng.randint(0, static_cast<int64_t>(buffer.size()) - 1));
+      stream.push_back(buffer[k]);
+      buffer[k] = buffer.back();
+      buffer.pop_back();
+    }
+    const size_t own = stream.size();
+    for (size_t j = own; j < length; ++j) stream.push_back(stream[(j - own) % own]);
+    indices_ = std::move(stream);
+  }
+  std::vector<Range> shards_;
+  int rank_, worldSize_;
+  uint64_t seed_;
+  size_t buffer_;
+  int64_t epoch_ = 0;
+  std::vector<int64_t> indices_;
+};
+
+}  // namespace
+
+std::shared_ptr<Sampler> makeShardSampler(std::vector<size_t> shardSizes, int rank, int worldSize,
+                                          uint64_t seed, size_t bufferSize) {
+  auto sampler =
+      std::make_shared<ShardSampler>(std::move(shardSizes), rank, worldSize, seed, bufferSize);
+  sampler->setEpoch(0);
+  return sampler;
 }
 
 }  // namespace fixres::data

@@ -51,4 +51,19 @@ std::shared_ptr<Sampler> makeRepeatedAugSampler(size_t datasetSize, int rank, in
                                                 double lenFactor = 2.0,
                                                 bool referenceLength = false);
 
+// Training over tar shards (shardSizes: samples per shard, dataset indices numbered shard after
+// shard), reading each shard front to back. Per epoch: the shard order is torch.randperm(S) seeded
+// with seed + epoch, padded by repeating its head to a multiple of worldSize (as
+// DistributedSampler pads indices); rank r takes shards r, r + W, ... and reads their samples in
+// order through a shuffle buffer of `bufferSize` samples (WebDataset's: the first bufferSize fill
+// it, then each new sample replaces a uniformly drawn one, which is emitted; at the end the rest
+// leave in random order; the draws from the per-sample Rng seeded by (seed, epoch, rank)). Every
+// rank takes the same number of samples: the largest count over the ranks, the shorter streams
+// wrapping around to their own start (like DistributedSampler's padding), so no sample is dropped.
+// Stream position of a rank's j-th sample: j * W + r (distinct for every entry of the epoch).
+// Empty shards are left out. A pure function of (seed, epoch, rank, world size, shard sizes).
+inline constexpr size_t kDefaultShuffleBuffer = 1000;
+std::shared_ptr<Sampler> makeShardSampler(std::vector<size_t> shardSizes, int rank, int worldSize,
+                                          uint64_t seed, size_t bufferSize = kDefaultShuffleBuffer);
+
 }  // namespace fixres::data

@@ -51,9 +51,9 @@ std::string signalName(int signal) {
 Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
     : cfg_(std::move(cfg)), comm_(comm), run_(run) {
   cfg_.validate();
-  train_ = data::openImageFolder(cfg_.trainPath);
+  train_ = data::openDataset(cfg_.trainPath);
   if (!cfg_.valPath.empty()) {
-    val_ = data::openImageFolder(cfg_.valPath);
+    val_ = data::openDataset(cfg_.valPath);
     data::checkSameClasses(*train_, *val_);
   }
   const auto classes = static_cast<int64_t>(train_->classes().size());
@@ -234,12 +234,19 @@ void Trainer::evaluateBeforeTraining() {
 }
 
 data::Loader Trainer::makeTrainLoader() {
-  std::shared_ptr<data::Sampler> sampler =
-      cfg_.sampler == data::SamplerKind::kRepeatedAug
-          ? data::makeRepeatedAugSampler(train_->size(), comm_.rank(), comm_.worldSize(), cfg_.seed,
-                                         cfg_.repetitions, kRepeatedAugLenFactor)
-          : data::makeDistributedSampler(train_->size(), comm_.rank(), comm_.worldSize(), true,
-                                         cfg_.seed, true);
+  std::shared_ptr<data::Sampler> sampler;
+  if (const auto shards = train_->shardSizes(); !shards.empty()) {
+    // Tar shards are read front to back, each rank its own shards (docs/data.md, "Tar shards").
+    log::info("train: ", shards.size(), " tar shard(s), read in order through a shuffle buffer of ",
+              data::kDefaultShuffleBuffer, " samples (--sampler applies to image folders)");
+    sampler = data::makeShardSampler(shards, comm_.rank(), comm_.worldSize(), cfg_.seed);
+  } else if (cfg_.sampler == data::SamplerKind::kRepeatedAug) {
+    sampler = data::makeRepeatedAugSampler(train_->size(), comm_.rank(), comm_.worldSize(),
+                                           cfg_.seed, cfg_.repetitions, kRepeatedAugLenFactor);
+  } else {
+    sampler = data::makeDistributedSampler(train_->size(), comm_.rank(), comm_.worldSize(), true,
+                                           cfg_.seed, true);
+  }
   auto lo = loaderOptions(run_, trainTransform_, cfg_.batch, cfg_.workers, cfg_.seed,
                           cfg_.skipBadImages, /*dropLast=*/true);
   return data::Loader(train_, sampler, trainTransform_, lo);
