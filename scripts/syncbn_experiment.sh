@@ -22,7 +22,7 @@ for seed in $SEEDS; do
     "$FIXRES" --threads 2 train --imnet-path "$DATA" --architecture resnet_tiny --input-size 24 \
       --epochs 20 --batch 128 --workers 2 --learning-rate 0.1 --absolute-lr --lr-schedule cosine \
       --transform torch --sampler distributed --eval-every 20 --iteration-cap 150 --seed "$seed" \
-      --shared-folder-path "$base/train" --job-id train --log-every 1000 --no-tensorboard >/dev/null
+      --shared-folder-path "$base" --job-id train --log-every 1000 --no-tensorboard >/dev/null
   fi
   for mode in local sync; do
     flags=""

@@ -32,7 +32,7 @@ class SharedMemoryAllReduce {
   static std::unique_ptr<SharedMemoryAllReduce> create(c10d::Store& store, int rank, int world,
                                                        std::chrono::milliseconds timeout,
                                                        std::string* whyNot,
-                                                       size_t chunkBytes = 4u << 20);
+                                                       size_t chunkBytes = 8u << 20);
   ~SharedMemoryAllReduce();  // stops the thread (failing queued operations), unmaps
   SharedMemoryAllReduce(const SharedMemoryAllReduce&) = delete;
   SharedMemoryAllReduce& operator=(const SharedMemoryAllReduce&) = delete;
