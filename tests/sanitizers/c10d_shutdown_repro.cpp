@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
@@ -52,8 +53,8 @@ int runRank(int rank, int port, int closedPipe[2]) {
     ok = ::write(closedPipe[1], &byte, 1) == 1 && ok;
   } else {
     ok = ::read(closedPipe[0], &byte, 1) == 1 && ok;
-    usleep(200 * 1000);  // let the event loop of rank 1 see the closed connection
-    pg.reset();          // the main thread frees the exception the loop thread made
+    usleep(1000 * 1000);  // let the event loop of rank 1 see the closed connection
+    pg.reset();           // the main thread frees the exception the loop thread made
   }
   std::printf("rank %d %s\n", rank, ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
@@ -63,11 +64,14 @@ int runRank(int rank, int port, int closedPipe[2]) {
 
 int main(int argc, char** argv) {
   const int port = argc > 1 ? std::atoi(argv[1]) : 29517;
+  std::signal(SIGPIPE, SIG_IGN);  // a write to a dead rank fails instead of killing this one
   int closedPipe[2];
   if (pipe(closedPipe) != 0) return 2;
   // Fork before any thread exists: rank 1 is the child.
   pid_t child = fork();
   if (child < 0) return 2;
+  // Each rank keeps one end of the pipe: rank 1 sees end-of-file if rank 0 dies.
+  ::close(closedPipe[child == 0 ? 1 : 0]);
   if (child == 0) return runRank(1, port, closedPipe);
   int rc = runRank(0, port, closedPipe);
   int status = 0;
