@@ -5,7 +5,7 @@ JOBS      ?= $(shell nproc)
 FIXRES    := $(BUILD_DIR)/bin/fixres
 CXX_SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build test test-long test-asan test-tsan fuzz demo demo-seeds bench format format-check clean
+.PHONY: all deps configure build test test-long test-asan test-tsan test-tsan-c10d fuzz demo demo-seeds bench format format-check clean
 
 all: build
 
@@ -43,8 +43,15 @@ test-asan: deps
 # workers, the liveness heartbeat and the reducer's asynchronous all-reduces.
 test-tsan: deps
 	cmake --preset tsan
-	cmake --build build-tsan -j $(JOBS) --target fixres_unit_tests dist_worker
+	cmake --build build-tsan -j $(JOBS) --target fixres_unit_tests dist_worker c10d_shutdown_repro
 	tests/sanitizers/tsan.sh build-tsan
+	tests/sanitizers/c10d_repro.sh build-tsan
+
+# The c10d/Gloo shutdown check alone: one small program, no fixres code, about a minute.
+test-tsan-c10d: deps
+	cmake --preset tsan
+	cmake --build build-tsan -j $(JOBS) --target c10d_shutdown_repro
+	tests/sanitizers/c10d_repro.sh build-tsan
 
 # libFuzzer targets (clang), FUZZ_SECONDS per target (default 600).
 FUZZ_SECONDS ?= 600
