@@ -1,12 +1,13 @@
 // The folder index: its binary form, where it lives, and when it is still current.
 #include "fixres/data/FileIndex.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <system_error>
 
 #include "fixres/common/AtomicFile.h"
@@ -84,11 +85,24 @@ std::string absoluteRootOf(const std::string& root) {
   return ec ? fs::absolute(root).lexically_normal().string() : abs.string();
 }
 
+// The whole of a regular file; false (never an exception) for anything else.
 bool readIndexFile(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return !in.bad();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (ok) {
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (ok && done < out.size()) {
+      const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      ok = n > 0;
+      if (ok) done += static_cast<size_t>(n);
+    }
+  }
+  ::close(fd);
+  return ok;
 }
 
 // Why `index` no longer describes the tree at `root` with `classes`, or "" when it does.
