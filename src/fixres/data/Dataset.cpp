@@ -99,7 +99,9 @@ void walkSorted(const fs::path& dir,
   FIXRES_CHECK(depth < 64, DataError, dir.string(), ": folders nested too deep (symlink loop?)");
   if (stamps) {
     const std::string full = dir.string();
-    if (auto s = stampFolder(full, full.substr(baseLength))) stamps->push_back(*s);
+    // A folder that cannot be stat-ed gets inode 0 (never a real one): never current.
+    const std::string rel = full.substr(baseLength);
+    stamps->push_back(stampFolder(full, rel).value_or(FolderStamp{rel, 0, 0, 0}));
   }
   std::vector<WalkedFile> files;
   std::vector<fs::path> subdirs;
