@@ -4,12 +4,14 @@
 # 2 ranks x 8 images (the reference fine-tunes ResNeXt-101 with 8 images per GPU), with and
 # without --sync-bn, each evaluated on the held-out split. Prints a Markdown table (mean and
 # spread over seeds) and writes $OUT/syncbn.json.
-# Usage: scripts/syncbn_experiment.sh [fixres]   (SYNCBN_SEEDS, SYNCBN_TEST_SIZE, SYNCBN_ITERS)
+# Usage: scripts/syncbn_experiment.sh [fixres]
+#   (SYNCBN_SEEDS, SYNCBN_TEST_SIZE, SYNCBN_ITERS, SYNCBN_EPOCHS)
 set -euo pipefail
 FIXRES=${1:-build/bin/fixres}
 SEEDS=${SYNCBN_SEEDS:-"0 1 2"}
 TEST_SIZE=${SYNCBN_TEST_SIZE:-32}
 ITERS=${SYNCBN_ITERS:-400}
+EPOCHS=${SYNCBN_EPOCHS:-20}  # of the base training (the demo: 20)
 DATA=${DEMO_DATA:-data/fashion-mnist}
 OUT=${SYNCBN_OUT:-runs/syncbn}
 mkdir -p "$OUT"
@@ -20,8 +22,8 @@ for seed in $SEEDS; do
   if [ ! -f "$weights" ]; then
     echo "== seed $seed: the demo's training run"
     "$FIXRES" --threads 2 train --imnet-path "$DATA" --architecture resnet_tiny --input-size 24 \
-      --epochs 20 --batch 128 --workers 2 --learning-rate 0.1 --absolute-lr --lr-schedule cosine \
-      --transform torch --sampler distributed --eval-every 20 --iteration-cap 150 --seed "$seed" \
+      --epochs "$EPOCHS" --batch 128 --workers 2 --learning-rate 0.1 --absolute-lr --lr-schedule cosine \
+      --transform torch --sampler distributed --eval-every "$EPOCHS" --iteration-cap 150 --seed "$seed" \
       --shared-folder-path "$base" --job-id train --log-every 1000 --no-tensorboard >/dev/null
   fi
   for mode in local sync; do

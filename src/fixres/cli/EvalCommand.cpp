@@ -22,6 +22,7 @@ Command addEvalCommand(CLI::App& parent) {
     EvalFlags eval;
     std::string imnetPath, datasetPath, sizes = "224", json;
     int64_t limit = -1;
+    data::FileIndexOptions fileIndex;
   };
   auto s = std::make_shared<State>();
   addConfigFile(*sub);
@@ -34,6 +35,7 @@ Command addEvalCommand(CLI::App& parent) {
       ->check(allOrAtLeastOne(INT64_MAX))
       ->group("Data");
   addSharedFlag(*sub, "--skip-bad-images", s->eval.settings.skipBadImages);
+  addIndexCacheFlag(*sub, s->fileIndex);
   addEvalFlags(*sub, s->eval);
   sub->add_option("--json", s->json, "Also write the results to this JSON file")->group("Output");
   addClusterOptions(*sub, s->cluster);
@@ -44,8 +46,8 @@ Command addEvalCommand(CLI::App& parent) {
             auto sizes = parseSizes(s->sizes, "--input-size");
             if (!s->json.empty()) checkOutputFolder(s->json, "--json");
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
-            auto dataset =
-                data::openDataset(s->datasetPath.empty() ? s->imnetPath + "/val" : s->datasetPath);
+            auto dataset = data::openDataset(
+                s->datasetPath.empty() ? s->imnetPath + "/val" : s->datasetPath, s->fileIndex);
             auto model = engine::buildModel(
                              s->model, static_cast<int64_t>(dataset->classes().size()), rank.run)
                              .model;

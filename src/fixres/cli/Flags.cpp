@@ -160,6 +160,10 @@ const std::vector<FlagSpec>& sharedFlags() {
        "0.33, ratio 0.3 to 3.3, value 0); 0: off",
        "Data", "", finiteIn(0, 1)},
       {"--skip-bad-images", "Skip unreadable images (counted) instead of failing", "Data", ""},
+      {"--no-index-cache",
+       "List image folders by a full scan, without reading or writing their file index "
+       "(.fixres-index in the folder, else in the cache folder's index/)",
+       "Data", ""},
       {"--normalize-on",
        "auto (device on CUDA), cpu or device: where uint8 images become normalised floats "
        "(device: 4x smaller batches to copy)",

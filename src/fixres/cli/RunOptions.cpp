@@ -26,6 +26,16 @@ std::string defaultCacheDir() {
   return "";  // fetchToCache asks for --cache-dir
 }
 
+void addIndexCacheFlag(CLI::App& app, data::FileIndexOptions& index) {
+  index.enabled = true;
+  const std::string cache = defaultCacheDir();
+  index.cacheDir = cache.empty() ? "" : cache + "/index";
+  const FlagSpec& f = sharedFlag("--no-index-cache");
+  app.add_flag_callback(
+         f.names, [&index]() { index.enabled = false; }, f.help)
+      ->group(f.group);
+}
+
 void addDownloadOptions(CLI::App& app, DownloadOptions& d) {
   // The default is resolved here, not shown in --help: it is this machine's home folder.
   addShared(app, "--cache-dir", d.cacheDir);
@@ -142,6 +152,7 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
                "none for finetune)",
                "Data");
   addSharedFlag(app, "--skip-bad-images", c.skipBadImages);
+  addIndexCacheFlag(app, c.fileIndex);
   addSharedFlag(app, "--test-flip", c.testFlip);
   addRunOption(app, "--epochs", c.epochs, "Epochs", "Optimisation");
   addRunOption(app, "--learning-rate", c.learningRate,

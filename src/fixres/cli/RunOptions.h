@@ -10,6 +10,7 @@
 
 #include "fixres/cli/Flags.h"
 #include "fixres/cli/Options.h"
+#include "fixres/data/FileIndex.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/ModelSpec.h"
@@ -42,6 +43,10 @@ struct EvalFlags {
   bool cpu = false;
 };
 void addEvalFlags(CLI::App& app, EvalFlags& flags);
+
+// Turns the image folder index on (kept in the folder, else in index/ of the default cache folder)
+// and adds --no-index-cache, which turns it off.
+void addIndexCacheFlag(CLI::App& app, data::FileIndexOptions& index);
 
 // A rank of the job: its world, communicator and device (selected once, here).
 struct Rank {

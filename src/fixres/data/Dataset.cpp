@@ -1,10 +1,12 @@
 // Image folder, IDX and in-memory datasets.
 #include "fixres/data/Dataset.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <filesystem>
 #include <iterator>
 #include <system_error>
@@ -60,6 +62,8 @@ struct LeftOut {
 struct WalkedFile {
   std::string name;
   bool regular = false;  // a regular file, or a symlink to one
+  uint64_t size = 0;
+  int64_t mtimeNs = 0;
   bool operator<(const WalkedFile& o) const { return name < o.name; }
 };
 
@@ -91,30 +95,45 @@ class ImageFolderDataset : public Dataset {
 };
 
 // Python's sorted(os.walk(dir, followlinks=True)): directories ordered by their full path,
-// files sorted by name within each.
+// files sorted by name within each. With `stamps`, each folder's stamp (taken before it is
+// listed, so a change during the walk shows later) is appended, its path without the first
+// `baseLength` characters.
 void walkSorted(const fs::path& dir,
-                std::vector<std::pair<std::string, std::vector<WalkedFile>>>& out, int depth) {
+                std::vector<std::pair<std::string, std::vector<WalkedFile>>>& out, int depth,
+                std::vector<FolderStamp>* stamps = nullptr, size_t baseLength = 0) {
   FIXRES_CHECK(depth < 64, DataError, dir.string(), ": folders nested too deep (symlink loop?)");
+  if (stamps) {
+    const std::string full = dir.string();
+    // A folder that cannot be stat-ed gets inode 0 (never a real one): never current.
+    const std::string rel = full.substr(baseLength);
+    stamps->push_back(stampFolder(full, rel).value_or(FolderStamp{rel, 0, 0, 0}));
+  }
   std::vector<WalkedFile> files;
   std::vector<fs::path> subdirs;
   std::error_code ec;
   for (fs::directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
        !ec && it != end; it.increment(ec)) {
-    std::error_code ec2;
-    const fs::file_status st = it->status(ec2);  // follows symlinks; not_found when broken
-    if (fs::is_directory(st)) {
+    struct stat st {};  // follows symlinks; fails when broken
+    const bool found = ::stat(it->path().c_str(), &st) == 0;
+    if (found && S_ISDIR(st.st_mode)) {
       subdirs.push_back(it->path());
     } else {
-      files.push_back({it->path().filename().string(), fs::is_regular_file(st)});
+      WalkedFile f{it->path().filename().string(), found && S_ISREG(st.st_mode)};
+      if (f.regular) {
+        f.size = static_cast<uint64_t>(st.st_size);
+        f.mtimeNs = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      }
+      files.push_back(std::move(f));
     }
   }
   FIXRES_CHECK(!ec, DataError, dir.string(), ": cannot list folder: ", ec.message());
   std::sort(files.begin(), files.end());
   out.emplace_back(dir.string(), std::move(files));
-  for (const auto& d : subdirs) walkSorted(d, out, depth + 1);
+  for (const auto& d : subdirs) walkSorted(d, out, depth + 1, stamps, baseLength);
 }
 
-// The image files of a sorted walk that fixres reads (`take` gets each path), the others counted.
+// The image files of a sorted walk that fixres reads (`take` gets each path and its file), the
+// others counted.
 template <typename Take>
 void takeImages(const std::vector<std::pair<std::string, std::vector<WalkedFile>>>& walk,
                 LeftOut& undecoded, LeftOut& notRegular, Take&& take) {
@@ -128,7 +147,7 @@ void takeImages(const std::vector<std::pair<std::string, std::vector<WalkedFile>
       } else if (!f.regular) {
         notRegular.add(path);  // reading a FIFO or a device would block or never end
       } else {
-        take(path);
+        take(path, f);
       }
     }
   }
@@ -145,6 +164,11 @@ void warnLeftOut(const std::string& root, const LeftOut& undecoded, const LeftOu
 }  // namespace
 
 std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
+  return openImageFolder(root, FileIndexOptions{});
+}
+
+std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileIndexOptions& index,
+                                         FileIndexReport* report) {
   std::error_code ec;
   FIXRES_CHECK(fs::is_directory(root, ec), DataError, "dataset folder ", root,
                " does not exist or is not a folder");
@@ -156,19 +180,52 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
   FIXRES_CHECK(!ec, DataError, root, ": cannot list folder: ", ec.message());
   FIXRES_CHECK(!classes.empty(), DataError, "couldn't find any class folder in ", root);
   std::sort(classes.begin(), classes.end());
+  // Paths are kept relative to the root in the index and joined back exactly as the walk
+  // joins them.
+  const std::string joined = (fs::path(root) / "x").string();
+  const std::string base = joined.substr(0, joined.size() - 1);
+  FileIndexReport localReport;
+  FileIndexReport& rep = report ? *report : localReport;
+  rep = FileIndexReport{};
   std::vector<std::string> paths;
   std::vector<int64_t> labels;
-  std::vector<std::string> empty;
   LeftOut undecoded, notRegular;
+  if (index.enabled) {
+    if (auto found = loadFolderIndex(root, classes, index, rep)) {
+      paths.reserve(found->files.size());
+      labels.reserve(found->files.size());
+      for (const IndexedFile& f : found->files) {
+        paths.push_back(base + f.path);
+        labels.push_back(f.label);
+      }
+      for (auto [from, to] :
+           {std::pair{&found->undecoded, &undecoded}, std::pair{&found->notRegular, &notRegular}}) {
+        to->count = from->count;
+        to->example = from->count > 0 ? base + from->example : "";
+      }
+      warnLeftOut(root, undecoded, notRegular);
+      return std::make_shared<ImageFolderDataset>(root, std::move(classes), std::move(paths),
+                                                  std::move(labels));
+    }
+  }
+  const int64_t scanStartNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+  FolderIndex scanned;
+  std::vector<FolderStamp>* stamps = index.enabled ? &scanned.folders : nullptr;
+  std::vector<std::string> empty;
   for (size_t c = 0; c < classes.size(); ++c) {
     std::vector<std::pair<std::string, std::vector<WalkedFile>>> walk;
-    walkSorted(fs::path(root) / classes[c], walk, 0);
+    walkSorted(fs::path(root) / classes[c], walk, 0, stamps, base.size());
     std::sort(walk.begin(), walk.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     const size_t before = paths.size();
-    takeImages(walk, undecoded, notRegular, [&](const std::string& path) {
+    takeImages(walk, undecoded, notRegular, [&](const std::string& path, const WalkedFile& f) {
       paths.push_back(path);
       labels.push_back(static_cast<int64_t>(c));
+      if (stamps)
+        scanned.files.push_back(
+            {path.substr(base.size()), static_cast<int64_t>(c), f.size, f.mtimeNs});
     });
     if (paths.size() == before) empty.push_back(classes[c]);
   }
@@ -179,12 +236,21 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
     FIXRES_FAIL(DataError, root, ": found no valid file for the classes ", list,
                 " (supported extensions: ", kReadList, ")");
   }
+  if (index.enabled) {
+    scanned.classes = classes;
+    for (auto [from, to] :
+         {std::pair{&undecoded, &scanned.undecoded}, std::pair{&notRegular, &scanned.notRegular}}) {
+      to->count = from->count;
+      to->example = from->count > 0 ? from->example.substr(base.size()) : "";
+    }
+    saveFolderIndex(root, std::move(scanned), index, scanStartNs, rep);
+  }
   return std::make_shared<ImageFolderDataset>(root, std::move(classes), std::move(paths),
                                               std::move(labels));
 }
 
-std::shared_ptr<Dataset> openDataset(const std::string& root) {
-  return isShardFolder(root) ? openTarShards(root) : openImageFolder(root);
+std::shared_ptr<Dataset> openDataset(const std::string& root, const FileIndexOptions& index) {
+  return isShardFolder(root) ? openTarShards(root) : openImageFolder(root, index);
 }
 
 std::shared_ptr<Dataset> openUnlabelledImages(const std::string& root) {
@@ -198,7 +264,8 @@ std::shared_ptr<Dataset> openUnlabelledImages(const std::string& root) {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> paths;
   LeftOut undecoded, notRegular;
-  takeImages(walk, undecoded, notRegular, [&](const std::string& path) { paths.push_back(path); });
+  takeImages(walk, undecoded, notRegular,
+             [&](const std::string& path, const WalkedFile&) { paths.push_back(path); });
   warnLeftOut(root, undecoded, notRegular);
   FIXRES_CHECK(!paths.empty(), DataError, root,
                ": found no image (supported extensions: ", kReadList, ")");

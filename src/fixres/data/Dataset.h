@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fixres/data/FileIndex.h"
 #include "fixres/image/Image.h"
 
 namespace fixres::data {
@@ -48,10 +49,16 @@ class Dataset {
 // with an example path. DataError if root is missing, has no class folder, or a class has no
 // image.
 std::shared_ptr<Dataset> openImageFolder(const std::string& root);
+// The same listing, read from the folder's index when `index.enabled` and the index is current,
+// else scanned and the index written (data/FileIndex.h). The samples, their order, labels and
+// the warnings on left-out files are those of a plain scan; `report` says what happened.
+std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileIndexOptions& index,
+                                         FileIndexReport* report = nullptr);
 
 // What --imnet-path's train/ and val/ and --dataset-path accept: a folder of tar shards (`*.tar`
-// files and no sub-folder: openTarShards, data/TarShards.h) or else an image folder.
-std::shared_ptr<Dataset> openDataset(const std::string& root);
+// files and no sub-folder: openTarShards, data/TarShards.h) or else an image folder (through its
+// file index when `index.enabled`).
+std::shared_ptr<Dataset> openDataset(const std::string& root, const FileIndexOptions& index = {});
 
 // Every image under root, unlabelled: the files an image folder would take (the same extensions
 // and rules), walked recursively in sorted path order whether or not they sit in class folders.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fixres/data/FileIndex.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/Evaluator.h"
@@ -37,10 +38,11 @@ struct RunConfig {
   RunMode mode = RunMode::kTrain;
   ModelSpec model;  // finetune: model.weightPath is required
   // data
-  std::string trainPath;  // image folder
-  std::string valPath;    // image folder (may be empty: no evaluation)
-  int inputSize = 224;    // train resolution (finetune: the test resolution)
-  int evalSize = 0;       // 0: inputSize
+  std::string trainPath;             // image folder
+  std::string valPath;               // image folder (may be empty: no evaluation)
+  data::FileIndexOptions fileIndex;  // how both folders are listed (off: plain scans)
+  int inputSize = 224;               // train resolution (finetune: the test resolution)
+  int evalSize = 0;                  // 0: inputSize
   // train: the training resolution ramps per epoch (inputSize then sizes the evaluations only).
   ProgressiveResize progressive;
   image::TransformKind trainTransform = image::TransformKind::kFull;

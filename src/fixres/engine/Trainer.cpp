@@ -51,9 +51,9 @@ std::string signalName(int signal) {
 Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
     : cfg_(std::move(cfg)), comm_(comm), run_(run) {
   cfg_.validate();
-  train_ = data::openDataset(cfg_.trainPath);
+  train_ = data::openDataset(cfg_.trainPath, cfg_.fileIndex);
   if (!cfg_.valPath.empty()) {
-    val_ = data::openDataset(cfg_.valPath);
+    val_ = data::openDataset(cfg_.valPath, cfg_.fileIndex);
     data::checkSameClasses(*train_, *val_);
   }
   const auto classes = static_cast<int64_t>(train_->classes().size());
