@@ -42,3 +42,17 @@ for arch in $MODELS; do
   o1=$(median <"$TMP/o1"); o2=$(median <"$TMP/o2"); p1=$(median <"$TMP/p1"); p2=$(median <"$TMP/p2")
   echo "| $arch | $o1 | $o2 | $(pct "$o2" "$o1") | $p1 | $p2 | $(pct "$p2" "$p1") | **$(div "$o2" "$p2")x** |"
 done
+
+echo
+echo "## Gradient all-reduce alone, 2 ranks: shared memory against Gloo's loopback TCP"
+echo "ResNet-50's gradients (102 MB), mean of 3 iterations after one untimed."
+echo
+echo "| transport | bucketed reducer | bus bandwidth |"
+echo "|---|---|---|"
+for flag in "" "--no-shared-memory"; do
+  line=$("$FIXRES" launch --nproc-per-node 2 -- --threads 1 bench allreduce --architecture resnet50 \
+    --iters 3 $flag 2>&1 | grep "bucketed")
+  t=$(echo "$line" | grep -Eo '[0-9.]+ s' | head -1)
+  bw=$(echo "$line" | grep -Eo '[0-9.]+ GB/s' | head -1)
+  echo "| ${flag:-shared memory (default)} | $t | $bw |"
+done
