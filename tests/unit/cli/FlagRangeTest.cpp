@@ -47,7 +47,8 @@ const std::vector<Case>& cases() {
       {"bench eval", "--warmup", {"-1"}, "0", "[0, 1000000]"},
       {"bench eval", "--batch", {"0"}, "2", "[1, 1048576]"},
       {"bench allreduce", "--iters", {"0"}, "2", "[1, 1000000]"},
-      {"bench allreduce", "--bucket-mb", {"0", "nan"}, "25", "(0, 1e+06]"},
+      {"bench allreduce", "--bucket-mb", {"0", "nan", "2000"}, "25", "(0, 1024]"},
+      {"train --imnet-path d", "--bucket-mb", {"0", "-1", "inf"}, "25", "(0, 1024]"},
       {"bench data --dataset-path d", "--seconds", {"-1", "inf"}, "0", "[0, 86400]"},
       {"bench data --dataset-path d", "--workers", {"0"}, "2", "[1, 1024]"},
   };
