@@ -218,11 +218,17 @@ int GradReducer::reduce() {
     for (size_t i : buckets_[b].members) copyIn(i);
     launch(buckets_[b]);
   }
-  next_ = buckets_.size();
   torch::NoGradGuard noGrad;
+  // Ready for the next round, with or without zeroGrad() (gradients stay bucket views).
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    next_ = 0;
+    ready_.assign(buckets_.size(), false);
+  }
   for (auto& bucket : buckets_) {
+    bucket.due = bucket.members.size();
     auto pending = std::move(bucket.pending);
-    pending->wait();
+    if (pending) pending->wait();
     if (bucket.wire.defined()) {
       bucket.buffer.copy_(bucket.wire);
       bucket.wire = torch::Tensor();

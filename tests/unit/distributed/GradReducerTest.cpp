@@ -156,6 +156,33 @@ TEST_P(GradReducerTransportTest, CompressionRoundsLikeTheSameCastsByHand) {
   }
 }
 
+TEST(GradReducerTest, ReduceAloneAveragesTheGradientsAsTheyAreAndCanRepeat) {
+  // As `fixres bench allreduce` uses it: gradients set by hand, reduce() called repeatedly
+  // without zeroGrad() or a backward pass.
+  std::vector<torch::nn::Sequential> nets{smallNet(), smallNet()};
+  std::vector<std::vector<torch::Tensor>> given(2);
+  torch::manual_seed(61);
+  for (int r = 0; r < 2; ++r)
+    for (auto& p : params(nets[r])) given[r].push_back(torch::randn_like(p));
+  std::vector<std::vector<torch::Tensor>> first(2), second(2);
+  runRanks(2, [&](Communicator& c) {
+    auto ps = params(nets[c.rank()]);
+    for (size_t i = 0; i < ps.size(); ++i) ps[i].mutable_grad() = given[c.rank()][i].clone();
+    GradReducer reducer(c, ps, smallBuckets());
+    reducer.reduce();
+    for (auto& p : ps) first[c.rank()].push_back(p.grad().clone());
+    reducer.reduce();
+    for (auto& p : ps) second[c.rank()].push_back(p.grad().clone());
+  });
+  for (size_t i = 0; i < given[0].size(); ++i) {
+    auto expected = (given[0][i] * 0.5) + (given[1][i] * 0.5);
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_TRUE(torch::equal(first[r][i], expected)) << "parameter " << i;
+      EXPECT_TRUE(torch::equal(second[r][i], expected)) << "parameter " << i;
+    }
+  }
+}
+
 TEST(GradReducerTest, NotFiniteFlagOfOneRankReachesEveryRank) {
   std::vector<torch::nn::Sequential> nets{smallNet(), smallNet()};
   auto data = batch(8, 41);
