@@ -19,14 +19,6 @@ mkdir -p "$TMPDIR"
 # SIGHUP at its default disposition, even if this script was started with it ignored (nohup).
 HUPDFL=(env --default-signal=HUP)
 
-# Waits (up to 120 s) until run folder $1 has at least $2 training steps in its metrics.
-wait_steps() {
-  for _ in $(seq 1 1200); do
-    [ "$(grep -c '"loss"' "$1/metrics.jsonl" 2>/dev/null)" -ge "$2" ] 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
 # The launcher folders in $TMPDIR, space-separated.
 launch_folders() { (cd "$TMPDIR" && ls -d fixres-launch-* 2>/dev/null | tr '\n' ' '); }
 

@@ -21,6 +21,14 @@ wait_code() {
   while kill -0 "$1" 2>/dev/null && [ $t -lt $(($2 * 10)) ]; do sleep 0.1; t=$((t + 1)); done
   if kill -0 "$1" 2>/dev/null; then c=timeout; kill -9 "$1"; wait "$1" 2>/dev/null; else wait "$1"; c=$?; fi
 }
+# Waits (up to 120 s) until run folder $1 has at least $2 training steps in its metrics.
+wait_steps() {
+  for _ in $(seq 1 1200); do
+    [ "$(grep -c '"loss"' "$1/metrics.jsonl" 2>/dev/null)" -ge "$2" ] 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
 finish() {
   if [ "$FAILURES" -ne 0 ]; then echo "$FAILURES check(s) failed"; exit 1; fi
   echo "all checks passed"; exit 0

@@ -56,13 +56,6 @@ two_nodes() {
     -- "$@" >"$WORK/$name.b.out" 2>"$WORK/$name.b.err" &
   PB=$!
 }
-wait_steps() {  # wait_steps RUNDIR N: up to 120 s for N training steps in its metrics
-  for _ in $(seq 1 1200); do
-    [ "$(grep -c '"loss"' "$1/metrics.jsonl" 2>/dev/null)" -ge "$2" ] 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 # The uninterrupted two-node run (with restarts allowed, none needed).
 two_nodes nsref 1 -- "${T[@]}" --job-id nsref

@@ -22,14 +22,6 @@ T1=("${T[@]}" --epochs 1)
 T+=(--epochs 2)
 L=(launch --nproc-per-node 2 --grace-seconds 5)
 
-# Waits (up to 120 s) until run folder $1 has at least $2 training steps in its metrics.
-wait_steps() {
-  for _ in $(seq 1 1200); do
-    [ "$(grep -c '"loss"' "$1/metrics.jsonl" 2>/dev/null)" -ge "$2" ] 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
 # The pid of the child of launcher $1 that runs rank $2.
 rank_pid() {
   local p

@@ -46,6 +46,17 @@ std::string generationKey(const char* what, int generation) {
   return detail::concat(what, "/", generation);
 }
 
+// One key per node under `prefix`: "<prefix>/0", "<prefix>/1", ...
+std::vector<std::string> nodeKeys(const std::string& prefix, int nnodes) {
+  std::vector<std::string> keys;
+  for (int n = 0; n < nnodes; ++n) keys.push_back(detail::concat(prefix, "/", n));
+  return keys;
+}
+
+SteadyClock::time_point deadlineAfter(double seconds) {
+  return SteadyClock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 }  // namespace
 
 RestartCoordinator::RestartCoordinator(const CoordinatorOptions& options) : o_(options) {
@@ -153,10 +164,8 @@ RankFailure RestartCoordinator::announce(int generation, const RankFailure& mine
 
 void RestartCoordinator::waitAllStopped(int generation) {
   const std::string prefix = generationKey("stopped", generation);
-  std::vector<std::string> keys;
-  for (int n = 0; n < o_.nnodes; ++n) keys.push_back(detail::concat(prefix, "/", n));
-  const auto deadline = SteadyClock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(o_.timeoutSeconds * 1000));
+  const auto keys = nodeKeys(prefix, o_.nnodes);
+  const auto deadline = deadlineAfter(o_.timeoutSeconds);
   try {
     store_->set(keys[static_cast<size_t>(o_.nodeRank)], toBytes("1"));
     while (true) {
@@ -183,10 +192,8 @@ void RestartCoordinator::waitAllStopped(int generation) {
 
 std::optional<RankFailure> RestartCoordinator::waitAllDone(int generation) {
   const std::string prefix = generationKey("done", generation);
-  std::vector<std::string> keys;
-  for (int n = 0; n < o_.nnodes; ++n) keys.push_back(detail::concat(prefix, "/", n));
-  const auto deadline = SteadyClock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(o_.timeoutSeconds * 1000));
+  const auto keys = nodeKeys(prefix, o_.nnodes);
+  const auto deadline = deadlineAfter(o_.timeoutSeconds);
   try {
     store_->set(keys[static_cast<size_t>(o_.nodeRank)], toBytes("1"));
     while (true) {
@@ -205,10 +212,8 @@ std::optional<RankFailure> RestartCoordinator::waitAllDone(int generation) {
 }
 
 void RestartCoordinator::leave() {
-  std::vector<std::string> keys;
-  for (int n = 0; n < o_.nnodes; ++n) keys.push_back(detail::concat("left/", n));
-  const auto deadline = SteadyClock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(o_.timeoutSeconds * 1000));
+  const auto keys = nodeKeys("left", o_.nnodes);
+  const auto deadline = deadlineAfter(o_.timeoutSeconds);
   try {
     store_->set(keys[static_cast<size_t>(o_.nodeRank)], toBytes("1"));
     if (o_.nodeRank != 0) return;

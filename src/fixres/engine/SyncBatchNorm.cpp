@@ -67,8 +67,6 @@ struct SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFun
 }  // namespace
 
 torch::Tensor SyncBatchNorm::forward(models::BatchNorm2dImpl& bn, const torch::Tensor& input) {
-  FIXRES_CHECK(input.dim() == 4, UsageError, "SyncBatchNorm expects N x C x H x W input, got ",
-               input.sizes());
   const auto& o = bn.options;
   const int64_t c = input.size(1);
   // The exponential average factor, as torch's BatchNorm (momentum nullopt: cumulative average).

@@ -18,7 +18,7 @@ namespace fixres::engine {
 class SyncBatchNorm : public models::BatchNormOverride {
  public:
   explicit SyncBatchNorm(distributed::Communicator& comm) : comm_(comm) {}
-  // input N x C x H x W (N may differ between ranks, and be 0 on some).
+  // input N x C x H x W (checked by BatchNorm2d; N may differ between ranks, and be 0 on some).
   torch::Tensor forward(models::BatchNorm2dImpl& bn, const torch::Tensor& input) override;
 
  private:
