@@ -6,9 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "fixres/common/Error.h"
 #include "fixres/distributed/Launcher.h"
@@ -43,12 +47,24 @@ Pair join(int maxRestarts0 = 2, int maxRestarts1 = 2, double timeout = 20) {
   return {std::move(a), std::move(b)};
 }
 
+// TCPStore's set() returns once the request is sent, not once the server holds the key, so
+// another client sees it a moment later: the launchers poll, and so does this.
+std::optional<RankFailure> announcedWithin(RestartCoordinator& c, int generation, double seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(seconds * 1000));
+  while (true) {
+    if (auto f = c.announced(generation)) return f;
+    if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 TEST(RestartCoordinator, AFailureOnOneNodeRestartsBothInTheSameGeneration) {
   auto [a, b] = join();
   EXPECT_FALSE(a->announced(0));
   const RankFailure f = b->announce(0, RankFailure{1, 3, 137, true});
   EXPECT_EQ(f.rank, 3);
-  auto seen = a->announced(0);
+  auto seen = announcedWithin(*a, 0, 10);
   ASSERT_TRUE(seen);
   EXPECT_EQ(seen->node, 1);
   EXPECT_EQ(seen->rank, 3);
