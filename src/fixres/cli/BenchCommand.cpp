@@ -98,12 +98,34 @@ Command addBenchTrain(CLI::App& bench) {
             for (int i = 0; i < b.warmup; ++i) step.step(x, y, 0.01);
             if (device.is_cuda()) torch::cuda::synchronize();
             comm->barrier();
+            // The step's phases as TrainStep::step() runs them, timed apart: begin (buffers
+            // from rank 0), forward and backward (all-reduces launched from its hooks), finish
+            // (waiting for the all-reduces, checks, update).
+            double phase[3] = {0, 0, 0};
             auto t0 = Clock::now();
-            for (int i = 0; i < b.steps; ++i) step.step(x, y, 0.01);
+            for (int i = 0; i < b.steps; ++i) {
+              auto ta = Clock::now();
+              step.begin();
+              phase[0] += since(ta);
+              ta = Clock::now();
+              const double loss = step.backward(x, y, 1.0);
+              phase[1] += since(ta);
+              ta = Clock::now();
+              step.finish(0.01, std::isfinite(loss));
+              phase[2] += since(ta);
+            }
             if (device.is_cuda()) torch::cuda::synchronize();
             comm->barrier();
             double dt = since(t0);
             double ips = static_cast<double>(b.steps) * b.batch * comm->worldSize() / dt;
+            if (!device.is_cuda()) {
+              char line[160];
+              std::snprintf(line, sizeof line,
+                            "begin %.1f, forward+backward %.1f, finish (reduce wait, update) %.1f",
+                            1000 * phase[0] / b.steps, 1000 * phase[1] / b.steps,
+                            1000 * phase[2] / b.steps);
+              log::info("bench train: rank ", comm->rank(), " ms/step: ", line);
+            }
             if (comm->rank() == 0) {
               std::printf(
                   "bench train %s size %d batch %d x %d processes, %d threads, %s, %s: %.3f "

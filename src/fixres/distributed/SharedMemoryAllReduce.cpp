@@ -2,13 +2,16 @@
 #include "fixres/distributed/SharedMemoryAllReduce.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -24,15 +27,38 @@ namespace {
 
 // The head of each rank's segment; the two data areas follow at kDataOffset. Counters only grow:
 // `arrived` = the last chunk whose data this rank has copied in, `reduced` = the last chunk whose
-// slice it has summed and published.
+// slice it has summed and published. `wake` changes after every counter update: the peers sleep
+// on it (a futex in shared memory) instead of polling, so that a waiting rank takes no CPU from
+// the ranks still computing.
 struct alignas(64) SegmentHeader {
   std::atomic<uint64_t> arrived;
   char pad1[56];
   std::atomic<uint64_t> reduced;
   char pad2[56];
   int64_t pid;
+  char pad3[56];
+  std::atomic<uint32_t> wake;
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared counters must be lock-free");
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "a futex word is 32 bits");
+
+// Futex on a word of a MAP_SHARED mapping (no FUTEX_PRIVATE_FLAG: the waiters are in other
+// processes). Wait returns on a wake, a changed word, a signal or the timeout; callers re-check.
+void futexWait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::microseconds timeout) {
+  timespec ts{static_cast<time_t>(timeout.count() / 1000000),
+              static_cast<long>((timeout.count() % 1000000) * 1000)};
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+void futexWakeAll(std::atomic<uint32_t>* word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// Publishes a counter and wakes the peers sleeping on this segment.
+void publish(SegmentHeader* h, std::atomic<uint64_t>& counter, uint64_t seq) {
+  counter.store(seq, std::memory_order_release);
+  h->wake.fetch_add(1, std::memory_order_acq_rel);
+  futexWakeAll(&h->wake);
+}
 constexpr size_t kDataOffset = 4096;
 
 struct Segment {
@@ -116,6 +142,7 @@ class SharedMemoryAllReduce::Impl {
     auto* h = new (s.base) SegmentHeader();
     h->arrived.store(0);
     h->reduced.store(0);
+    h->wake.store(0);
     h->pid = ::getpid();
     return "";
   }
@@ -188,24 +215,27 @@ class SharedMemoryAllReduce::Impl {
     op.cv.notify_all();
   }
 
-  // Waits until every rank's counter (arrived or reduced) reaches `seq`.
+  // Waits until every rank's counter (arrived or reduced) reaches `seq`: a few yields (the peer
+  // is often about to arrive), then sleeps on the peer's futex word, checking every 20 ms
+  // whether the peer's process still exists and whether the wait has run past the timeout.
   void waitAll(bool reduced, uint64_t seq) {
     const auto start = std::chrono::steady_clock::now();
-    auto lastCheck = start;
     for (int r = 0; r < world_; ++r) {
-      auto& counter = reduced ? segments_[r].header()->reduced : segments_[r].header()->arrived;
+      SegmentHeader* h = segments_[r].header();
+      auto& counter = reduced ? h->reduced : h->arrived;
       int spins = 0;
       while (counter.load(std::memory_order_acquire) < seq) {
-        if (++spins < 200) {
+        if (++spins < 50) {
           std::this_thread::yield();
           continue;
         }
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        const uint32_t seen = h->wake.load(std::memory_order_acquire);
+        if (counter.load(std::memory_order_acquire) >= seq) break;
+        futexWait(&h->wake, seen, std::chrono::milliseconds(20));
+        if (counter.load(std::memory_order_acquire) >= seq) break;
         const auto now = std::chrono::steady_clock::now();
-        if (now - lastCheck < std::chrono::milliseconds(20)) continue;
-        lastCheck = now;
         if (stopping()) throw std::runtime_error("the communicator was shut down");
-        const int64_t pid = segments_[r].header()->pid;
+        const int64_t pid = h->pid;
         if (pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
           throw std::runtime_error("rank " + std::to_string(r) + " (pid " + std::to_string(pid) +
                                    ") exited during a shared-memory all-reduce");
@@ -237,7 +267,7 @@ class SharedMemoryAllReduce::Impl {
       if (seq > 1) waitAll(false, seq - 1);
       Segment& own = segments_[rank_];
       std::memcpy(own.area(area, chunkBytes_), data + begin * elem, n * elem);
-      own.header()->arrived.store(seq, std::memory_order_release);
+      publish(own.header(), own.header()->arrived, seq);
       waitAll(false, seq);
       // This rank's slice of the chunk, summed over the ranks in rank order.
       auto sliceOf = [&](int r) {
@@ -250,11 +280,12 @@ class SharedMemoryAllReduce::Impl {
         auto part = [&](int r) {
           return torch::from_blob(segments_[r].area(area, chunkBytes_) + lo * elem, {len}, options);
         };
-        out.copy_(part(0));
-        for (int r = 1; r < world_; ++r) out.add_(part(r));
+        // Rank order: ((part 0 + part 1) + part 2) + ..., the first sum in one pass.
+        if (world_ > 1) torch::add_out(out, part(0), part(1));
+        for (int r = 2; r < world_; ++r) out.add_(part(r));
         std::memcpy(own.area(area, chunkBytes_) + lo * elem, out.data_ptr(), len * elem);
       }
-      own.header()->reduced.store(seq, std::memory_order_release);
+      publish(own.header(), own.header()->reduced, seq);
       waitAll(true, seq);
       for (int r = 0; r < world_; ++r) {
         if (r == rank_) continue;

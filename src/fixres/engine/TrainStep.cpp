@@ -10,13 +10,24 @@
 namespace fixres::engine {
 namespace {
 
-// All elements of all (defined) tensors finite, with one synchronisation.
+// All elements of all (defined) floating-point tensors finite. One summing pass first (in float,
+// or double for double tensors): a NaN or an infinity makes its tensor's sum NaN or infinite, so
+// finite sums prove every element finite. A non-finite sum, which finite elements can also give
+// by overflowing, is settled element by element. torch::isfinite alone costs several passes and
+// allocations per tensor: a sixth of a ResNet-18 step at one thread.
 bool allFinite(const std::vector<torch::Tensor>& tensors) {
   torch::NoGradGuard noGrad;
+  std::vector<torch::Tensor> sums, floating;
+  for (const auto& t : tensors) {
+    if (!t.defined() || !t.is_floating_point()) continue;
+    floating.push_back(t);
+    sums.push_back(t.sum(t.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat)
+                       .to(torch::kDouble));
+  }
+  if (sums.empty() || torch::isfinite(torch::stack(sums)).all().item<bool>()) return true;
   std::vector<torch::Tensor> flags;
-  for (const auto& t : tensors)
-    if (t.defined() && t.is_floating_point()) flags.push_back(torch::isfinite(t).all());
-  return flags.empty() || torch::stack(flags).all().item<bool>();
+  for (const auto& t : floating) flags.push_back(torch::isfinite(t).all());
+  return torch::stack(flags).all().item<bool>();
 }
 
 }  // namespace

@@ -233,6 +233,47 @@ TEST(TrainStepTest, StateFiniteSeesAnInfiniteWeight) {
   EXPECT_FALSE(step.stateFinite());
 }
 
+// The finiteness check sums each tensor first: a finite sum proves it finite. Finite elements
+// whose float sum overflows must still count as finite, and one NaN or infinity among them not.
+TEST(TrainStepTest, StateFiniteIsExactWhenTheSumOverflows) {
+  auto comm = distributed::makeSingleProcessCommunicator();
+  auto model = tinyModel();
+  TrainStep step(model, StepOptions{}, *comm);
+  torch::NoGradGuard noGrad;
+  auto w = model->named_parameters()["fc.weight"];
+  w.fill_(3e38f);  // each element finite (float max 3.4e38), the float sum of them is not
+  ASSERT_FALSE(std::isfinite(w.sum().item<float>()));
+  EXPECT_TRUE(step.stateFinite());
+  for (float bad : {NAN, INFINITY, -INFINITY}) {
+    w.fill_(3e38f);
+    w[1][2] = bad;
+    EXPECT_FALSE(step.stateFinite()) << bad;
+    w.fill_(0.5f);
+    w[1][2] = bad;
+    EXPECT_FALSE(step.stateFinite()) << bad;
+  }
+}
+
+// A finite loss whose gradients overflow (a loss scale too large) is dropped like a non-finite
+// loss, and leaves the model as it was.
+TEST(TrainStepTest, AStepWithInfiniteGradientsAndAFiniteLossIsNotApplied) {
+  auto comm = distributed::makeSingleProcessCommunicator();
+  auto model = tinyModel();
+  StepOptions so;
+  TrainStep step(model, so, *comm);
+  step.setTrainingMode();
+  torch::manual_seed(3);
+  auto x = torch::randn({4, 3, 24, 24});
+  auto y = torch::randint(0, 5, {4}, torch::kLong);
+  step.step(x, y, 0.1);
+  const auto before = snapshot(model, step);
+  step.begin();
+  const double loss = step.backward(x, y, 1e300);  // the scaled float loss is +inf
+  ASSERT_TRUE(std::isfinite(loss));
+  EXPECT_EQ(step.finish(0.1, true), StepResult::kNotFinite);
+  EXPECT_TRUE(sameState(before, snapshot(model, step)));
+}
+
 TEST(TrainStepTest, ParsesPrecisionAndMemoryFormat) {
   EXPECT_EQ(parsePrecision("auto", torch::kCPU), Precision::kFp32);
   EXPECT_EQ(parsePrecision("auto", torch::Device(torch::kCUDA, 0)), Precision::kBf16);
