@@ -4,7 +4,9 @@
 # the same launcher), Gloo on loopback, 1 thread per rank, random data, same model, size and batch
 # per rank; and each alone (1 process, 1 thread). Medians of alternating runs; prints a Markdown
 # table with total images per second, scaling efficiency (2 ranks against 2 x one process) and the
-# ratio fixres / DDP.
+# ratio fixres / DDP. Also two independent fixres processes at the same time, without any
+# communication: what this host gives two processes at all (memory bandwidth and caches are
+# shared), the ceiling for 2 ranks.
 # Usage: bench/ddp_bench.sh [build]   (BENCH_REPEATS, DDP_MODELS="resnet18 resnet50", DDP_STEPS)
 set -euo pipefail
 BUILD=${1:-build}
@@ -22,25 +24,31 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f %%", 100 * a / (2 * b) }'; }
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+# On a failure the single-process runs' messages (kept apart from the table) are shown.
+trap 'st=$?; if [ "$st" -ne 0 ] && [ -f "$TMP/log" ]; then cat "$TMP/log" >&2; fi; rm -rf "$TMP"' EXIT
 
 echo "## Data-parallel training step, 2 ranks x 1 thread (Gloo, loopback) vs 1 process x 1 thread"
 echo "size $SIZE, batch $BATCH per rank, $STEPS timed steps, median of $REPEATS alternating runs."
 echo
-echo "| model | fixres 1 proc | fixres 2 ranks | fixres scaling | PyTorch 1 proc | DDP 2 ranks | DDP scaling | 2 ranks fixres / DDP |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| model | fixres 1 proc | 2 x 1 proc at once (no communication) | fixres 2 ranks | fixres scaling | PyTorch 1 proc | DDP 2 ranks | DDP scaling | 2 ranks fixres / DDP |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for arch in $MODELS; do
-  : >"$TMP/o1"; : >"$TMP/o2"; : >"$TMP/p1"; : >"$TMP/p2"
+  : >"$TMP/o1"; : >"$TMP/o2"; : >"$TMP/p1"; : >"$TMP/p2"; : >"$TMP/pair"
   common="--architecture $arch --input-size $SIZE --batch $BATCH --steps $STEPS"
   for _ in $(seq 1 "$REPEATS"); do
-    "$FIXRES" --threads 1 bench train $common $EXTRA | num >>"$TMP/o1"
+    "$FIXRES" --threads 1 bench train $common $EXTRA 2>>"$TMP/log" | num >>"$TMP/o1"
+    "$FIXRES" --threads 1 bench train $common $EXTRA 2>>"$TMP/log" | num >"$TMP/pa" &
+    "$FIXRES" --threads 1 bench train $common $EXTRA 2>>"$TMP/log" | num >"$TMP/pb"
+    wait
+    awk -v a="$(cat "$TMP/pa")" -v b="$(cat "$TMP/pb")" 'BEGIN { print a + b }' >>"$TMP/pair"
     "$FIXRES" launch --nproc-per-node 2 -- --threads 1 bench train $common $EXTRA 2>&1 | num >>"$TMP/o2"
     "$PY" "$PEER" --arch "$arch" --size $SIZE --batch $BATCH --threads 1 --steps "$STEPS" | num >>"$TMP/p1"
     "$FIXRES" launch --nproc-per-node 2 -- "$PY" "$PEER" --arch "$arch" --size $SIZE \
       --batch $BATCH --threads 1 --steps "$STEPS" 2>&1 | num >>"$TMP/p2"
   done
   o1=$(median <"$TMP/o1"); o2=$(median <"$TMP/o2"); p1=$(median <"$TMP/p1"); p2=$(median <"$TMP/p2")
-  echo "| $arch | $o1 | $o2 | $(pct "$o2" "$o1") | $p1 | $p2 | $(pct "$p2" "$p1") | **$(div "$o2" "$p2")x** |"
+  pair=$(median <"$TMP/pair")
+  echo "| $arch | $o1 | $pair ($(pct "$pair" "$o1")) | $o2 | $(pct "$o2" "$o1") | $p1 | $p2 | $(pct "$p2" "$p1") | **$(div "$o2" "$p2")x** |"
 done
 
 echo
