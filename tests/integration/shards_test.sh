@@ -2,7 +2,8 @@
 # Tar shards end to end: `fixres shard` on an image folder; train one epoch on shards with two
 # ranks; `extract` on the shards and on the folder gives the same logits per sample (matched by
 # key through the index, with numpy); shards written by Python's tarfile holding a corrupt image
-# and a sample without .cls (the bad-image policy names shard and key); bad flags exit 2.
+# and a sample without .cls (the bad-image policy names shard and key); calibrate takes the
+# classifier size from the index; bad flags exit 2.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 D="$WORK/data"; S="$WORK/shards"
@@ -49,6 +50,20 @@ expect_code 0; expect_err "resumed from .* iteration 3"
 run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$WORK/runs/train/whole/checkpoint.pth" \
   "$WORK/runs/train/cut/checkpoint.pth"
 expect_code 0
+
+# calibrate on shards takes the classifier size from the index (3 classes): the same weights as
+# with --num-classes 3. Shards without an index say nothing of the classes: --num-classes needed.
+CAL=(calibrate --architecture $ARCH --weight-path "$W" --input-size 32 --batch 4)
+run "$FIXRES" "${CAL[@]}" --dataset-path "$S/val" --out "$WORK/cal_index.pth"
+expect_code 0; expect_out "^calibrated [0-9]+ BatchNorm layers"
+run "$FIXRES" "${CAL[@]}" --dataset-path "$S/val" --num-classes 3 --out "$WORK/cal_given.pth"
+expect_code 0
+run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$WORK/cal_index.pth" "$WORK/cal_given.pth"
+expect_code 0
+mkdir -p "$WORK/noindex" && cp "$S"/val/*.tar "$WORK/noindex/"
+run "$FIXRES" "${CAL[@]}" --dataset-path "$WORK/noindex" --out "$WORK/cal_none.pth"
+expect_code 2; expect_err_lines 1; expect_err "no shard index naming the classes: give --num-classes"
+[ ! -e "$WORK/cal_none.pth" ] || bad "a refused calibrate wrote $WORK/cal_none.pth"
 
 # extract on the shards (1 and 2 ranks) and on the folder: the same logits for every sample.
 run "$FIXRES" extract --dataset-path "$D/val" --architecture $ARCH --weight-path "$W" \

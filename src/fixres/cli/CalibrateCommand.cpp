@@ -10,6 +10,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
 #include "fixres/data/Dataset.h"
+#include "fixres/data/TarShards.h"
 #include "fixres/engine/Calibrate.h"
 #include "fixres/engine/Export.h"
 #include "fixres/engine/ModelSpec.h"
@@ -19,8 +20,12 @@ namespace fixres::cli {
 namespace {
 
 // The classes of a folder with class sub-folders, 0 for a flat folder of images.
+// The classifier size the data implies: the class folders of an image folder, or the classes a
+// shard folder's index names; 0 when it says nothing.
 int64_t folderClasses(const std::string& root) {
   namespace fs = std::filesystem;
+  if (data::isShardFolder(root))
+    return static_cast<int64_t>(data::indexedShardClasses(root).size());
   std::error_code ec;
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code ec2;
@@ -63,29 +68,31 @@ Command addCalibrateCommand(CLI::App& parent) {
             "Layout written: fixres (the reference's loader), torchvision or timm")
       ->group("Output");
   addShared(*sub, "--out", s->out)->required();
-  return {sub, [s]() -> int {
-            FIXRES_CHECK(!s->model.weightPath.empty(), UsageError,
-                         "calibrate needs --weight-path (the trained weights to calibrate)");
-            auto dataset = data::openUnlabelledImages(s->datasetPath);
-            int64_t classes = s->model.numClasses;
-            if (classes == 0) classes = folderClasses(s->datasetPath);
-            FIXRES_CHECK(classes >= 1, UsageError, "calibrate: ", s->datasetPath,
-                         " has no class folders: give --num-classes (the classifier's size)");
-            auto run = engine::makeRunDevice(0, s->eval.cpu, s->eval.numerics);
-            auto built = engine::buildModel(s->model, classes, run, s->seed);
-            engine::CalibrateOptions o;
-            o.eval = engine::evalOptions(s->eval.settings, s->inputSize, s->model.preprocessing(),
-                                         run, s->seed);
-            o.maxImages = s->maxImages;
-            auto r = engine::calibrate(built.model, dataset, o);
-            built.model->to(torch::kCPU);
-            engine::exportWeights(*built.model, s->format, s->out);
-            std::cout << "calibrated " << r.layers << " BatchNorm layers of "
-                      << s->model.architectureName() << " at " << s->inputSize << " px on "
-                      << r.images << " images (" << r.batches << " batches) -> " << s->out
-                      << std::endl;
-            return 0;
-          }};
+  return {
+      sub, [s]() -> int {
+        FIXRES_CHECK(!s->model.weightPath.empty(), UsageError,
+                     "calibrate needs --weight-path (the trained weights to calibrate)");
+        auto dataset = data::openUnlabelledImages(s->datasetPath);
+        int64_t classes = s->model.numClasses;
+        if (classes == 0) classes = folderClasses(s->datasetPath);
+        FIXRES_CHECK(
+            classes >= 1, UsageError, "calibrate: ", s->datasetPath,
+            " has no class folders and no shard index naming the classes: give --num-classes (the "
+            "classifier's size)");
+        auto run = engine::makeRunDevice(0, s->eval.cpu, s->eval.numerics);
+        auto built = engine::buildModel(s->model, classes, run, s->seed);
+        engine::CalibrateOptions o;
+        o.eval = engine::evalOptions(s->eval.settings, s->inputSize, s->model.preprocessing(), run,
+                                     s->seed);
+        o.maxImages = s->maxImages;
+        auto r = engine::calibrate(built.model, dataset, o);
+        built.model->to(torch::kCPU);
+        engine::exportWeights(*built.model, s->format, s->out);
+        std::cout << "calibrated " << r.layers << " BatchNorm layers of "
+                  << s->model.architectureName() << " at " << s->inputSize << " px on " << r.images
+                  << " images (" << r.batches << " batches) -> " << s->out << std::endl;
+        return 0;
+      }};
 }
 
 }  // namespace fixres::cli

@@ -871,7 +871,10 @@ bool readMatchingIndex(const std::string& dir, const std::vector<std::string>& t
 
 }  // namespace
 
-std::shared_ptr<Dataset> openTarShards(const std::string& dir, bool labelled) {
+namespace {
+
+// The `*.tar` files of a shard folder, sorted; DataError when there is none.
+std::vector<std::string> tarFilesOf(const std::string& dir) {
   std::error_code ec;
   FIXRES_CHECK(fs::is_directory(dir, ec), DataError, "shard folder ", dir,
                " does not exist or is not a folder");
@@ -883,6 +886,20 @@ std::shared_ptr<Dataset> openTarShards(const std::string& dir, bool labelled) {
   FIXRES_CHECK(!ec, DataError, dir, ": cannot list folder: ", ec.message());
   FIXRES_CHECK(!tars.empty(), DataError, dir, ": no .tar shard");
   std::sort(tars.begin(), tars.end());
+  return tars;
+}
+
+}  // namespace
+
+std::vector<std::string> indexedShardClasses(const std::string& dir) {
+  ShardIndex index;
+  std::string why;
+  if (!readMatchingIndex(dir, tarFilesOf(dir), &index, &why)) return {};
+  return index.classes;
+}
+
+std::shared_ptr<Dataset> openTarShards(const std::string& dir, bool labelled) {
+  const std::vector<std::string> tars = tarFilesOf(dir);
   ShardIndex index;
   std::string why;
   if (!readMatchingIndex(dir, tars, &index, &why)) {

@@ -82,6 +82,11 @@ bool isShardFolder(const std::string& dir);
 // so the loader's bad-image policy decides. `labelled` false: labels are not needed (all 0).
 std::shared_ptr<Dataset> openTarShards(const std::string& dir, bool labelled = true);
 
+// The class names of a shard folder as its index gives them, when the index lists exactly the
+// folder's tar files with their sizes; empty without such an index (unlabelled shards say
+// nothing of the classes). DataError when `dir` holds no tar file.
+std::vector<std::string> indexedShardClasses(const std::string& dir);
+
 // The index as stored in shards.json, and back (DataError naming `what` for a malformed one).
 std::string shardIndexToJson(const ShardIndex& index);
 ShardIndex shardIndexFromJson(const std::string& text, const std::string& what);
