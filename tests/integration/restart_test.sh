@@ -83,6 +83,32 @@ wait_code $P 30
 [ "$c" = 143 ] || bad "SIGTERM to the launcher: exit $c, expected 143"
 grep -q "restarting" "$WORK/s.err" && bad "a forwarded SIGTERM was restarted"
 
+# 5b. Two nodes on this host (--nnodes 2, loopback): node 0's rank succeeds at once and its
+# launcher waits for node 1's; SIGINT to that waiting launcher ends it at once with 130 (not
+# after --dist-timeout), and node 1's launcher stops its ranks, naming node 0's signal.
+PORT=$("$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+N=(launch --nnodes 2 --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$PORT" --max-restarts 1
+  --grace-seconds 2 --dist-timeout 300)
+"$FIXRES" "${N[@]}" --node-rank 1 -- /bin/sh -c 'exec sleep 120' >"$WORK/n1.out" 2>"$WORK/n1.err" &
+P1=$!
+"$FIXRES" "${N[@]}" --node-rank 0 -- /bin/sh -c 'echo done' >"$WORK/n0.out" 2>"$WORK/n0.err" &
+P0=$!
+# Node 0's rank has run and exited: its launcher is waiting for node 1.
+for _ in $(seq 1 300); do
+  grep -q done "$WORK/n0.out" && [ -z "$(pgrep -P $P0)" ] && break
+  sleep 0.1
+done
+sleep 1
+kill -INT $P0
+wait_code $P0 30
+[ "$c" = 130 ] || bad "SIGINT to a launcher waiting for the other node: exit $c, expected 130"
+grep -q "SIGINT while waiting for the other nodes' ranks" "$WORK/n0.err" \
+  || bad "node 0 did not say why it stopped: $(cat "$WORK/n0.err")"
+wait_code $P1 60
+[ "$c" = 5 ] || bad "node 1's launcher after node 0's SIGINT: exit $c, expected 5 (distributed failure)"
+grep -q "the launcher of node 0 was stopped by a signal" "$WORK/n1.err" \
+  || bad "node 1 did not name node 0's signal: $(cat "$WORK/n1.err")"
+
 # 6. The uninterrupted two-rank reference.
 run "$FIXRES" "${L[@]}" -- "${T[@]}" --job-id ref
 expect_code 0; expect_file "$RUNS/train/ref/checkpoint_1.pth"

@@ -38,6 +38,9 @@ std::atomic<int> gForwardSignal{0};
 void onSignal(int sig) {
   gForwardSignal = sig;
 }
+bool signalled() {
+  return gForwardSignal.load() != 0;
+}
 
 // The launcher's own error lines look like every fixres error line.
 void errorLine(const std::string& message) {
@@ -447,8 +450,18 @@ Generation runGeneration(const LaunchOptions& o, int generation, int worldSize,
   if (decided) return out;
   // Every local rank succeeded. Several nodes: the others may still fail and restart all.
   if (coordinator) {
-    if (auto f = coordinator->waitAllDone(generation); f && f->restart)
+    if (auto f = coordinator->waitAllDone(generation, signalled); f && f->restart)
       return Generation{true, f->code, *f};
+    if (int sig = gForwardSignal.exchange(0)) {
+      // The user stopped this launcher while it waited for the others: they stop too.
+      log::warn("launch: ", stopSignalName(sig), " while waiting for the other nodes' ranks");
+      try {
+        coordinator->announce(generation, RankFailure{o.nodeRank, -1, 128 + sig, false});
+      } catch (const Error& e) {
+        log::warn(oneLine(e.what()));
+      }
+      return Generation{false, 128 + sig, {}};
+    }
   }
   return Generation{false, 0, {}};
 }
@@ -559,7 +572,7 @@ int launchLocalRanks(const LaunchOptions& in) {
       if (coordinator) coordinator->leave();
       return g.exitCode;
     }
-    if (coordinator) coordinator->waitAllStopped(generation);
+    if (coordinator) coordinator->waitAllStopped(generation, signalled);
     if (int sig = gForwardSignal.exchange(0)) {
       log::warn("launch: ", stopSignalName(sig), " while restarting: no restart");
       if (coordinator) {

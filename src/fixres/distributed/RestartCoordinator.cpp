@@ -162,7 +162,7 @@ RankFailure RestartCoordinator::announce(int generation, const RankFailure& mine
   }
 }
 
-void RestartCoordinator::waitAllStopped(int generation) {
+void RestartCoordinator::waitAllStopped(int generation, const std::function<bool()>& interrupted) {
   const std::string prefix = generationKey("stopped", generation);
   const auto keys = nodeKeys(prefix, o_.nnodes);
   const auto deadline = deadlineAfter(o_.timeoutSeconds);
@@ -175,7 +175,7 @@ void RestartCoordinator::waitAllStopped(int generation) {
         FIXRES_FAIL(DistributedError, "launch: no restart: on node ", f.node, ", rank ", f.rank,
                     " exited with code ", f.code, ", which a restart cannot help");
       }
-      if (store_->check(keys)) return;
+      if (store_->check(keys) || (interrupted && interrupted())) return;
       if (SteadyClock::now() > deadline)
         FIXRES_FAIL(DistributedError, "launch: no restart: the launchers of node(s) ",
                     missing(prefix), " did not stop their ranks within ", o_.timeoutSeconds, " s");
@@ -190,7 +190,8 @@ void RestartCoordinator::waitAllStopped(int generation) {
   }
 }
 
-std::optional<RankFailure> RestartCoordinator::waitAllDone(int generation) {
+std::optional<RankFailure> RestartCoordinator::waitAllDone(
+    int generation, const std::function<bool()>& interrupted) {
   const std::string prefix = generationKey("done", generation);
   const auto keys = nodeKeys(prefix, o_.nnodes);
   const auto deadline = deadlineAfter(o_.timeoutSeconds);
@@ -198,7 +199,7 @@ std::optional<RankFailure> RestartCoordinator::waitAllDone(int generation) {
     store_->set(keys[static_cast<size_t>(o_.nodeRank)], toBytes("1"));
     while (true) {
       if (auto f = announced(generation)) return f;
-      if (store_->check(keys)) return std::nullopt;
+      if (store_->check(keys) || (interrupted && interrupted())) return std::nullopt;
       if (SteadyClock::now() > deadline) {
         log::warn("launch: the ranks of node(s) ", missing(prefix), " have not finished within ",
                   o_.timeoutSeconds, " s; the ranks of node ", o_.nodeRank, " all succeeded");

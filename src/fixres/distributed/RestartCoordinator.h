@@ -9,6 +9,7 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -48,15 +49,20 @@ class RestartCoordinator {
   // another announced a restart marks the generation aborted, so every node stops.
   RankFailure announce(int generation, const RankFailure& mine);
 
+  // Both waits below poll the store every 100 ms and return early, within one poll, once
+  // `interrupted` (when given) says so: a user's Ctrl-C must not wait for the timeout.
+
   // This node's ranks of `generation` are stopped: waits until every node's are, then the
   // next generation may start. Throws DistributedError when a node aborted the restart (naming
   // its failure) or did not stop within the timeout (naming it).
-  void waitAllStopped(int generation);
+  void waitAllStopped(int generation, const std::function<bool()>& interrupted = {});
 
   // This node's ranks all succeeded in `generation`: waits until every node's did (nullopt) or
   // a failure is announced (returned: the ranks must restart with the others). A node whose
   // launcher cannot be reached any more (node 0 left after every node succeeded) counts as done.
-  std::optional<RankFailure> waitAllDone(int generation);
+  // Interrupted: nullopt.
+  std::optional<RankFailure> waitAllDone(int generation,
+                                         const std::function<bool()>& interrupted = {});
 
   // Before this launcher exits after a failure: node 0 serves the store until every node has
   // read the outcome (bounded by the timeout), so that none of them loses it.

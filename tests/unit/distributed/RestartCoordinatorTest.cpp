@@ -116,6 +116,22 @@ TEST(RestartCoordinator, AFailureSeenAfterSuccessRestartsTheSucceededNode) {
   EXPECT_EQ(f->code, 134);
 }
 
+// A user's Ctrl-C reaches the launcher as a flag; both waits for the other nodes end within a
+// poll of it instead of after the timeout (here 120 s; the bound checked is half of it).
+TEST(RestartCoordinator, AnInterruptEndsTheWaitsForTheOtherNodes) {
+  auto [a, b] = join(2, 2, 120);
+  const auto start = std::chrono::steady_clock::now();
+  auto after = [start](double seconds) {
+    return [start, seconds] {
+      return std::chrono::steady_clock::now() - start > std::chrono::duration<double>(seconds);
+    };
+  };
+  EXPECT_FALSE(a->waitAllDone(0, after(0.3)));  // node 1 never finishes generation 0
+  a->announce(0, RankFailure{0, 0, 137, true});
+  a->waitAllStopped(0, after(0.6));  // node 1 never stops: no throw, no timeout
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+}
+
 TEST(RestartCoordinator, NodesMustAgreeOnMaxRestarts) {
   EXPECT_THROW(join(1, 2), UsageError);
 }
