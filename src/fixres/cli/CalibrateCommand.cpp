@@ -19,7 +19,6 @@ namespace fixres::cli {
 
 namespace {
 
-// The classes of a folder with class sub-folders, 0 for a flat folder of images.
 // The classifier size the data implies: the class folders of an image folder, or the classes a
 // shard folder's index names; 0 when it says nothing.
 int64_t folderClasses(const std::string& root) {

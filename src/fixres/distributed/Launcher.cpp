@@ -42,6 +42,17 @@ bool signalled() {
   return gForwardSignal.load() != 0;
 }
 
+// Tells the other nodes' launchers that this one was stopped by signal `sig` in `generation`
+// (rank -1: no rank failed), so that they stop their ranks; a store that no longer answers is
+// only worth a warning, as this launcher is on its way out.
+void announceSignal(RestartCoordinator& coordinator, int generation, int nodeRank, int sig) {
+  try {
+    coordinator.announce(generation, RankFailure{nodeRank, -1, 128 + sig, false});
+  } catch (const Error& e) {
+    log::warn(oneLine(e.what()));
+  }
+}
+
 // The launcher's own error lines look like every fixres error line.
 void errorLine(const std::string& message) {
   const std::string line = "fixres: error: " + message + "\n";
@@ -364,23 +375,12 @@ Generation runGeneration(const LaunchOptions& o, int generation, int worldSize,
         out = Generation{false, 128 + sig, {}};
         stopDeadline = std::chrono::steady_clock::now() +
                        std::chrono::milliseconds(static_cast<int64_t>(o.graceSeconds * 1000));
-        if (coordinator && !decided) {
-          try {
-            coordinator->announce(generation, RankFailure{o.nodeRank, -1, 128 + sig, false});
-          } catch (const Error& e) {
-            log::warn(oneLine(e.what()));
-          }
-        }
+        if (coordinator && !decided) announceSignal(*coordinator, generation, o.nodeRank, sig);
       } else if (out.restart) {
         log::warn("launch: no restart after ", stopSignalName(sig));
         out.restart = false;
-        if (coordinator) {  // the other nodes must not wait for this one
-          try {
-            coordinator->announce(generation, RankFailure{o.nodeRank, -1, 128 + sig, false});
-          } catch (const Error& e) {
-            log::warn(oneLine(e.what()));
-          }
-        }
+        // The other nodes must not wait for this one.
+        if (coordinator) announceSignal(*coordinator, generation, o.nodeRank, sig);
       }
       decided = true;
       stopAll(sig);
@@ -455,11 +455,7 @@ Generation runGeneration(const LaunchOptions& o, int generation, int worldSize,
     if (int sig = gForwardSignal.exchange(0)) {
       // The user stopped this launcher while it waited for the others: they stop too.
       log::warn("launch: ", stopSignalName(sig), " while waiting for the other nodes' ranks");
-      try {
-        coordinator->announce(generation, RankFailure{o.nodeRank, -1, 128 + sig, false});
-      } catch (const Error& e) {
-        log::warn(oneLine(e.what()));
-      }
+      announceSignal(*coordinator, generation, o.nodeRank, sig);
       return Generation{false, 128 + sig, {}};
     }
   }
