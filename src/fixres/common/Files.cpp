@@ -1,4 +1,4 @@
-// Atomic and plain whole-file writes, whole-file reads, folders.
+// Atomic and plain whole-file writes, whole appends, whole-file reads, folders.
 #include "fixres/common/Files.h"
 
 #include <fcntl.h>
@@ -48,6 +48,23 @@ void writeFile(const std::string& path, const std::string& bytes) {
     left -= static_cast<size_t>(n);
   }
   FIXRES_CHECK(::close(fd) == 0, OutputError, "cannot write ", path, ": ", sysError());
+}
+
+void appendWhole(int fd, const std::string& path, const std::string& bytes,
+                 const std::string& what) {
+  const off_t end = ::lseek(fd, 0, SEEK_END);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? sysError() : "nothing written";
+      const bool cut = done == 0 || (end >= 0 && ::ftruncate(fd, end) == 0);
+      FIXRES_FAIL(OutputError, "cannot write ", path, ": ", why,
+                  cut ? "" : " (and the partial " + what + " could not be removed)");
+    }
+    done += static_cast<size_t>(n);
+  }
 }
 
 std::vector<char> readFile(const std::string& path) {

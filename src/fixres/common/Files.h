@@ -20,6 +20,13 @@ void writeFileAtomic(const std::string& path, const std::string& bytes);
 // OutputError naming the path and the system error on failure.
 void writeFile(const std::string& path, const std::string& bytes);
 
+// Appends `bytes` to `fd` (a file of `path` opened for appending) as a whole: when a write fails
+// partway (disk full, the file size limit), the file is cut back to its length before, so it never
+// ends inside a record. OutputError naming the path and the system error, with "(and the partial
+// <what> could not be removed)" when the cut fails too.
+void appendWhole(int fd, const std::string& path, const std::string& bytes,
+                 const std::string& what);
+
 // Reads a whole file; DataError naming the path when it cannot be read.
 std::vector<char> readFile(const std::string& path);
 

@@ -174,21 +174,8 @@ std::string EventFile::restartEvent(double wallTime, int64_t step) {
 }
 
 void EventFile::writeRecord(const std::string& data) {
-  const std::string bytes = frameRecord(data);
-  const off_t end = ::lseek(fd_, 0, SEEK_END);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? std::strerror(errno) : "nothing written";
-      // TensorBoard stops reading a file at a broken record: keep whole records only.
-      const bool cut = done == 0 || (end >= 0 && ::ftruncate(fd_, end) == 0);
-      FIXRES_FAIL(OutputError, "cannot write ", path_, ": ", why,
-                  cut ? "" : " (and the partial record could not be removed)");
-    }
-    done += static_cast<size_t>(n);
-  }
+  // TensorBoard stops reading a file at a broken record: keep whole records only.
+  appendWhole(fd_, path_, frameRecord(data), "record");
 }
 
 }  // namespace fixres::engine

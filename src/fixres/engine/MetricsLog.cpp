@@ -26,7 +26,7 @@ MetricsLog::MetricsLog(std::string path, std::optional<Position> resumeAt)
   }
   writeFileAtomic(path_, kept);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-  FIXRES_CHECK(fd_ >= 0, DataError, "cannot open ", path_, ": ", std::strerror(errno));
+  FIXRES_CHECK(fd_ >= 0, OutputError, "cannot open ", path_, ": ", std::strerror(errno));
 }
 
 MetricsLog::~MetricsLog() {
@@ -35,20 +35,8 @@ MetricsLog::~MetricsLog() {
 
 void MetricsLog::append(const nlohmann::json& record) {
   const std::string line = record.dump() + "\n";
-  const off_t end = ::lseek(fd_, 0, SEEK_END);
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? std::strerror(errno) : "nothing written";
-      // A part of the line may have gone in: cut it off so the file keeps whole lines.
-      const bool cut = done == 0 || (end >= 0 && ::ftruncate(fd_, end) == 0);
-      FIXRES_FAIL(DataError, "cannot write ", path_, ": ", why,
-                  cut ? "" : " (and the partial line could not be removed)");
-    }
-    done += static_cast<size_t>(n);
-  }
+  // A part of the line that went in before a write failed is cut off: the file keeps whole lines.
+  appendWhole(fd_, path_, line, "line");
 }
 
 std::string MetricsLog::keptRecords(const std::string& text, Position at, size_t& dropped) {

@@ -22,14 +22,14 @@ class MetricsLog {
 
   // Opens `path` for appending: a fresh run (no position) starts an empty file, a resumed one
   // keeps what keptRecords() keeps (dropped records are counted in a log line). DataError naming
-  // the file when it cannot be read or written.
+  // the file when it cannot be read, OutputError (exit code 6) when it cannot be written.
   MetricsLog(std::string path, std::optional<Position> resumeAt);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
-  // Appends `record` as one line. DataError naming the file when it cannot be written; the file
-  // then holds what it held before.
+  // Appends `record` as one line. OutputError naming the file when it cannot be written; the
+  // file then holds what it held before.
   void append(const nlohmann::json& record);
 
   // The lines of `text` a run resuming at `at` keeps: whole lines (ended by a newline) holding a

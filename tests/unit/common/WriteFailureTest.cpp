@@ -1,7 +1,8 @@
 // One rule for outputs that cannot be written: every writer of fixres (atomic and plain files,
-// folders, torch.save files, .npy arrays, PNG images, TensorBoard event files) throws an
-// OutputError (exit code 6) naming the path and the system's reason, whatever the cause: a path
-// through a regular file, a full disk, the file size limit (`ulimit -f`), a read-only folder.
+// folders, torch.save files, .npy arrays, PNG images, TensorBoard event files, metrics.jsonl)
+// throws an OutputError (exit code 6) naming the path and the system's reason, whatever the cause:
+// a path through a regular file, a full disk, the file size limit (`ulimit -f`), a read-only
+// folder.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -22,6 +23,7 @@
 #include "fixres/common/Files.h"
 #include "fixres/data/Npy.h"
 #include "fixres/engine/EventFile.h"
+#include "fixres/engine/MetricsLog.h"
 #include "fixres/image/Encode.h"
 #include "fixres/models/TorchFile.h"
 
@@ -58,6 +60,12 @@ const std::vector<Writer>& writers() {
          engine::EventFile events(p, 1.0);
          for (int step = 1; step <= 200; ++step)
            events.appendScalars(step, 1.0, {{"train/" + std::string(40, 'x'), 1.0}});
+       }},
+      {"MetricsLog",
+       [](const std::string& p) {
+         engine::MetricsLog metrics(p, std::nullopt);
+         for (int step = 1; step <= 200; ++step)
+           metrics.append({{"step", step}, {"note", std::string(40, 'x')}});
        }},
   };
   return all;

@@ -111,8 +111,9 @@ TEST(MetricsLogTest, AFailedAppendLeavesWholeLines) {
   testing::withFileSizeLimit(before.size() + 10, [&] {
     try {
       log.append({{"step", 2}, {"loss", 1.5}, {"note", std::string(100, 'x')}});
-    } catch (const DataError& e) {
+    } catch (const OutputError& e) {  // an output that cannot be written: exit code 6
       threw = true;
+      EXPECT_EQ(exitCodeOf(e), ExitCode::kOutput);
       EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     }
   });
