@@ -48,7 +48,7 @@ Command addCalibrateCommand(CLI::App& parent) {
     int inputSize = 224;
     int64_t maxImages = -1;
     uint64_t seed = 0;
-    engine::WeightFormat format = engine::WeightFormat::kFixres;
+    engine::ExportLayout format = engine::ExportLayout::kFixres;
   };
   auto s = std::make_shared<State>();
   addConfigFile(*sub);
@@ -63,7 +63,7 @@ Command addCalibrateCommand(CLI::App& parent) {
       ->capture_default_str()
       ->check(allOrAtLeastOne(int64_t{1} << 40))
       ->group("Data");
-  addChoice(*sub, "--format", s->format, engine::weightFormats(),
+  addChoice(*sub, "--format", s->format, engine::exportLayouts(),
             "Layout written: fixres (the reference's loader), torchvision or timm")
       ->group("Output");
   addShared(*sub, "--out", s->out)->required();

@@ -17,7 +17,7 @@ Command addExportCommand(CLI::App& parent) {
       "{'model': {'module.*'}}, torchvision's or timm's state dict");
   struct State {
     engine::ModelSpec model;
-    engine::WeightFormat format = engine::WeightFormat::kFixres;
+    engine::ExportLayout format = engine::ExportLayout::kFixres;
     std::string out;
   };
   auto s = std::make_shared<State>();
@@ -25,7 +25,7 @@ Command addExportCommand(CLI::App& parent) {
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
   addSharedFlag(*sub, "--use-ema", s->model.useEma);
-  addChoice(*sub, "--format", s->format, engine::weightFormats(),
+  addChoice(*sub, "--format", s->format, engine::exportLayouts(),
             "Layout written: fixres (the reference's loader), torchvision or timm")
       ->group("Output");
   addShared(*sub, "--out", s->out)->required();
@@ -37,7 +37,7 @@ Command addExportCommand(CLI::App& parent) {
             auto built = engine::buildModel(s->model, s->model.numClasses, cpu);
             size_t n = engine::exportWeights(*built.model, s->format, s->out);
             std::cout << "exported " << n << " tensors of " << s->model.architectureName() << " as "
-                      << choiceName(engine::weightFormats(), s->format) << " -> " << s->out
+                      << choiceName(engine::exportLayouts(), s->format) << " -> " << s->out
                       << std::endl;
             return 0;
           }};

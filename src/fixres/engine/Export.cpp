@@ -8,22 +8,22 @@
 
 namespace fixres::engine {
 
-const ChoiceTable<WeightFormat>& weightFormats() {
-  static const ChoiceTable<WeightFormat> kTable = {"weight format",
-                                                   {{"fixres", WeightFormat::kFixres},
-                                                    {"torchvision", WeightFormat::kTorchvision},
-                                                    {"timm", WeightFormat::kTimm}}};
+const ChoiceTable<ExportLayout>& exportLayouts() {
+  static const ChoiceTable<ExportLayout> kTable = {"weight format",
+                                                   {{"fixres", ExportLayout::kFixres},
+                                                    {"torchvision", ExportLayout::kTorchvision},
+                                                    {"timm", ExportLayout::kTimm}}};
   return kTable;
 }
 
-size_t exportWeights(models::ModelImpl& model, WeightFormat format, const std::string& path) {
+size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::string& path) {
   auto sd = models::stateDict(model);
   c10::Dict<std::string, at::Tensor> out;
   for (const auto& e : sd) {
     std::string name = e.key();
-    if (format == WeightFormat::kFixres) {
+    if (layout == ExportLayout::kFixres) {
       name = "module." + name;  // the reference loads a DistributedDataParallel model's names
-    } else if (format == WeightFormat::kTorchvision && model.family() != models::Family::kResNet) {
+    } else if (layout == ExportLayout::kTorchvision && model.family() != models::Family::kResNet) {
       name = model.foreignKey(e.key());
       FIXRES_CHECK(!name.empty(), UsageError,
                    "--format torchvision: torchvision has no such architecture (its "
@@ -32,7 +32,7 @@ size_t exportWeights(models::ModelImpl& model, WeightFormat format, const std::s
     }
     out.insert(name, e.value());
   }
-  if (format == WeightFormat::kFixres) {
+  if (layout == ExportLayout::kFixres) {
     c10::impl::GenericDict top(c10::StringType::get(), c10::AnyType::get());
     top.insert("model", out);
     models::writeTorchFile(path, c10::IValue(top));
