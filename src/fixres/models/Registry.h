@@ -39,8 +39,6 @@ ResNetConfig modelConfig(const std::string& name, int64_t numClasses = 1000);
 // Every accepted name (canonical names first, then aliases).
 std::vector<std::string> knownArchitectures();
 
-// Number of parameters (weights only, no buffers) of the named architecture.
-int64_t parameterCount(const std::string& name, int64_t numClasses = 1000);
 // Total downsampling of the last feature map: 32 (ImageNet stems), 8 (small-image stem).
 int outputStride(const std::string& name);
 

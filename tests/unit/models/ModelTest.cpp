@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "../Reference.h"
+#include "ParameterCount.h"
 #include "fixres/common/Error.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/ResNet.h"
@@ -14,6 +15,7 @@
 namespace fixres::models {
 namespace {
 
+using fixres::testing::parameterCount;
 using fixres::testing::referenceDir;
 using fixres::testing::referenceTensor;
 using fixres::testing::relErr;

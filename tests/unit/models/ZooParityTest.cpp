@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "../Reference.h"
+#include "ParameterCount.h"
 #include "fixres/common/Error.h"
 #include "fixres/engine/FinetuneRecipe.h"
 #include "fixres/models/EfficientNet.h"
@@ -22,6 +23,7 @@ namespace fixres::models {
 namespace {
 
 using fixres::testing::cachedReference;
+using fixres::testing::parameterCount;
 using fixres::testing::referenceTensor;
 using fixres::testing::relErr;
 
