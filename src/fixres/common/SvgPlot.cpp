@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "fixres/common/Error.h"
 
@@ -233,10 +234,8 @@ std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOption
     }
   }
 
-  // ---- marks: explicit ones, the legacy pairs, and the best point of highlighted series ----
-  std::vector<PlotMark> marks;
-  for (const auto& m : o.verticalMarks) marks.push_back({m.first, m.second});
-  for (const PlotMark& m : o.marks) marks.push_back(m);
+  // ---- marks: explicit ones and the best point of highlighted series ----
+  std::vector<PlotMark> marks = o.marks;
   std::vector<const Point*> best(series.size(), nullptr);
   for (const Point& p : points)
     if (series[p.series].highlightMax && (!best[p.series] || p.y > best[p.series]->y))

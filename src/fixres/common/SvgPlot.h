@@ -39,7 +39,6 @@
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace fixres {
@@ -65,8 +64,6 @@ struct PlotOptions {
   std::string title, xLabel, yLabel;
   // Units used in generated labels (outliers, best points), e.g. "px" and "%". May be empty.
   std::string xUnit, yUnit;
-  // Kept for existing callers: each entry is drawn as a PlotMark{x, label} (grey, dashed).
-  std::vector<std::pair<double, std::string>> verticalMarks;  // x position, label
   std::vector<PlotMark> marks;
   int width = 720, height = 440;
   bool clipLowOutliers = true;    // apply the low-outlier rule above

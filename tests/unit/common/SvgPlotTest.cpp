@@ -223,14 +223,16 @@ TEST(SvgPlot, MarksAndBestPointsAppear) {
   EXPECT_EQ(count(svg, "<line class=\"mark\""), 4u);
   EXPECT_EQ(count(svg, "class=\"best\""), 2u);
 
-  // Without highlightMax there is no best mark; the legacy pairs still draw a mark.
+  // Without highlightMax there is no best mark; a mark given only its x and label is drawn,
+  // grey and dashed.
   Sweep plain = sampleSweep();
   plain.series.resize(1);
   plain.series[0].highlightMax = false;
-  plain.options.marks.clear();
-  plain.options.verticalMarks = {{24, "train 24"}};
+  plain.options.marks = {{24, "train 24"}};
   const std::string one = lineChartSvg(plain.series, plain.options);
   EXPECT_EQ(texts(one, "mark-label"), (std::vector<std::string>{"train 24"}));
+  EXPECT_EQ(count(one, "<line class=\"mark\""), 1u);
+  EXPECT_EQ(count(one, "stroke=\"#666666\" stroke-width=\"1.3\" stroke-dasharray=\"6,4\""), 1u);
   EXPECT_EQ(count(one, "class=\"best\""), 0u);
 }
 
