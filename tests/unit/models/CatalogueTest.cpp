@@ -22,8 +22,7 @@ TEST(Catalogue, EntriesAreConsistent) {
     EXPECT_EQ(w.url.rfind("https://", 0), 0u);
     EXPECT_NO_THROW(cachePathFor("/c", w.url));
     EXPECT_NO_THROW(parseRemoteFile(remoteFileSpec({w.url, w.sha256})));
-    // PNASNet is published by FixRes but not built by fixres (yet).
-    if (w.architecture != "PNASNet") EXPECT_NO_THROW(architectureInfo(w.architecture));
+    EXPECT_NO_THROW(architectureInfo(w.architecture));
     EXPECT_GE(w.testSize, w.trainSize);
     if (w.source.rfind("timm", 0) == 0) {
       EXPECT_EQ(w.sha256.size(), 8u);
