@@ -36,11 +36,14 @@ class ImageReference : public ::testing::Test {
     }
   }
 
-  static std::vector<std::vector<std::string>> casesOf(const std::string& op) {
+  // The manifest's cases of `op`; a test failure unless there are `expected` of them (as many as
+  // image_cases.py writes), so that a loop over them never passes on no case at all.
+  static std::vector<std::vector<std::string>> casesOf(const std::string& op, size_t expected) {
     std::vector<std::vector<std::string>> out;
     for (const auto& c : cases_) {
       if (c[0] == op) out.push_back(c);
     }
+    EXPECT_EQ(out.size(), expected) << "cases of " << op << " in " << dir_ << "/manifest.txt";
     return out;
   }
   static std::string path(const std::string& name) { return dir_ + "/" + name; }
@@ -67,8 +70,7 @@ std::string ImageReference::dir_;
 std::vector<std::vector<std::string>> ImageReference::cases_;
 
 TEST_F(ImageReference, DecodeMatchesPilConvertRgb) {
-  const auto cases = casesOf("decode");
-  ASSERT_GE(cases.size(), 17u);
+  const auto cases = casesOf("decode", 17);
   for (const auto& c : cases) {
     const Image im = load(c[1]);
     expectSame(im, c[2], std::stoi(c[3]), std::stoi(c[4]), "decode " + c[1]);
@@ -76,8 +78,7 @@ TEST_F(ImageReference, DecodeMatchesPilConvertRgb) {
 }
 
 TEST_F(ImageReference, CorruptFilesAreDataErrorsNamingTheFile) {
-  const auto cases = casesOf("decode_error");
-  ASSERT_EQ(cases.size(), 6u);
+  const auto cases = casesOf("decode_error", 6);
   for (const auto& c : cases) {
     try {
       decodeFile(path(c[1]));
@@ -129,8 +130,7 @@ TEST_F(ImageReference, RegionDecodingEqualsFullDecodeThenCrop) {
 }
 
 TEST_F(ImageReference, ResizeIsBitExactWithPil) {
-  const auto cases = casesOf("resize");
-  ASSERT_GE(cases.size(), 40u);
+  const auto cases = casesOf("resize", 42);
   std::map<std::string, Image> images;
   // Every code path of the horizontal pass (where the CPU has it).
   for (ResampleIsa isa : {ResampleIsa::kScalar, ResampleIsa::kSse41, ResampleIsa::kAvx2}) {
@@ -181,8 +181,7 @@ void expectNormalizedClose(const std::vector<float>& got, const std::vector<floa
 }
 
 TEST_F(ImageReference, ValTransformMatchesTorchvision) {
-  const auto cases = casesOf("val");
-  ASSERT_GE(cases.size(), 40u);
+  const auto cases = casesOf("val", 40);
   size_t exact = 0;
   for (const auto& c : cases) {
     TransformOptions o;
@@ -203,7 +202,7 @@ TEST_F(ImageReference, ValTransformMatchesTorchvision) {
 
 TEST_F(ImageReference, ValNoCropMatchesTorchvision) {
   size_t exact = 0;
-  for (const auto& c : casesOf("valnocrop")) {
+  for (const auto& c : casesOf("valnocrop", 10)) {
     TransformOptions o;
     o.kind = TransformKind::kValNoCrop;
     o.inputSize = std::stoi(c[2]);
@@ -219,8 +218,7 @@ TEST_F(ImageReference, ValNoCropMatchesTorchvision) {
 }
 
 TEST_F(ImageReference, ResizedCropWithFixedParametersMatchesTorchvision) {
-  const auto cases = casesOf("rrc");
-  ASSERT_GE(cases.size(), 28u);
+  const auto cases = casesOf("rrc", 28);
   for (const auto& c : cases) {
     const std::vector<uint8_t> bytes = readBytes(path(c[1]));
     const Rect r{std::stoi(c[3]), std::stoi(c[2]), std::stoi(c[5]), std::stoi(c[4])};
@@ -233,8 +231,7 @@ TEST_F(ImageReference, ResizedCropWithFixedParametersMatchesTorchvision) {
 }
 
 TEST_F(ImageReference, ColorJitterMatchesTorchvision) {
-  const auto cases = casesOf("jitter");
-  ASSERT_GE(cases.size(), 18u);
+  const auto cases = casesOf("jitter", 18);
   for (const auto& c : cases) {
     Image im = resize(ImageView(load(c[1])), 97, 71);
     JitterParams p;
@@ -258,7 +255,7 @@ TEST_F(ImageReference, ColorJitterMatchesTorchvision) {
 }
 
 TEST_F(ImageReference, CenterCropPadsLikeTorchvision) {
-  for (const auto& c : casesOf("center_crop")) {
+  for (const auto& c : casesOf("center_crop", 21)) {
     const Image im = load(c[1]);
     const int cw = std::stoi(c[2]), ch = std::stoi(c[3]);
     const Image out = cropZeroFill(ImageView(im), centerCropRect(im.width, im.height, cw, ch));
@@ -267,7 +264,7 @@ TEST_F(ImageReference, CenterCropPadsLikeTorchvision) {
 }
 
 TEST_F(ImageReference, CropOutsideIsBlackLikePil) {
-  for (const auto& c : casesOf("crop")) {
+  for (const auto& c : casesOf("crop", 3)) {
     const Image im = load(c[1]);
     const Rect r{std::stoi(c[2]), std::stoi(c[3]), std::stoi(c[4]), std::stoi(c[5])};
     expectSame(cropZeroFill(ImageView(im), r), c[6], r.width, r.height, "crop " + c[1]);
