@@ -14,9 +14,17 @@ OUT=${2:-"$(cd "$(dirname "$0")/.." && pwd)/docs/cli-reference.md"}
   echo "## fixres"
   echo; echo '```'; "$FIXRES" --help; echo '```'
   for sub in train finetune eval extract eval-softmax launch "bench train" "bench eval" "bench allreduce" \
-    "bench data" version suggest-resolution import sweep export weights "weights list" "weights fetch" calibrate plot shard; do
+    "bench data" version suggest-resolution import sweep export weights "weights list" "weights fetch" calibrate plot shard \
+    settings; do
     echo; echo "## fixres $sub"
     echo; echo '```'; $FIXRES $sub --help; echo '```'
   done
+  echo; echo "## Run settings"
+  echo
+  echo "Every setting of a train or finetune run (\`fixres settings\`): its key in config.json (and"
+  echo "in a \`--config\` file, by its flag name without \`--\`), its flag, defaults and valid values, and"
+  echo "what resuming a run with another value does (refused unless \`--allow-config-change\`)."
+  echo
+  "$FIXRES" settings
 } >"$OUT"
 echo "wrote $OUT"

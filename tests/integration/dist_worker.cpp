@@ -62,7 +62,8 @@ int sgd(Communicator& c, int steps, int globalBatch, const std::string& out,
   }
   GradReducer::broadcastFromRoot(c, model->parameters());
   ReducerOptions ro;
-  ro.bucketBytes = ro.firstBucketBytes = 256;  // several buckets
+  ro.bucketMb = 256.0 / (1 << 20);  // several buckets
+  ro.firstBucketBytes = 256;
   ro.compression = parseChoice(gradCompressionNames(), compression, "compression");
   GradReducer reducer(c, model->parameters(), ro);
   torch::optim::SGD opt(model->parameters(),

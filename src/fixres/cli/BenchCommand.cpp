@@ -66,18 +66,14 @@ Command addBenchTrain(CLI::App& bench) {
       "train", "The training step (forward, loss, backward, reduce, SGD) on random data");
   struct State {
     BenchShape shape;
-    bool finetune = false;
-    bool syncBn = false;
-    distributed::GradCompression compression = distributed::GradCompression::kNone;
-    double bucketMb = 25;
+    engine::StepOptions step;  // the run's defaults; --sync-bn and the all-reduce's rows
     ClusterOptions cluster;
   };
   auto s = std::make_shared<State>();
   addBenchShapeOptions(*sub, s->shape);
-  addSharedFlag(*sub, "--finetune", s->finetune);
-  addSharedFlag(*sub, "--sync-bn", s->syncBn);
-  addSharedChoice(*sub, "--grad-compression", s->compression, distributed::gradCompressionNames());
-  addShared(*sub, "--bucket-mb", s->bucketMb);
+  addSharedFlag(*sub, "--finetune", s->step.finetune);
+  addSharedFlag(*sub, "--sync-bn", s->step.syncBatchNorm);
+  distributed::ReducerOptions::visitSettings(s->step.reducer, SettingsBinder{*sub, "bench"});
   addClusterOptions(*sub, s->cluster);
   return {sub, [s]() -> int {
             const BenchShape& b = s->shape;
@@ -85,12 +81,8 @@ Command addBenchTrain(CLI::App& bench) {
             auto& comm = rank.comm;
             const auto device = rank.run.device;
             auto [model, x] = benchModel(b, rank.run);
-            engine::StepOptions so;
-            so.finetune = s->finetune;
+            engine::StepOptions so = s->step;
             so.precision = rank.run.numerics.precision;
-            so.syncBatchNorm = s->syncBn;
-            so.reducer.compression = s->compression;
-            so.reducer.bucketBytes = static_cast<size_t>(s->bucketMb * (1 << 20));
             engine::TrainStep step(model, so, *comm);
             step.setTrainingMode();
             auto y = torch::randint(0, b.model.numClasses, {b.batch},
@@ -187,7 +179,7 @@ Command addBenchAllreduce(CLI::App& bench) {
   struct State {
     std::string architecture = "resnet50";
     int iters = 5;
-    double bucketMb = 25;
+    distributed::ReducerOptions reducer;
     ClusterOptions cluster;
   };
   auto s = std::make_shared<State>();
@@ -195,7 +187,7 @@ Command addBenchAllreduce(CLI::App& bench) {
   sub->add_option("--iters", s->iters, "Timed iterations")
       ->check(intIn(1, 1000000))
       ->capture_default_str();
-  addShared(*sub, "--bucket-mb", s->bucketMb);
+  addShared(*sub, "--bucket-mb", s->reducer.bucketMb);
   addClusterOptions(*sub, s->cluster);
   return {
       sub, [s]() -> int {
@@ -210,8 +202,8 @@ Command addBenchAllreduce(CLI::App& bench) {
           params.push_back(p);
           bytes += p.numel() * p.element_size();
         }
-        distributed::ReducerOptions ro;
-        ro.bucketBytes = ro.firstBucketBytes = static_cast<size_t>(s->bucketMb * (1 << 20));
+        distributed::ReducerOptions ro = s->reducer;
+        ro.firstBucketBytes = ro.bucketBytes();  // every bucket of the one size measured
         distributed::GradReducer reducer(*comm, params, ro);
         auto timeIt = [&](auto&& fn) {
           fn();

@@ -1,7 +1,9 @@
-// The flags several subcommands share, each declared exactly once here (names, help, group,
-// environment variable), and the helpers that add them to a subcommand. A choice flag is bound
-// to its enum through the enum's name table: the valid values are listed in --help, and a bad
-// value is refused while parsing (exit 2, the value named) before any file is opened.
+// The flags several subcommands share, each declared exactly once as a setting row
+// (common/Setting.h): the rows of a run's settings (RunConfig::visitSettings) and those of the
+// flags of one invocation (paths, outputs, downloads), and the helpers that bind a row to a
+// subcommand. The row's range becomes the flag's check (a bad value is refused while parsing,
+// exit 2, the value named; the range shows in --help); a choice flag is bound to its enum
+// through the enum's name table, its valid values listed in --help.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,9 +11,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "fixres/common/Choice.h"
+#include "fixres/common/Setting.h"
 
 namespace fixres::cli {
 
@@ -26,27 +30,36 @@ CLI::Validator finiteIn(double lo, double hi, bool openLow = false);
 // A comma-separated list of integers, each in [lo, hi].
 CLI::Validator intListIn(int64_t lo, int64_t hi);
 
-struct FlagSpec {
-  std::string names;  // CLI11 form: "--weight-path,--resnet-weight-path"
-  std::string help;
-  std::string group;                                   // section of --help
-  std::string envName;                                 // environment variable that sets it, or ""
-  std::optional<CLI::Validator> check = std::nullopt;  // the valid values, for every subcommand
-};
+// "must be <range>, got '<value>'" for a value outside `range` (a number; for a string target with
+// an integer range, a comma-separated list of such integers).
+CLI::Validator rangeValidator(const Range& range);
 
-// Every shared flag, in --help order.
-const std::vector<FlagSpec>& sharedFlags();
-// The shared flag whose first name is `name` (InternalError for an unknown one).
-const FlagSpec& sharedFlag(const std::string& name);
+// Every shared row, each flag name once: the run settings' rows in RunConfig order, then the
+// invocation flags.
+const std::vector<Setting>& sharedFlags();
+// The shared row whose first flag name is `name` (InternalError for an unknown one).
+const Setting& sharedFlag(const std::string& name);
 
-// Adds shared flag `name` bound to `target` (the current value is the default shown).
+// Binds `row` to `target` on `app` (the current value is the default shown): its names, help,
+// group, environment variable and range. A bool is a flag (a "--no-..." flag sets it false); an
+// optional is set only when given; a vector takes 3 values (R G B).
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, bool& target);
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::string& target);
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<float>& target);
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::optional<double>& target);
+template <typename T>
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, T& target) {
+  static_assert(std::is_arithmetic_v<T>, "a numeric setting");
+  auto* opt = app.add_option(row.flags, target, row.help)->capture_default_str()->group(row.group);
+  if (row.envName[0] != '\0') opt->envname(row.envName);
+  if (row.range.kind != Range::Kind::kAny) opt->check(rangeValidator(row.range));
+  return opt;
+}
+
+// Adds shared flag `name` bound to `target`.
 template <typename T>
 CLI::Option* addShared(CLI::App& app, const std::string& name, T& target) {
-  const FlagSpec& f = sharedFlag(name);
-  auto* opt = app.add_option(f.names, target, f.help)->capture_default_str()->group(f.group);
-  if (!f.envName.empty()) opt->envname(f.envName);
-  if (f.check) opt->check(*f.check);
-  return opt;
+  return bindSetting(app, sharedFlag(name), target);
 }
 CLI::Option* addSharedFlag(CLI::App& app, const std::string& name, bool& target);
 
@@ -78,14 +91,39 @@ CLI::Option* addChoice(CLI::App& app, const std::string& names, E& target,
   return opt;
 }
 
+// A choice row bound to its enum.
+template <typename E>
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, E& target,
+                         const ChoiceTable<E>& table) {
+  auto* opt = addChoice(app, row.flags, target, table, row.help)->group(row.group);
+  if (row.envName[0] != '\0') opt->envname(row.envName);
+  return opt;
+}
+
 // A shared choice flag.
 template <typename E>
 CLI::Option* addSharedChoice(CLI::App& app, const std::string& name, E& target,
                              const ChoiceTable<E>& table) {
-  const FlagSpec& f = sharedFlag(name);
-  auto* opt = addChoice(app, f.names, target, table, f.help)->group(f.group);
-  if (!f.envName.empty()) opt->envname(f.envName);
-  return opt;
+  return bindSetting(app, sharedFlag(name), target, table);
 }
+
+// Binds every row of a settings visit that has a flag and is offered by subcommand `command`
+// (Setting::only empty or equal to it): `Options::visitSettings(options, SettingsBinder{app,
+// name})`.
+struct SettingsBinder {
+  CLI::App& app;
+  std::string command;
+  bool offered(const Setting& row) const {
+    return row.flags[0] != '\0' && (row.only[0] == '\0' || command == row.only);
+  }
+  template <typename T>
+  void operator()(const Setting& row, T& target) const {
+    if (offered(row)) bindSetting(app, row, target);
+  }
+  template <typename E>
+  void operator()(const Setting& row, E& target, const ChoiceTable<E>& table) const {
+    if (offered(row)) bindSetting(app, row, target, table);
+  }
+};
 
 }  // namespace fixres::cli

@@ -36,31 +36,6 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
   addConfigFile(*sub);
   addTrainingOptions(*sub, s->cfg, s->imnetPath, s->cpu);
   addClusterOptions(*sub, s->cluster);
-  if (mode == engine::RunMode::kTrain) {
-    auto& p = s->cfg.progressive;
-    sub->add_option("--min-res", p.minRes,
-                    "Progressive resizing (FFCV): training resolution of the first epochs (0: "
-                    "off, every epoch at --input-size, which then sizes the evaluations only)")
-        ->group("Data");
-    sub->add_option("--max-res", p.maxRes,
-                    "Progressive resizing: the final training resolution, from --end-ramp on")
-        ->group("Data");
-    sub->add_option("--start-ramp", p.startRamp,
-                    "Progressive resizing: epoch (0-based) where the ramp from --min-res starts")
-        ->group("Data");
-    sub->add_option("--end-ramp", p.endRamp,
-                    "Progressive resizing: epoch where --max-res is reached; in between the "
-                    "resolution is interpolated and rounded to a multiple of the network's stride")
-        ->group("Data");
-  }
-  if (mode == engine::RunMode::kFinetune) {
-    sub->add_flag("--finetune-bn-affine", s->cfg.finetuneBnAffine,
-                  "Also train the last BatchNorm's weight and bias (paper variant)")
-        ->group("Optimisation");
-    sub->add_option("--eval-size", s->cfg.evalSize, "Evaluation resolution (0: --input-size)")
-        ->group("Data");
-    addSharedFlag(*sub, "--use-ema", s->cfg.model.useEma);
-  }
   return {sub, [s, name, mode]() -> int {
             auto& c = s->cfg;
             c.trainPath = s->imnetPath + "/train";

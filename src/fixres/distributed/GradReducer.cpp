@@ -39,7 +39,7 @@ class GradReducer::Hook : public torch::autograd::FunctionPostHook {
 GradReducer::GradReducer(Communicator& comm, std::vector<torch::Tensor> parameters,
                          ReducerOptions options)
     : comm_(comm), parameters_(std::move(parameters)), options_(options) {
-  FIXRES_CHECK(options_.bucketBytes > 0 && options_.firstBucketBytes > 0, UsageError,
+  FIXRES_CHECK(options_.bucketBytes() > 0 && options_.firstBucketBytes > 0, UsageError,
                "gradient buckets must hold at least one byte");
   if (comm_.worldSize() == 1) return;
   std::vector<size_t> order;
@@ -79,7 +79,7 @@ void GradReducer::build(const std::vector<size_t>& order) {
     }
     current.members.push_back(k);
     currentBytes += p.numel() * p.element_size();
-    const size_t cap = buckets_.empty() ? options_.firstBucketBytes : options_.bucketBytes;
+    const size_t cap = buckets_.empty() ? options_.firstBucketBytes : options_.bucketBytes();
     if (currentBytes >= cap) flush();
   }
   flush();

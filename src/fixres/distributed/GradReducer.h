@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "fixres/common/Choice.h"
+#include "fixres/common/Setting.h"
 #include "fixres/distributed/Communicator.h"
 
 namespace fixres::distributed {
@@ -34,9 +35,23 @@ enum class GradCompression { kNone, kFp16, kBf16 };
 const ChoiceTable<GradCompression>& gradCompressionNames();  // none, fp16, bf16
 
 struct ReducerOptions {
-  size_t bucketBytes = 25u << 20;      // DDP's bucket_cap_mb (25)
+  double bucketMb = 25;                // DDP's bucket_cap_mb (25); MB of 2^20 bytes
   size_t firstBucketBytes = 1u << 20;  // the first bucket is small so that sending starts early
   GradCompression compression = GradCompression::kNone;
+
+  size_t bucketBytes() const { return static_cast<size_t>(bucketMb * (1 << 20)); }
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    v(Setting{"grad_compression", "--grad-compression", "Cluster",
+              "Precision of the gradient all-reduce: none (fp32), fp16 or bf16 (DDP's compression "
+              "hooks: half the bytes on the wire, gradients rounded to 16 bits)"},
+      o.compression, gradCompressionNames());
+    v(Setting{"bucket_mb", "--bucket-mb", "Cluster",
+              "Size of the gradient all-reduce buckets in MB (DDP's bucket_cap_mb)",
+              Range::reals(0, 1024, /*loOpen=*/true)},
+      o.bucketMb);
+  }
 };
 
 class GradReducer {

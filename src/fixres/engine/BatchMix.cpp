@@ -16,10 +16,7 @@ constexpr uint64_t kMixStream = 0x6D69787570637574ull;  // "mixupcut"
 }  // namespace
 
 void MixOptions::validate() const {
-  FIXRES_CHECK(std::isfinite(mixupAlpha) && mixupAlpha >= 0, UsageError,
-               "--mixup-alpha must be a finite number >= 0 (0: off), got ", mixupAlpha);
-  FIXRES_CHECK(std::isfinite(cutmixAlpha) && cutmixAlpha >= 0, UsageError,
-               "--cutmix-alpha must be a finite number >= 0 (0: off), got ", cutmixAlpha);
+  visitSettings(*this, [](const Setting& s, double v) { checkSetting(s, v); });
 }
 
 image::Rng mixRng(uint64_t seed, int64_t epoch, int64_t step, int64_t microBatch, int64_t rank) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "fixres/common/Setting.h"
 #include "fixres/image/Rng.h"
 
 namespace fixres::engine {
@@ -18,6 +19,20 @@ struct MixOptions {
   double mixupAlpha = 0;   // --mixup-alpha: > 0 enables mixup, lambda ~ Beta(alpha, alpha)
   double cutmixAlpha = 0;  // --cutmix-alpha: > 0 enables CutMix
   int64_t numClasses = 0;  // the one-hot width (the model's outputs)
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    v(Setting{"mixup_alpha", "--mixup-alpha", "Optimisation",
+              "Mixup with lambda ~ Beta(alpha, alpha) on every batch (0: off; with --cutmix-alpha "
+              "one of the two per batch)",
+              Range::reals(0)},
+      o.mixupAlpha);
+    v(Setting{"cutmix_alpha", "--cutmix-alpha", "Optimisation",
+              "CutMix with lambda ~ Beta(alpha, alpha) on every batch (0: off; with --mixup-alpha "
+              "one of the two per batch)",
+              Range::reals(0)},
+      o.cutmixAlpha);
+  }
 
   bool enabled() const { return mixupAlpha > 0 || cutmixAlpha > 0; }
   // UsageError naming --mixup-alpha / --cutmix-alpha for a negative or non-finite value.

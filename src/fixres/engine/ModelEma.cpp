@@ -18,9 +18,7 @@ double adjustedEmaDecay(double decay, int64_t worldSize, int64_t batch, int64_t 
 }
 
 void EmaOptions::validate() const {
-  FIXRES_CHECK(std::isfinite(decay) && decay >= 0 && decay <= 1, UsageError,
-               "--model-ema-decay must be a finite number in [0, 1], got ", decay);
-  FIXRES_CHECK(steps >= 1, UsageError, "--model-ema-steps must be >= 1, got ", steps);
+  visitSettings(*this, [](const Setting& s, double v) { checkSetting(s, v); });
 }
 
 ModelEma::ModelEma(models::Model average, EmaOptions options)

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "fixres/common/Setting.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::engine {
@@ -21,10 +22,27 @@ double adjustedEmaDecay(double decay, int64_t worldSize, int64_t batch, int64_t 
                         int64_t epochs);
 
 struct EmaOptions {
+  bool enabled = false;       // --model-ema: a run keeps EMA weights
   double decay = 0.99998;     // --model-ema-decay, before adjustment
   int64_t steps = 32;         // --model-ema-steps: update after every this many optimizer steps
   double warmupEpochs = 0;    // --warmup-epochs: averaging restarts after each update before it
   double adjustedDecay = -1;  // the decay applied (adjustedEmaDecay); < 0: `decay` itself
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    v(Setting{"model_ema", "--model-ema", "Optimisation",
+              "Keep EMA weights (torchvision references' ExponentialMovingAverage over parameters "
+              "and buffers), evaluated beside the raw weights and saved as model_ema"},
+      o.enabled);
+    v(Setting{"model_ema_decay", "--model-ema-decay", "Optimisation",
+              "EMA decay before the references' adjustment by processes x batch x accumulation x "
+              "--model-ema-steps / --epochs",
+              Range::reals(0, 1)},
+      o.decay);
+    v(Setting{"model_ema_steps", "--model-ema-steps", "Optimisation",
+              "Optimizer steps between EMA updates", Range::integers(1, 1 << 30)},
+      o.steps);
+  }
 
   // UsageError naming --model-ema-decay / --model-ema-steps for values out of range.
   void validate() const;

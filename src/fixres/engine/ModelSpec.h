@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fixres/common/Download.h"
+#include "fixres/common/Setting.h"
 #include "fixres/engine/Numerics.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/Model.h"
@@ -43,6 +44,69 @@ struct ModelSpec {
   // Where and how a weightPath URL is fetched (--cache-dir, --download-timeout); not a setting
   // of the run (config.json does not record it).
   DownloadOptions download;
+
+  // The settings (common/Setting.h); --pretrained, --cache-dir and --download-timeout are the
+  // CLI's (RunOptions.h).
+  template <typename Self, typename V>
+  static void visitSettings(Self& m, V&& v) {
+    v(Setting{"architecture",
+              "--architecture",
+              "Model",
+              "Model name (FixRes, torchvision or timm spelling: ResNet50, resnet50, "
+              "IGAM_Resnext101_32x48d, tf_efficientnet_b0, efficientnet_b2, EfficientNet with "
+              "--EfficientNet-models, ...)",
+              {},
+              SettingRole::kDefinesRun},
+      m.architecture);
+    v(Setting{"efficientnet_model",
+              "--EfficientNet-models",
+              "Model",
+              "With --architecture EfficientNet (the reference's spelling): the timm model, e.g. "
+              "tf_efficientnet_b0_ap, tf_efficientnet_l2_ns",
+              {},
+              SettingRole::kDefinesRun},
+      m.efficientNetModel);
+    v(Setting{"interpolation", "--interpolation", "Model",
+              "Resize filter: bilinear (the reference's) or bicubic (timm's recipes)"},
+      m.interpolation, image::interpolations());
+    v(Setting{"mean", "--mean", "Model",
+              "Normalisation mean R G B (default: the architecture's; ImageNet's)"},
+      m.mean);
+    v(Setting{"std", "--std", "Model",
+              "Normalisation std R G B (default: the architecture's; ImageNet's)"},
+      m.std);
+    v(Setting{"drop_rate", "--drop-rate", "Model",
+              "Dropout before the classifier in training (default: the architecture's; "
+              "EfficientNet: the paper's per model, PNASNet: 0)",
+              Range::reals(0, 0.99).orValue(-1, "the architecture's")},
+      m.dropRate);
+    v(Setting{"drop_path_rate", "--drop-path-rate", "Model",
+              "Stochastic depth in training, rising linearly to this rate over the blocks "
+              "(EfficientNet; default 0.2)",
+              Range::reals(0, 0.99).orValue(-1, "the architecture's")},
+      m.dropPathRate);
+    v(Setting{"num_classes", "--num-classes", "Model",
+              "Classifier size (0: number of dataset classes)", Range::integers(0, 1000000),
+              SettingRole::kDefinesRun},
+      m.numClasses);
+    v(Setting{"weight_path", "--weight-path,--resnet-weight-path", "Model",
+              "Weights: torch.save file (zip or pre-1.6: state dict, FixRes {'model': ...}, or a "
+              "fixres checkpoint), safetensors state dict, or an http(s) URL fetched into the "
+              "cache first (URL#sha256=HEX: checked against that SHA-256 or its first 8+ digits)"},
+      m.weightPath);
+    v(Setting{"skip_classifier", "--skip-classifier", "Model",
+              "Load every weight but the classifier (for another number of classes)"},
+      m.skipClassifier);
+    v(Setting{"use_ema",
+              "--use-ema",
+              "Model",
+              "Load the checkpoint's EMA weights (model_ema, saved by runs with --model-ema) "
+              "instead of its model",
+              {},
+              SettingRole::kCompared,
+              "finetune"},
+      m.useEma);
+  }
 
   // The registry name: efficientNetModel for "EfficientNet", else architecture. UsageError when
   // --EfficientNet-models is missing or given with another architecture.

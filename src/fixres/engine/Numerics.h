@@ -6,6 +6,7 @@
 #include <torch/types.h>
 
 #include "fixres/common/Choice.h"
+#include "fixres/common/Setting.h"
 #include "fixres/engine/Precision.h"
 
 namespace fixres::engine {
@@ -26,6 +27,21 @@ struct NumericsOptions {
   PrecisionChoice precision = PrecisionChoice::kAuto;
   MemoryFormatChoice memoryFormat = MemoryFormatChoice::kAuto;
   NormalizeOnChoice normalizeOn = NormalizeOnChoice::kAuto;
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& n, V&& v) {
+    v(Setting{"precision", "--precision", "Numerics",
+              "auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16 or fp16 (CUDA only; training "
+              "adds dynamic loss scaling)"},
+      n.precision, numericsChoices().precision);
+    v(Setting{"memory_format", "--memory-format", "Numerics",
+              "auto (channels-last on CUDA), contiguous or channels-last"},
+      n.memoryFormat, numericsChoices().memoryFormat);
+    v(Setting{"normalize_on", "--normalize-on", "Numerics",
+              "auto (device on CUDA), cpu or device: where uint8 images become normalised floats "
+              "(device: 4x smaller batches to copy)"},
+      n.normalizeOn, numericsChoices().normalizeOn);
+  }
 };
 
 // Resolved for one device.

@@ -3,6 +3,8 @@
 // at maxRes (the final training resolution, the one FixRes fine-tuning starts from).
 #pragma once
 
+#include "fixres/common/Setting.h"
+
 namespace fixres::engine {
 
 struct ProgressiveResize {
@@ -12,6 +14,45 @@ struct ProgressiveResize {
   int endRamp = 0;    // epoch where it reaches maxRes, and stays
 
   bool enabled() const { return minRes > 0 || maxRes > 0; }
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& p, V&& v) {
+    constexpr auto kDefines = SettingRole::kDefinesRun;
+    v(Setting{"min_res",
+              "--min-res",
+              "Data",
+              "Progressive resizing (FFCV): training resolution of the first epochs (0: off, every "
+              "epoch at --input-size, which then sizes the evaluations only)",
+              {},
+              kDefines,
+              "train"},
+      p.minRes);
+    v(Setting{"max_res",
+              "--max-res",
+              "Data",
+              "Progressive resizing: the final training resolution, from --end-ramp on",
+              {},
+              kDefines,
+              "train"},
+      p.maxRes);
+    v(Setting{"start_ramp",
+              "--start-ramp",
+              "Data",
+              "Progressive resizing: epoch (0-based) where the ramp from --min-res starts",
+              {},
+              kDefines,
+              "train"},
+      p.startRamp);
+    v(Setting{"end_ramp",
+              "--end-ramp",
+              "Data",
+              "Progressive resizing: epoch where --max-res is reached; in between the resolution "
+              "is interpolated and rounded to a multiple of the network's stride",
+              {},
+              kDefines,
+              "train"},
+      p.endRamp);
+  }
   // UsageError naming the flag (--min-res, --max-res, --start-ramp, --end-ramp).
   void validate(int epochs) const;
 };

@@ -13,12 +13,15 @@
 #include "fixres/data/FileIndex.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/distributed/GradReducer.h"
+#include "fixres/engine/BatchMix.h"
 #include "fixres/engine/Evaluator.h"
+#include "fixres/engine/ModelEma.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/Numerics.h"
 #include "fixres/engine/Optimizer.h"
 #include "fixres/engine/ProgressiveResize.h"
 #include "fixres/engine/Schedule.h"
+#include "fixres/engine/TrainStep.h"
 #include "fixres/image/Transform.h"
 
 namespace fixres::engine {
@@ -63,33 +66,18 @@ struct RunConfig {
   int epochs = 120;
   double learningRate = 0.02;
   bool absoluteLr = false;  // false: scale as 8 x lr x batch x processes / 512
-  OptimizerKind opt = OptimizerKind::kSgd;
-  double momentum = 0.9;  // sgd, rmsprop
-  double weightDecay = 1e-4;
-  std::optional<double> normWeightDecay;  // norm layers' parameters; nullopt: weightDecay
-  std::optional<double> biasWeightDecay;  // parameters named bias; nullopt: as the others
-  bool nesterov = false;                  // sgd
-  double clipGradNorm = 0;                // > 0: clip the gradients' total 2-norm; 0: none
-  ScheduleKind lrSchedule = ScheduleKind::kStep;
-  int lrStep = 30;
-  double lrGamma = 0.1;
-  double warmupEpochs = 0;
-  double labelSmoothing = 0;
+  // The step's settings (optimizer, decay, clipping, smoothing, sync-bn, all-reduce); its
+  // learningRate, finetune and precision are set from the run when the step is made.
+  StepOptions step;
+  // The schedule's kind, period, factor and warm-up; its baseLr and totalEpochs come from the run.
+  ScheduleOptions schedule;
   // torchvision references' recipe: EMA weights (ModelEma.h), evaluated beside the raw ones.
-  bool modelEma = false;
-  double modelEmaDecay = 0.99998;  // before the references' adjustment (adjustedEmaDecay)
-  int modelEmaSteps = 32;          // optimizer steps between EMA updates
+  EmaOptions ema;
   // Batch mixing (BatchMix.h): > 0 enables mixup / CutMix with lambda ~ Beta(alpha, alpha).
-  double mixupAlpha = 0;
-  double cutmixAlpha = 0;
-  int evalEvery = 1;              // evaluate every K epochs (and after the last)
-  bool finetuneBnAffine = false;  // finetune: also train the last BN's weight and bias
-  bool testFlip = false;          // evaluation: average logits with the flipped image
+  MixOptions mix;
+  int evalEvery = 1;      // evaluate every K epochs (and after the last)
+  bool testFlip = false;  // evaluation: average logits with the flipped image
   NumericsOptions numerics;
-  // data parallelism (several processes)
-  bool syncBn = false;  // BatchNorm statistics over the global batch (SyncBatchNorm.h)
-  distributed::GradCompression gradCompression = distributed::GradCompression::kNone;
-  double bucketMb = 25;  // gradient all-reduce bucket size (DDP's bucket_cap_mb)
   uint64_t seed = 0;
   int64_t stopAfterSteps = -1;  // >= 1: stop (checkpointed) after this many steps in total; -1 none
   // >= 1: also write checkpoint.pth every K steps in total (besides each epoch's end); 0 off.
@@ -104,6 +92,12 @@ struct RunConfig {
   // TensorBoard event files in runDir (EventFile.h). An output choice of this invocation only:
   // not part of config.json.
   bool tensorboard = true;
+
+  // Every setting of a run, in config.json order: the rows of its own fields (RunSettings.h) and
+  // those of the components it holds (common/Setting.h). The one list config.json, the CLI, the
+  // range checks and resume's comparison are made from.
+  template <typename Self, typename V>
+  static void visitSettings(Self& c, V&& v);
 
   // The reference's recipes: train = ResNet-50 from scratch (RandomResizedCrop 'full' at 224,
   // repeated augmentation x3, 120 epochs, lr 0.02 scaled, StepLR 30); finetune = the FixRes
@@ -140,3 +134,5 @@ std::vector<ConfigChange> resumeChanges(const nlohmann::json& stored, const RunC
 std::string runFolder(const std::string& sharedFolder, RunMode mode, const std::string& jobId);
 
 }  // namespace fixres::engine
+
+#include "fixres/engine/RunSettings.h"  // RunConfig::visitSettings

@@ -21,10 +21,9 @@ ScheduleKind parseScheduleKind(const std::string& name) {
 
 Schedule::Schedule(ScheduleOptions o) : o_(std::move(o)) {
   FIXRES_CHECK(o_.baseLr >= 0, UsageError, "learning rate must be >= 0, got ", o_.baseLr);
-  FIXRES_CHECK(o_.stepEpochs >= 1, UsageError, "--lr-step must be >= 1, got ", o_.stepEpochs);
-  FIXRES_CHECK(o_.gamma > 0, UsageError, "--lr-gamma must be > 0, got ", o_.gamma);
-  FIXRES_CHECK(o_.warmupEpochs >= 0, UsageError, "--warmup-epochs must be >= 0, got ",
-               o_.warmupEpochs);
+  ScheduleOptions::visitSettings(o_, [](const Setting& s, const auto& v, auto&&... table) {
+    if constexpr (sizeof...(table) == 0) checkSetting(s, v);
+  });
   FIXRES_CHECK(o_.totalEpochs >= 1, UsageError, "--epochs must be >= 1, got ", o_.totalEpochs);
 }
 

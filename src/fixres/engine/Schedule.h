@@ -5,6 +5,7 @@
 #include <string>
 
 #include "fixres/common/Choice.h"
+#include "fixres/common/Setting.h"
 
 namespace fixres::engine {
 
@@ -20,6 +21,21 @@ struct ScheduleOptions {
   double gamma = 0.1;       // step: decay factor
   double warmupEpochs = 0;  // linear warm-up from 0, in (fractional) epochs
   int totalEpochs = 1;      // cosine: the horizon
+
+  // The settings of a run's schedule (baseLr and totalEpochs follow from others).
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    const char* const g = "Optimisation";
+    v(Setting{"lr_schedule", "--lr-schedule", g,
+              "Learning-rate schedule: step (StepLR), cosine or constant"},
+      o.kind, scheduleKinds());
+    v(Setting{"lr_step", "--lr-step", g, "StepLR period in epochs", Range::integers(1)},
+      o.stepEpochs);
+    v(Setting{"lr_gamma", "--lr-gamma", g, "StepLR factor", Range::reals(0, INFINITY, true)},
+      o.gamma);
+    v(Setting{"warmup_epochs", "--warmup-epochs", g, "Linear warm-up (epochs)", Range::reals(0)},
+      o.warmupEpochs);
+  }
 };
 
 // Validates options at construction (UsageError naming the bad value).

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "fixres/common/Setting.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/FinetuneRecipe.h"
@@ -27,7 +28,7 @@ enum class StepResult {
 };
 
 struct StepOptions {
-  double learningRate = 0.1;
+  double learningRate = 0.1;  // the rate applied (a run's is --learning-rate scaled)
   double momentum = 0.9;
   double weightDecay = 1e-4;
   bool nesterov = false;
@@ -45,6 +46,57 @@ struct StepOptions {
   distributed::ReducerOptions reducer;
   // BatchNorm layers in training mode normalise over the global batch (SyncBatchNorm.h).
   bool syncBatchNorm = false;
+
+  // The settings of a run's step (learningRate, finetune and precision follow from others).
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    const char* const g = "Optimisation";
+    v(Setting{"opt",
+              "--opt",
+              g,
+              "Optimizer (the torchvision references'): sgd, adamw (default betas and eps) or "
+              "rmsprop (eps 0.0316, alpha 0.9)",
+              {},
+              SettingRole::kDefinesRun},
+      o.optimizer, optimizerKinds());
+    v(Setting{"momentum", "--momentum", g, "Momentum of sgd and rmsprop",
+              Range::reals(0, 1, false, /*hiOpen=*/true)},
+      o.momentum);
+    v(Setting{"weight_decay", "--weight-decay", g, "Weight decay", Range::reals(0)}, o.weightDecay);
+    v(Setting{"norm_weight_decay", "--norm-weight-decay", g,
+              "Weight decay of the norm layers' parameters (BatchNorm, GroupNorm, LayerNorm, ...) "
+              "(default: --weight-decay)",
+              Range::reals(0)},
+      o.normWeightDecay);
+    v(Setting{"bias_weight_decay", "--bias-weight-decay", g,
+              "Weight decay of every parameter named bias (norm layers' too) (default: that of "
+              "its layer)",
+              Range::reals(0)},
+      o.biasWeightDecay);
+    v(Setting{"nesterov", "--nesterov", g, "Nesterov momentum (--opt sgd)"}, o.nesterov);
+    v(Setting{"clip_grad_norm", "--clip-grad-norm", g,
+              "Clip the gradients' total 2-norm to this (after the all-reduce and loss "
+              "unscaling) (0: no clipping)",
+              Range::reals(0)},
+      o.clipGradNorm);
+    v(Setting{"label_smoothing", "--label-smoothing", g, "Label smoothing",
+              Range::reals(0, 1, false, /*hiOpen=*/true)},
+      o.labelSmoothing);
+    v(Setting{"finetune_bn_affine",
+              "--finetune-bn-affine",
+              g,
+              "Also train the last BatchNorm's weight and bias (paper variant)",
+              {},
+              SettingRole::kCompared,
+              "finetune"},
+      o.finetuneBnAffine);
+    v(Setting{"sync_bn", "--sync-bn", "Cluster",
+              "BatchNorm statistics over the global batch (every rank's images), as PyTorch's "
+              "SyncBatchNorm; without it each rank normalises with its own batch and rank 0's "
+              "running statistics are kept"},
+      o.syncBatchNorm);
+    distributed::ReducerOptions::visitSettings(o.reducer, v);
+  }
 };
 
 class TrainStep {

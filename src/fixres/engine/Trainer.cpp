@@ -64,25 +64,21 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   auto built = buildModel(cfg_.model, classes, run_, cfg_.seed);
   model_ = built.model;
   const int64_t outputs = cfg_.model.numClasses > 0 ? cfg_.model.numClasses : classes;
-  if (cfg_.modelEma) {
+  if (cfg_.ema.enabled) {
     // A second model of the same architecture, file and layout, on the same device; built the
     // same way (buildModel seeds torch's generator first), it leaves the generator where the
     // first build left it. Its values are replaced by the first update.
-    EmaOptions eo;
-    eo.decay = cfg_.modelEmaDecay;
-    eo.steps = cfg_.modelEmaSteps;
-    eo.warmupEpochs = cfg_.warmupEpochs;
-    eo.adjustedDecay = adjustedEmaDecay(cfg_.modelEmaDecay, comm_.worldSize(),
+    EmaOptions eo = cfg_.ema;
+    eo.warmupEpochs = cfg_.schedule.warmupEpochs;
+    eo.adjustedDecay = adjustedEmaDecay(eo.decay, comm_.worldSize(),
                                         static_cast<int64_t>(cfg_.batch) * cfg_.accumulationSteps,
-                                        cfg_.modelEmaSteps, cfg_.epochs);
+                                        eo.steps, cfg_.epochs);
     ema_ = std::make_unique<ModelEma>(buildModel(cfg_.model, classes, run_, cfg_.seed).model, eo);
-    log::info("EMA weights: decay ", eo.adjustedDecay, " (", cfg_.modelEmaDecay,
-              " adjusted) every ", cfg_.modelEmaSteps, " steps");
+    log::info("EMA weights: decay ", eo.adjustedDecay, " (", eo.decay, " adjusted) every ",
+              eo.steps, " steps");
   }
-  if (cfg_.mixupAlpha > 0 || cfg_.cutmixAlpha > 0) {
-    MixOptions mo;
-    mo.mixupAlpha = cfg_.mixupAlpha;
-    mo.cutmixAlpha = cfg_.cutmixAlpha;
+  if (cfg_.mix.enabled()) {
+    MixOptions mo = cfg_.mix;
     mo.numClasses = outputs;
     mix_ = std::make_unique<BatchMix>(mo);
   }
@@ -103,35 +99,19 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
                                    comm_.worldSize());
   FIXRES_CHECK(std::isfinite(scaledLr_), UsageError, "--learning-rate ", cfg_.learningRate,
                " scaled by 8 x batch x processes / 512 is not a finite number");
-  StepOptions st;
+  StepOptions st = cfg_.step;
   st.learningRate = scaledLr_;
-  st.momentum = cfg_.momentum;
-  st.weightDecay = cfg_.weightDecay;
-  st.nesterov = cfg_.nesterov;
-  st.optimizer = cfg_.opt;
-  st.normWeightDecay = cfg_.normWeightDecay;
-  st.biasWeightDecay = cfg_.biasWeightDecay;
-  st.clipGradNorm = cfg_.clipGradNorm;
-  st.syncBatchNorm = cfg_.syncBn;
-  st.reducer.compression = cfg_.gradCompression;
-  st.reducer.bucketBytes = static_cast<size_t>(cfg_.bucketMb * (1 << 20));
   if (run_.numerics.precision == Precision::kFp16) st.lossScaling = LossScalerOptions{};
-  st.labelSmoothing = cfg_.labelSmoothing;
   st.finetune = cfg_.mode == RunMode::kFinetune;
-  st.finetuneBnAffine = cfg_.finetuneBnAffine;
   st.precision = run_.numerics.precision;
   step_ = std::make_unique<TrainStep>(model_, st, comm_);
-  ScheduleOptions so;
-  so.kind = cfg_.lrSchedule;
+  ScheduleOptions so = cfg_.schedule;
   so.baseLr = scaledLr_;
-  so.stepEpochs = cfg_.lrStep;
-  so.gamma = cfg_.lrGamma;
-  so.warmupEpochs = cfg_.warmupEpochs;
   so.totalEpochs = cfg_.epochs;
   schedule_ = std::make_unique<Schedule>(so);
 
   state_.seed = cfg_.seed;
-  state_.scheduleKind = choiceName(scheduleKinds(), cfg_.lrSchedule);
+  state_.scheduleKind = choiceName(scheduleKinds(), cfg_.schedule.kind);
   state_.configJson = cfg_.toJson().dump();
 }
 

@@ -85,11 +85,11 @@ TEST_F(CliTest, NoEnvironmentVariableBindsTwoFlags) {
 TEST_F(CliTest, SharedFlagTableHasNoDuplicates) {
   std::set<std::string> names, envs;
   for (const auto& f : sharedFlags()) {
-    std::stringstream ss(f.names);
+    std::stringstream ss(f.flags);
     std::string n;
     while (std::getline(ss, n, ',')) EXPECT_TRUE(names.insert(n).second) << n;
-    if (!f.envName.empty()) EXPECT_TRUE(envs.insert(f.envName).second) << f.envName;
-    EXPECT_FALSE(f.help.empty()) << f.names;
+    if (f.envName[0] != '\0') EXPECT_TRUE(envs.insert(f.envName).second) << f.envName;
+    EXPECT_NE(f.help[0], '\0') << f.flags;
   }
 }
 

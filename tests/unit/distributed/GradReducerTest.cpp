@@ -53,7 +53,7 @@ Batch batch(int64_t n, int seed) {
 ReducerOptions smallBuckets(GradCompression c = GradCompression::kNone) {
   ReducerOptions o;
   o.firstBucketBytes = 64;
-  o.bucketBytes = 1024;  // several buckets for this net
+  o.bucketMb = 1024.0 / (1 << 20);  // several buckets for this net
   o.compression = c;
   return o;
 }

@@ -57,7 +57,7 @@ TEST(RunConfigTest, EveryChoiceRoundTrips) {
   c.trainTransform = image::TransformKind::kV2Train;
   c.resizeMode = image::ResizeMode::kShorter;
   c.sampler = data::SamplerKind::kRepeatedAug;
-  c.lrSchedule = ScheduleKind::kCosine;
+  c.schedule.kind = ScheduleKind::kCosine;
   c.numerics.precision = PrecisionChoice::kBf16;
   c.numerics.memoryFormat = MemoryFormatChoice::kChannelsLast;
   c.numerics.normalizeOn = NormalizeOnChoice::kDevice;
@@ -116,17 +116,17 @@ TEST(RunConfigTest, EveryNumericValueIsCheckedAndTheMessageNamesTheFlag) {
       {"--learning-rate", [](RunConfig& c) { c.learningRate = NAN; }},
       {"--learning-rate", [](RunConfig& c) { c.learningRate = 0; }},
       {"--learning-rate", [](RunConfig& c) { c.learningRate = -0.1; }},
-      {"--momentum", [](RunConfig& c) { c.momentum = 1; }},
-      {"--momentum", [](RunConfig& c) { c.momentum = NAN; }},
-      {"--weight-decay", [](RunConfig& c) { c.weightDecay = INFINITY; }},
-      {"--weight-decay", [](RunConfig& c) { c.weightDecay = -1e-4; }},
-      {"--label-smoothing", [](RunConfig& c) { c.labelSmoothing = 1; }},
-      {"--label-smoothing", [](RunConfig& c) { c.labelSmoothing = NAN; }},
-      {"--warmup-epochs", [](RunConfig& c) { c.warmupEpochs = INFINITY; }},
-      {"--warmup-epochs", [](RunConfig& c) { c.warmupEpochs = -1; }},
-      {"--lr-gamma", [](RunConfig& c) { c.lrGamma = 0; }},
-      {"--lr-gamma", [](RunConfig& c) { c.lrGamma = -INFINITY; }},
-      {"--lr-step", [](RunConfig& c) { c.lrStep = 0; }},
+      {"--momentum", [](RunConfig& c) { c.step.momentum = 1; }},
+      {"--momentum", [](RunConfig& c) { c.step.momentum = NAN; }},
+      {"--weight-decay", [](RunConfig& c) { c.step.weightDecay = INFINITY; }},
+      {"--weight-decay", [](RunConfig& c) { c.step.weightDecay = -1e-4; }},
+      {"--label-smoothing", [](RunConfig& c) { c.step.labelSmoothing = 1; }},
+      {"--label-smoothing", [](RunConfig& c) { c.step.labelSmoothing = NAN; }},
+      {"--warmup-epochs", [](RunConfig& c) { c.schedule.warmupEpochs = INFINITY; }},
+      {"--warmup-epochs", [](RunConfig& c) { c.schedule.warmupEpochs = -1; }},
+      {"--lr-gamma", [](RunConfig& c) { c.schedule.gamma = 0; }},
+      {"--lr-gamma", [](RunConfig& c) { c.schedule.gamma = -INFINITY; }},
+      {"--lr-step", [](RunConfig& c) { c.schedule.stepEpochs = 0; }},
       {"--eval-every", [](RunConfig& c) { c.evalEvery = 0; }},
       {"--epochs", [](RunConfig& c) { c.epochs = 0; }},
       {"--batch", [](RunConfig& c) { c.batch = -1; }},
@@ -141,12 +141,12 @@ TEST(RunConfigTest, EveryNumericValueIsCheckedAndTheMessageNamesTheFlag) {
       {"--num-classes", [](RunConfig& c) { c.model.numClasses = -1; }},
       {"--input-size", [](RunConfig& c) { c.inputSize = 4; }},
       {"--eval-size", [](RunConfig& c) { c.evalSize = 5; }},
-      {"--model-ema-decay", [](RunConfig& c) { c.modelEmaDecay = 1.5; }},
-      {"--model-ema-decay", [](RunConfig& c) { c.modelEmaDecay = NAN; }},
-      {"--model-ema-steps", [](RunConfig& c) { c.modelEmaSteps = 0; }},
-      {"--mixup-alpha", [](RunConfig& c) { c.mixupAlpha = -0.2; }},
-      {"--mixup-alpha", [](RunConfig& c) { c.mixupAlpha = INFINITY; }},
-      {"--cutmix-alpha", [](RunConfig& c) { c.cutmixAlpha = NAN; }},
+      {"--model-ema-decay", [](RunConfig& c) { c.ema.decay = 1.5; }},
+      {"--model-ema-decay", [](RunConfig& c) { c.ema.decay = NAN; }},
+      {"--model-ema-steps", [](RunConfig& c) { c.ema.steps = 0; }},
+      {"--mixup-alpha", [](RunConfig& c) { c.mix.mixupAlpha = -0.2; }},
+      {"--mixup-alpha", [](RunConfig& c) { c.mix.mixupAlpha = INFINITY; }},
+      {"--cutmix-alpha", [](RunConfig& c) { c.mix.cutmixAlpha = NAN; }},
   };
   for (auto mode : {RunMode::kTrain, RunMode::kFinetune}) {
     RunConfig good = RunConfig::forMode(mode);
@@ -168,8 +168,8 @@ TEST(RunConfigTest, EveryNumericValueIsCheckedAndTheMessageNamesTheFlag) {
   c.stopAfterSteps = 1;
   c.checkpointEverySteps = 0;
   c.logEvery = 1;
-  c.momentum = 0;
-  c.weightDecay = 0;
+  c.step.momentum = 0;
+  c.step.weightDecay = 0;
   c.model.numClasses = 1;
   EXPECT_NO_THROW(c.validateValues());
 }
@@ -177,16 +177,16 @@ TEST(RunConfigTest, EveryNumericValueIsCheckedAndTheMessageNamesTheFlag) {
 TEST(RunConfigTest, EmaAndMixingSettingsRoundTripAndDefaultToTheReferences) {
   auto c = RunConfig::forMode(RunMode::kTrain);
   // torchvision references' defaults: --model-ema-decay 0.99998, --model-ema-steps 32, off.
-  EXPECT_FALSE(c.modelEma);
-  EXPECT_EQ(c.modelEmaDecay, 0.99998);
-  EXPECT_EQ(c.modelEmaSteps, 32);
-  EXPECT_EQ(c.mixupAlpha, 0);
-  EXPECT_EQ(c.cutmixAlpha, 0);
-  c.modelEma = true;
-  c.modelEmaDecay = 0.999;
-  c.modelEmaSteps = 4;
-  c.mixupAlpha = 0.2;
-  c.cutmixAlpha = 1.0;
+  EXPECT_FALSE(c.ema.enabled);
+  EXPECT_EQ(c.ema.decay, 0.99998);
+  EXPECT_EQ(c.ema.steps, 32);
+  EXPECT_EQ(c.mix.mixupAlpha, 0);
+  EXPECT_EQ(c.mix.cutmixAlpha, 0);
+  c.ema.enabled = true;
+  c.ema.decay = 0.999;
+  c.ema.steps = 4;
+  c.mix.mixupAlpha = 0.2;
+  c.mix.cutmixAlpha = 1.0;
   c.model.useEma = true;
   const auto j = c.toJson();
   EXPECT_EQ(j.at("model_ema"), true);
@@ -276,9 +276,9 @@ TEST(RunConfigTest, OptimizerKeysRoundTripAndOptDefinesTheRun) {
   EXPECT_TRUE(plain.at("norm_weight_decay").is_null());
   EXPECT_TRUE(plain.at("bias_weight_decay").is_null());
   EXPECT_EQ(plain.at("clip_grad_norm"), 0.0);
-  c.opt = OptimizerKind::kAdamw;
-  c.normWeightDecay = 0.0;
-  c.clipGradNorm = 1.5;
+  c.step.optimizer = OptimizerKind::kAdamw;
+  c.step.normWeightDecay = 0.0;
+  c.step.clipGradNorm = 1.5;
   c.numerics.precision = PrecisionChoice::kFp16;
   const auto j = c.toJson();
   EXPECT_EQ(j.at("opt"), "adamw");
@@ -286,24 +286,24 @@ TEST(RunConfigTest, OptimizerKeysRoundTripAndOptDefinesTheRun) {
   EXPECT_TRUE(j.at("bias_weight_decay").is_null());
   EXPECT_EQ(j.at("precision"), "fp16");
   const RunConfig back = RunConfig::fromJson(j);
-  EXPECT_EQ(back.opt, OptimizerKind::kAdamw);
-  EXPECT_EQ(back.normWeightDecay, std::optional<double>(0.0));
-  EXPECT_FALSE(back.biasWeightDecay.has_value());
-  EXPECT_EQ(back.clipGradNorm, 1.5);
+  EXPECT_EQ(back.step.optimizer, OptimizerKind::kAdamw);
+  EXPECT_EQ(back.step.normWeightDecay, std::optional<double>(0.0));
+  EXPECT_FALSE(back.step.biasWeightDecay.has_value());
+  EXPECT_EQ(back.step.clipGradNorm, 1.5);
   EXPECT_EQ(back.toJson(), j);
   const RunConfig old = RunConfig::fromJson(readJson("config-0.1.0-train.json"));
-  EXPECT_EQ(old.opt, OptimizerKind::kSgd);
-  EXPECT_FALSE(old.normWeightDecay.has_value());
+  EXPECT_EQ(old.step.optimizer, OptimizerKind::kSgd);
+  EXPECT_FALSE(old.step.normWeightDecay.has_value());
   EXPECT_THROW(RunConfig::fromJson({{"opt", "lion"}}), UsageError);
   RunConfig other = back;
-  other.opt = OptimizerKind::kRmsprop;
-  other.clipGradNorm = 2;
+  other.step.optimizer = OptimizerKind::kRmsprop;
+  other.step.clipGradNorm = 2;
   std::string seen;
   for (const auto& change : resumeChanges(j, other))
     seen += change.key + (change.definesRun ? "! " : " ");
   EXPECT_EQ(seen, "clip_grad_norm opt! ");
   RunConfig bad = RunConfig::forMode(RunMode::kTrain);
-  bad.biasWeightDecay = -1.0;
+  bad.step.biasWeightDecay = -1.0;
   EXPECT_THROW(bad.validateValues(), UsageError);
 }
 

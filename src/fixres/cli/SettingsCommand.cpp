@@ -1,0 +1,66 @@
+// `fixres settings`: the table of a run's settings, generated from their rows (common/Setting.h):
+// config.json key, flag, the train and finetune defaults, valid values and what resume does when
+// one changes. docs/cli-reference.md carries its output.
+#include <iostream>
+#include <string>
+
+#include "fixres/cli/Command.h"
+#include "fixres/engine/RunConfig.h"
+
+namespace fixres::cli {
+namespace {
+
+const char* roleText(SettingRole role) {
+  switch (role) {
+    case SettingRole::kDefinesRun:
+      return "refused (defines the run)";
+    case SettingRole::kNotCompared:
+      return "not compared";
+    case SettingRole::kInvocation:
+      return "not saved";
+    case SettingRole::kCompared:
+      break;
+  }
+  return "noted";
+}
+
+// One markdown row per setting.
+struct TablePrinter {
+  std::ostream& out;
+  nlohmann::json train, finetune;
+  template <typename T>
+  void operator()(const Setting& s, const T&) {
+    const std::string flag = s.flags[0] == '\0' ? "" : "`" + s.flag() + "`";
+    const std::string key = s.saved() ? "`" + std::string(s.key) + "`" : "";
+    auto value = [&s](const nlohmann::json& j) {
+      return s.saved() && j.contains(s.key) ? "`" + j.at(s.key).dump() + "`" : std::string();
+    };
+    const std::string only = s.only[0] == '\0' ? "" : std::string(" (") + s.only + " only)";
+    out << "| " << key << " | " << flag << only << " | " << value(train) << " | " << value(finetune)
+        << " | " << s.range.brief() << " | " << roleText(s.role) << " |\n";
+  }
+  template <typename T, typename E>
+  void operator()(const Setting& s, const T& t, const ChoiceTable<E>& table) {
+    (*this)(s, t);
+  }
+};
+
+}  // namespace
+
+Command addSettingsCommand(CLI::App& parent) {
+  auto* sub = parent.add_subcommand(
+      "settings",
+      "The settings of train and finetune runs as a table: config.json key, flag, "
+      "defaults, valid values, what resuming with a changed value does");
+  return {sub, []() {
+            const auto train = engine::RunConfig::forMode(engine::RunMode::kTrain);
+            const auto finetune = engine::RunConfig::forMode(engine::RunMode::kFinetune);
+            std::cout << "| config.json key | flag | train default | finetune default | valid "
+                         "values | on resume |\n|---|---|---|---|---|---|\n";
+            engine::RunConfig::visitSettings(
+                train, TablePrinter{std::cout, train.toJson(), finetune.toJson()});
+            return 0;
+          }};
+}
+
+}  // namespace fixres::cli

@@ -1,0 +1,134 @@
+// The rows of RunConfig's own fields, and the order in which the components' rows join them
+// (config.json's key order). Included by RunConfig.h only.
+#pragma once
+
+#include "fixres/engine/RunConfig.h"
+
+namespace fixres::engine {
+
+template <typename Self, typename V>
+void RunConfig::visitSettings(Self& c, V&& v) {
+  constexpr auto kDefines = SettingRole::kDefinesRun;
+  constexpr auto kCompared = SettingRole::kCompared;
+  constexpr auto kNotCompared = SettingRole::kNotCompared;
+  constexpr auto kInvocation = SettingRole::kInvocation;
+  const Range size = Range::integers(8, 4096);
+  v(Setting{"mode", "", "", "train or finetune", {}, kDefines}, c.mode, runModes());
+  ModelSpec::visitSettings(c.model, v);
+  v(Setting{"train_path", "", "", "The training image folder", {}, kDefines}, c.trainPath);
+  v(Setting{"val_path", "", "", "The evaluation image folder"}, c.valPath);
+  v(Setting{"input_size", "--input-size", "Data",
+            "Resolution in px (train: the train size; finetune, eval, extract: the test size; eval "
+            "takes a comma-separated list)",
+            size, kDefines},
+    c.inputSize);
+  v(Setting{"eval_size", "--eval-size", "Data", "Evaluation resolution (0: --input-size)",
+            size.orValue(0, "--input-size"), kCompared, "finetune"},
+    c.evalSize);
+  ProgressiveResize::visitSettings(c.progressive, v);
+  v(Setting{"train_transform", "--transform", "Data", "Train transform", {}, kDefines},
+    c.trainTransform, image::transformKinds());
+  v(Setting{"resize_mode", "--resize-mode", "Data",
+            "Val resize: fixres (height set, the reference) or shorter (torchvision)"},
+    c.resizeMode, image::resizeModes());
+  v(Setting{"auto_augment",
+            "--auto-augment",
+            "Data",
+            "Automatic augmentation of the train transform (torch, full, v2-train), after the "
+            "crop, flip and colour jitter, as torchvision's references: none, ra (RandAugment), "
+            "ta_wide (TrivialAugmentWide), augmix (AugMix) or imagenet (the AutoAugment ImageNet "
+            "policy)",
+            {},
+            kDefines},
+    c.autoAugment, image::autoAugmentKinds());
+  v(Setting{"ra_magnitude", "--ra-magnitude", "Data",
+            "RandAugment magnitude bin (of 31), with --auto-augment ra", Range::integers(0, 30),
+            kDefines},
+    c.raMagnitude);
+  v(Setting{"augmix_severity", "--augmix-severity", "Data",
+            "AugMix severity, with --auto-augment augmix", Range::integers(1, 10), kDefines},
+    c.augmixSeverity);
+  v(Setting{"random_erase", "--random-erase", "Data",
+            "RandomErasing probability on the normalised train images (torchvision's: scale 0.02 "
+            "to 0.33, ratio 0.3 to 3.3, value 0); 0: off",
+            Range::reals(0, 1), kDefines},
+    c.randomErase);
+  v(Setting{"batch", "--batch", "Data", "Images per process and step", Range::integers(1, 1 << 20),
+            kDefines},
+    c.batch);
+  v(Setting{"accumulation_steps", "--accumulation-steps", "Optimisation",
+            "Micro-batches of --batch whose gradients add up to one optimizer step",
+            Range::integers(1), kDefines},
+    c.accumulationSteps);
+  v(Setting{"workers", "--workers", "Data", "Loader threads per process", Range::integers(1, 1024)},
+    c.workers);
+  v(Setting{"skip_bad_images", "--skip-bad-images", "Data",
+            "Skip unreadable images (counted) instead of failing"},
+    c.skipBadImages);
+  v(Setting{"sampler",
+            "--sampler",
+            "Data",
+            "ra (repeated augmentation, FixRes) or distributed (torch DistributedSampler)",
+            {},
+            kDefines},
+    c.sampler, data::samplerKinds());
+  v(Setting{"repetitions", "--repetitions", "Data", "Repeated augmentation: copies of each image",
+            Range::integers(1, 100), kDefines},
+    c.repetitions);
+  v(Setting{"iteration_cap", "--iteration-cap", "Data",
+            "Max iterations per epoch (-1: FixRes cap 5005*512/total batch for train, none for "
+            "finetune)",
+            Range::integers(1).orValue(-1, "none"), kDefines},
+    c.iterationCap);
+  v(Setting{"epochs", "--epochs", "Optimisation", "Epochs", Range::integers(1)}, c.epochs);
+  v(Setting{"learning_rate", "--learning-rate", "Optimisation",
+            "Base learning rate, scaled 8 x lr x batch x processes / 512 unless --absolute-lr",
+            Range::reals(0, INFINITY, /*loOpen=*/true)},
+    c.learningRate);
+  v(Setting{"absolute_lr", "--absolute-lr", "Optimisation",
+            "Use the learning rate as given (no linear scaling 8 x lr x batch x processes / 512)"},
+    c.absoluteLr);
+  StepOptions::visitSettings(c.step, v);
+  ScheduleOptions::visitSettings(c.schedule, v);
+  EmaOptions::visitSettings(c.ema, v);
+  MixOptions::visitSettings(c.mix, v);
+  v(Setting{"eval_every", "--eval-every", "Optimisation",
+            "Evaluate every K epochs (and after the last)", Range::integers(1)},
+    c.evalEvery);
+  v(Setting{"test_flip", "--test-flip", "Data",
+            "Average logits with the horizontally flipped image"},
+    c.testFlip);
+  NumericsOptions::visitSettings(c.numerics, v);
+  v(Setting{"seed", "--seed", "Optimisation",
+            "Seed of initialisation, sampling and augmentation; shard: of the sample order",
+            Range::integers(0), kDefines},
+    c.seed);
+  v(Setting{"stop_after_steps", "--stop-after-steps", "Optimisation",
+            "Stop (with a checkpoint) once this many steps are done in total (-1: never); rerun "
+            "to resume. A run already there stops at once",
+            Range::integers(1).orValue(-1, "never"), kNotCompared},
+    c.stopAfterSteps);
+  v(Setting{"checkpoint_every_steps", "--checkpoint-every-steps", "Optimisation",
+            "Also write checkpoint.pth every K steps in total, besides each epoch's end, so that "
+            "a restart (fixres launch --max-restarts) loses little work (0: off)",
+            Range::integers(0), kNotCompared},
+    c.checkpointEverySteps);
+  v(Setting{"nan_policy", "--nan-policy", "Optimisation",
+            "A step whose loss or gradient is NaN or inf: stop (exit 1, the state before it "
+            "saved) or skip it (warned, counted in metrics.jsonl)"},
+    c.nanPolicy, nanPolicies());
+  v(Setting{"run_dir", "", "", "The run folder", {}, kNotCompared}, c.runDir);
+  v(Setting{"",
+            "--allow-config-change",
+            "Optimisation",
+            "Resume even when settings that define the run (architecture, classes, sizes, batch, "
+            "accumulation, transform, sampler, seed, data) differ from the checkpoint's",
+            {},
+            kInvocation},
+    c.allowConfigChange);
+  v(Setting{"", "--log-every", "Output", "Progress line every N iterations", Range::integers(1),
+            kInvocation},
+    c.logEvery);
+}
+
+}  // namespace fixres::engine
