@@ -1,5 +1,5 @@
 // Reading weight files at offsets: pread on a file descriptor, or memcpy from memory.
-#include "fixres/models/ByteSource.h"
+#include "fixres/common/ByteSource.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 
 #include "fixres/common/Error.h"
 
-namespace fixres::models {
+namespace fixres {
 
 ByteSource::ByteSource(const std::string& path) : name_(path) {
   // stat before open: opening a FIFO or a device could block or have side effects.
@@ -78,4 +78,4 @@ std::string ByteSource::readUpTo(uint64_t offset, size_t n) const {
   return out;
 }
 
-}  // namespace fixres::models
+}  // namespace fixres

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace fixres::models {
+namespace fixres {
 
 class ByteSource {
  public:
@@ -44,4 +44,4 @@ class ByteSource {
   const char* memory_ = nullptr;  // bytes in memory
 };
 
-}  // namespace fixres::models
+}  // namespace fixres
