@@ -22,6 +22,7 @@
 #include <unordered_set>
 
 #include "fixres/common/AtomicFile.h"
+#include "fixres/common/ByteSource.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
@@ -138,42 +139,23 @@ std::string fieldString(const char* field, size_t width) {
 
 // ---- reading -------------------------------------------------------------------------------
 
-class ReadFd {
- public:
-  explicit ReadFd(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    FIXRES_CHECK(fd_ >= 0, DataError, path, ": cannot open: ", std::strerror(errno));
-    struct stat st {};
-    FIXRES_CHECK(::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode), DataError, path,
-                 ": not a regular file");
-    size_ = static_cast<uint64_t>(st.st_size);
-  }
-  ~ReadFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ReadFd(const ReadFd&) = delete;
-  ReadFd& operator=(const ReadFd&) = delete;
-  uint64_t size() const { return size_; }
-  int fd() const { return fd_; }
+// Opens the shard at `path` for reading (O_NONBLOCK: a FIFO in its place cannot block the open).
+// DataError "<path>: cannot open: <reason>".
+int openShardFd(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  FIXRES_CHECK(fd >= 0, DataError, path, ": cannot open: ", std::strerror(errno));
+  return fd;
+}
 
- private:
-  std::string path_;
-  int fd_ = -1;
-  uint64_t size_ = 0;
-};
-
-// Reads exactly `n` bytes at `offset`; false on a short read or an error (errno kept).
-bool preadAll(int fd, void* buf, size_t n, uint64_t offset) {
-  auto* p = static_cast<char*>(buf);
-  while (n > 0) {
-    const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-    offset += static_cast<uint64_t>(r);
+// The shard at `path` to scan; DataError when it cannot be opened or is not a regular file.
+ByteSource openShardFile(const std::string& path) {
+  const int fd = openShardFd(path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    FIXRES_FAIL(DataError, path, ": not a regular file");
   }
-  return true;
+  return ByteSource(fd, static_cast<uint64_t>(st.st_size), path);
 }
 
 // The pax extended header records "LEN key=value\n" that matter here: path and size.
@@ -216,7 +198,7 @@ bool parseLabel(const std::string& text, int64_t* out) {
 }  // namespace
 
 ShardInfo scanShard(const std::string& path, bool labelled) {
-  ReadFd file(path);
+  const ByteSource file = openShardFile(path);
   ShardInfo info;
   info.name = fs::path(path).filename().string();
   info.bytes = file.size();
@@ -241,7 +223,7 @@ ShardInfo scanShard(const std::string& path, bool labelled) {
                    offset);
       break;
     }
-    FIXRES_CHECK(preadAll(file.fd(), h.data(), kBlock, offset), DataError, path,
+    FIXRES_CHECK(file.readExact(offset, h.data(), kBlock), DataError, path,
                  ": cannot read at byte ", offset, ": ", std::strerror(errno));
     if (std::all_of(h.begin(), h.end(), [](char c) { return c == 0; })) break;
     uint64_t stored = 0, sum = 0;
@@ -264,7 +246,7 @@ ShardInfo scanShard(const std::string& path, bool labelled) {
       FIXRES_CHECK(size <= (1u << 20), DataError, path, ": extended header of ", size,
                    " bytes at byte ", offset);
       std::string text(size, '\0');
-      FIXRES_CHECK(preadAll(file.fd(), text.data(), size, dataOffset), DataError, path,
+      FIXRES_CHECK(file.readExact(dataOffset, text.data(), size), DataError, path,
                    ": cannot read at byte ", dataOffset);
       if (type == 'x') {
         parsePax(text, &paxPath, &paxSize, &paxHasSize);
@@ -330,7 +312,7 @@ ShardInfo scanShard(const std::string& path, bool labelled) {
     } else {
       p.hasCls = true;
       std::string text(std::min<uint64_t>(memberSize, 64), '\0');
-      FIXRES_CHECK(preadAll(file.fd(), text.data(), text.size(), dataOffset), DataError, path,
+      FIXRES_CHECK(file.readExact(dataOffset, text.data(), text.size()), DataError, path,
                    ": cannot read at byte ", dataOffset);
       int64_t label = -1;
       if (memberSize <= 64 && parseLabel(text, &label)) {
@@ -763,6 +745,7 @@ class TarShardDataset : public Dataset {
     for (auto& s : index.shards) {
       const size_t shard = paths_.size();
       paths_.push_back((fs::path(dir_) / s.name).string());
+      bytes_.push_back(s.bytes);
       sizes_.push_back(s.members.size());
       for (auto& m : s.members) {
         if (m.problem.empty() && (m.label < 0 || m.label >= static_cast<int64_t>(classes_.size())))
@@ -778,12 +761,7 @@ class TarShardDataset : public Dataset {
       }
       std::vector<ShardMember>().swap(s.members);  // one shard's members at a time in memory
     }
-    fds_.assign(paths_.size(), -1);
-  }
-  ~TarShardDataset() override {
-    for (int fd : fds_) {
-      if (fd >= 0) ::close(fd);
-    }
+    files_.resize(paths_.size());
   }
   size_t size() const override { return samples_.size(); }
   int64_t label(size_t i) const override {
@@ -802,8 +780,8 @@ class TarShardDataset : public Dataset {
     FIXRES_CHECK(s.problem < 0, DataError, out.name, ": ",
                  problems_[static_cast<size_t>(std::max(s.problem, 0))]);
     auto bytes = std::make_shared<std::vector<uint8_t>>(s.size);
-    FIXRES_CHECK(preadAll(fd(s.shard), bytes->data(), bytes->size(), s.offset), DataError, out.name,
-                 ": cannot read ", s.size, " bytes at ", s.offset, ": ",
+    FIXRES_CHECK(file(s.shard).readExact(s.offset, bytes->data(), bytes->size()), DataError,
+                 out.name, ": cannot read ", s.size, " bytes at ", s.offset, ": ",
                  errno ? std::strerror(errno) : "the shard is shorter than its index says");
     out.bytes = std::move(bytes);
     return out;
@@ -819,24 +797,25 @@ class TarShardDataset : public Dataset {
     int32_t problem;  // index in problems_, -1 when the sample reads
     std::string key;
   };
-  int fd(size_t shard) const {
+  // The shard's file, opened on first use; errno cleared, so that a failed read tells an error
+  // from a shard shorter than its index.
+  const ByteSource& file(size_t shard) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (fds_[shard] < 0) {
-      const int f = ::open(paths_[shard].c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-      FIXRES_CHECK(f >= 0, DataError, paths_[shard], ": cannot open: ", std::strerror(errno));
-      fds_[shard] = f;
-    }
+    if (!files_[shard])
+      files_[shard] =
+          std::make_unique<ByteSource>(openShardFd(paths_[shard]), bytes_[shard], paths_[shard]);
     errno = 0;
-    return fds_[shard];
+    return *files_[shard];
   }
   std::string dir_;
   std::vector<std::string> classes_;
   std::vector<std::string> paths_;
+  std::vector<uint64_t> bytes_;  // file size per shard, as indexed or scanned
   std::vector<size_t> sizes_;
   std::vector<Sample> samples_;
   std::vector<std::string> problems_;
   mutable std::mutex mutex_;
-  mutable std::vector<int> fds_;
+  mutable std::vector<std::unique_ptr<ByteSource>> files_;
 };
 
 // The index of `dir` when it matches its tar files (names and sizes); why not in *why.
