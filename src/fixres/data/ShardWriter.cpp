@@ -102,18 +102,54 @@ class ShardFile {
   uint64_t bytes_ = 0;
 };
 
+// Checks that `outDir` is missing or an empty folder (UsageError otherwise); true when it exists.
+bool checkOutDir(const std::string& outDir) {
+  std::error_code ec;
+  const bool existed = fs::exists(fs::symlink_status(outDir, ec));
+  if (existed) {
+    FIXRES_CHECK(fs::is_directory(outDir, ec), UsageError, "--out ", outDir,
+                 " exists and is not a folder");
+    FIXRES_CHECK(fs::is_empty(outDir, ec) && !ec, UsageError, "--out ", outDir,
+                 " is not empty (shards go to a new or empty folder)");
+  }
+  return existed;
+}
+
+// Sample i's key, added to *keys: keyFor's, or else (empty, taken, or too long for a ustar name
+// with `ext`) the index zero-padded to `digits`, with '_' appended until it is new.
+std::string uniqueKey(const Dataset& dataset, size_t i, const std::string& ext, int digits,
+                      std::unordered_set<std::string>* keys) {
+  std::string key = keyFor(dataset, i);
+  std::string prefix, base;
+  if (key.empty() || keys->count(key) || !splitUstarName(key + "." + ext, &prefix, &base)) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%0*zu", digits, i);
+    key = buf;
+    while (keys->count(key)) key += "_";
+  }
+  keys->insert(key);
+  return key;
+}
+
+// Moves the shards, then the index, from `tmp` up into `outDir`; OutputError when one cannot move.
+void moveUp(const std::string& tmp, const std::string& outDir, const ShardIndex& index) {
+  std::vector<std::string> names;
+  for (const auto& sh : index.shards) names.push_back(sh.name);
+  names.push_back(kShardIndexName);
+  for (const auto& name : names) {
+    const std::string from = (fs::path(tmp) / name).string();
+    const std::string to = (fs::path(outDir) / name).string();
+    FIXRES_CHECK(::rename(from.c_str(), to.c_str()) == 0, OutputError, "cannot move ", from, " to ",
+                 to, ": ", std::strerror(errno));
+  }
+}
+
 }  // namespace
 
 ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o) {
   FIXRES_CHECK(o.shardBytes > 0, UsageError, "shard size must be positive");
+  const bool existed = checkOutDir(o.outDir);
   std::error_code ec;
-  const bool existed = fs::exists(fs::symlink_status(o.outDir, ec));
-  if (existed) {
-    FIXRES_CHECK(fs::is_directory(o.outDir, ec), UsageError, "--out ", o.outDir,
-                 " exists and is not a folder");
-    FIXRES_CHECK(fs::is_empty(o.outDir, ec) && !ec, UsageError, "--out ", o.outDir,
-                 " is not empty (shards go to a new or empty folder)");
-  }
   const size_t n = dataset.size();
   FIXRES_CHECK(n > 0, DataError, dataset.source(), ": no sample to shard");
   at::Generator gen = at::detail::createCPUGenerator(o.seed);
@@ -158,15 +194,7 @@ ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o)
       FIXRES_CHECK(!s.isDecoded && s.bytes, DataError, dataset.name(i),
                    ": only encoded images (JPEG, PNG files) can be written to tar shards");
       const std::string ext = extensionFor(s.name, s);
-      std::string key = keyFor(dataset, i);
-      std::string prefix, base;
-      if (key.empty() || keys.count(key) || !splitUstarName(key + "." + ext, &prefix, &base)) {
-        char buf[32];
-        std::snprintf(buf, sizeof(buf), "%0*zu", digits, i);
-        key = buf;
-        while (keys.count(key)) key += "_";
-      }
-      keys.insert(key);
+      const std::string key = uniqueKey(dataset, i, ext, digits, &keys);
       if (!shard) {
         index.shards.push_back({shardFileName(index.shards.size()), 0, {}});
         shard = std::make_unique<ShardFile>((fs::path(tmp) / index.shards.back().name).string());
@@ -184,15 +212,7 @@ ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o)
     }
     finish();
     writeFileAtomic((fs::path(tmp) / kShardIndexName).string(), shardIndexToJson(index));
-    std::vector<std::string> names;
-    for (const auto& sh : index.shards) names.push_back(sh.name);
-    names.push_back(kShardIndexName);
-    for (const auto& name : names) {
-      const std::string from = (fs::path(tmp) / name).string();
-      const std::string to = (fs::path(o.outDir) / name).string();
-      FIXRES_CHECK(::rename(from.c_str(), to.c_str()) == 0, OutputError, "cannot move ", from,
-                   " to ", to, ": ", std::strerror(errno));
-    }
+    moveUp(tmp, o.outDir, index);
     fs::remove(tmp, ec);
   } catch (...) {
     // Shards already moved up are ours too: OUT was empty or new.
