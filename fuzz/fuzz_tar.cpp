@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fixres/common/Error.h"
+#include "fixres/data/TarScanner.h"
 #include "fixres/data/TarShards.h"
 
 static std::string tempDir() {

@@ -1,5 +1,5 @@
 // `fixres shard`: an image folder (or shards) -> shuffled tar shards in the WebDataset layout,
-// with their index (data/TarShards.h).
+// with their index (data/ShardWriter.h).
 #include <algorithm>
 #include <iostream>
 
@@ -8,7 +8,7 @@
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/Dataset.h"
-#include "fixres/data/TarShards.h"
+#include "fixres/data/ShardWriter.h"
 
 namespace fixres::cli {
 

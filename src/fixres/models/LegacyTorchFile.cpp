@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "fixres/common/ByteSource.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
-#include "fixres/models/ByteSource.h"
 #include "fixres/models/StorageTensors.h"
 #include "fixres/models/Unpickler.h"
 

@@ -22,8 +22,6 @@
 
 namespace fixres::models {
 
-class ByteSource;
-
 class LegacyTorchFile final : public WeightSource {
  public:
   // Opens the file and checks its structure: the magic number, the protocol version, a

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "fixres/common/ByteSource.h"
 #include "fixres/common/Error.h"
-#include "fixres/models/ByteSource.h"
 
 namespace fixres::models {
 namespace {

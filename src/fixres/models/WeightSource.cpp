@@ -1,8 +1,8 @@
 // Telling the weight formats apart by their first bytes, and opening the matching reader.
 #include "fixres/models/WeightSource.h"
 
+#include "fixres/common/ByteSource.h"
 #include "fixres/common/Error.h"
-#include "fixres/models/ByteSource.h"
 #include "fixres/models/LegacyTorchFile.h"
 #include "fixres/models/SafetensorsFile.h"
 #include "fixres/models/TorchFile.h"

@@ -18,6 +18,9 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Sha256.h"
 #include "fixres/data/Sampler.h"
+#include "fixres/data/ShardIndex.h"
+#include "fixres/data/ShardWriter.h"
+#include "fixres/data/TarScanner.h"
 
 namespace fixres::data {
 namespace {

@@ -1,5 +1,5 @@
-// Reading weight files at offsets: pread on a file descriptor, or memcpy from memory.
-#include "fixres/models/ByteSource.h"
+// Reading files at offsets: pread on a file descriptor, or memcpy from memory.
+#include "fixres/common/ByteSource.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 
 #include "fixres/common/Error.h"
 
-namespace fixres::models {
+namespace fixres {
 
 ByteSource::ByteSource(const std::string& path) : name_(path) {
   // stat before open: opening a FIFO or a device could block or have side effects.
@@ -37,6 +37,9 @@ ByteSource::ByteSource(const void* data, size_t size, std::string name)
   FIXRES_CHECK(size > 0, WeightsError, name_, " is empty");
 }
 
+ByteSource::ByteSource(int fd, uint64_t size, std::string name)
+    : name_(std::move(name)), size_(size), fd_(fd) {}
+
 ByteSource::ByteSource(ByteSource&& other) noexcept
     : name_(std::move(other.name_)), size_(other.size_), fd_(other.fd_), memory_(other.memory_) {
   other.fd_ = -1;
@@ -53,12 +56,22 @@ size_t ByteSource::readSome(uint64_t offset, void* dst, size_t n) const {
     std::memcpy(dst, memory_ + offset, n);
     return n;
   }
+  bool failed = false;
+  const size_t done = preadSome(offset, dst, n, &failed);
+  FIXRES_CHECK(!failed, WeightsError, "cannot read ", name_, ": ", std::strerror(errno));
+  return done;
+}
+
+size_t ByteSource::preadSome(uint64_t offset, void* dst, size_t n, bool* failed) const {
   size_t done = 0;
   while (done < n) {
     ssize_t got =
         ::pread(fd_, static_cast<char*>(dst) + done, n - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
-    FIXRES_CHECK(got >= 0, WeightsError, "cannot read ", name_, ": ", std::strerror(errno));
+    if (got < 0) {
+      *failed = true;
+      break;
+    }
     if (got == 0) break;  // the file shrank since it was opened
     done += static_cast<size_t>(got);
   }
@@ -78,4 +91,14 @@ std::string ByteSource::readUpTo(uint64_t offset, size_t n) const {
   return out;
 }
 
-}  // namespace fixres::models
+bool ByteSource::readExact(uint64_t offset, void* dst, size_t n) const {
+  if (offset > size_ || n > size_ - offset) return false;
+  if (memory_) {
+    std::memcpy(dst, memory_ + offset, n);
+    return true;
+  }
+  bool failed = false;
+  return preadSome(offset, dst, n, &failed) == n;
+}
+
+}  // namespace fixres

@@ -1,0 +1,36 @@
+// The shard writer: `writeShards` (behind `fixres shard`) writes a dataset's samples, shuffled
+// with a seed, as tar shards `shard-000000.tar`, ... with their index shards.json.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fixres/data/Dataset.h"
+
+namespace fixres::data {
+
+struct ShardWriteOptions {
+  std::string outDir;                  // created if missing; must be empty if it exists
+  uint64_t shardBytes = 256ull << 20;  // a shard is closed once it reaches this size
+  uint64_t seed = 0;                   // sample order = torch.randperm(N) seeded with it
+};
+
+struct ShardWriteResult {
+  size_t samples = 0;
+  size_t shards = 0;
+  int stopSignal = 0;  // a stop signal (SIGINT, SIGTERM, ...) ended the writing: nothing kept
+};
+
+// Writes `dataset`'s samples (encoded bytes, copied as they are, not decoded) in the order of
+// torch.randperm(N) with a generator seeded `seed`, into shards of about `shardBytes` (each holds
+// at least one sample), then the index. The files are written into a hidden folder inside outDir
+// and moved up when all are done, the index last (so outDir never looks like a finished shard
+// folder before it is one); on failure or a stop signal (installStopHandlers) nothing is kept and
+// an outDir this call created is removed. Keys: the sample's path relative to the dataset's source
+// without its extension, '.' replaced by '_' (WebDataset splits keys at the first dot); a key that
+// would repeat one or not fit a ustar header is the sample's zero-padded index in the source.
+// UsageError when outDir is not an empty folder; DataError for samples without encoded bytes.
+ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& options);
+
+}  // namespace fixres::data
