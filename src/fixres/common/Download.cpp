@@ -1,4 +1,4 @@
-// The weight cache: URL -> path, the per-file lock, the libcurl transfer with resume, checks.
+// The weight cache: the per-file lock, the libcurl transfer with resume, checks.
 #include "fixres/common/Download.h"
 
 #include <curl/curl.h>
@@ -8,14 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "fixres/common/Error.h"
@@ -39,29 +37,6 @@ std::string sysText() {
   return std::strerror(errno);
 }
 
-bool isHex(const std::string& s) {
-  for (char c : s)
-    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
-  return true;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// One component of a cache path: [A-Za-z0-9._+-] only, never starting with a dot.
-std::string safeName(const std::string& part) {
-  std::string out;
-  for (char c : part) {
-    const bool ok =
-        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '+';
-    out += ok ? c : '_';
-  }
-  if (!out.empty() && out[0] == '.') out[0] = '_';
-  return out;
-}
-
 std::string folderOf(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -81,11 +56,6 @@ std::string megabytes(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f MB", static_cast<double>(bytes) / 1e6);
   return buf;
-}
-
-void initCurl() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
 // The exclusive right to fetch one cache entry: flock on its part file `.<name>.part`, which
@@ -169,7 +139,7 @@ size_t onHeader(char* data, size_t size, size_t count, void* user) {
   if (line.rfind("HTTP/", 0) == 0) {
     t->statusLine = line;
     t->contentRange.clear();
-  } else if (lower(line.substr(0, 14)) == "content-range:") {
+  } else if (detail::toLower(line.substr(0, 14)) == "content-range:") {
     t->contentRange = line.substr(14);
     while (!t->contentRange.empty() && t->contentRange.front() == ' ') t->contentRange.erase(0, 1);
   }
@@ -267,10 +237,6 @@ int onProgress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, cur
 struct CurlDeleter {
   void operator()(CURL* c) const { curl_easy_cleanup(c); }
 };
-struct CurlUrlDeleter {
-  void operator()(CURLU* u) const { curl_url_cleanup(u); }
-};
-
 // Why a transfer failed, and whether it should be tried once more from byte 0.
 enum class Outcome { kDone, kRestart };
 
@@ -427,66 +393,6 @@ void removeEmptyFolders(std::string folder, const std::string& root) {
 
 }  // namespace
 
-bool isRemoteFile(const std::string& path) {
-  return path.rfind("http://", 0) == 0 || path.rfind("https://", 0) == 0;
-}
-
-RemoteFile parseRemoteFile(const std::string& spec) {
-  RemoteFile f;
-  const auto hash = spec.find('#');
-  f.url = spec.substr(0, hash);
-  if (hash == std::string::npos) return f;
-  const std::string fragment = spec.substr(hash + 1);
-  const std::string key = "sha256=";
-  const std::string hex = fragment.rfind(key, 0) == 0 ? fragment.substr(key.size()) : "";
-  FIXRES_CHECK(hex.size() >= 8 && hex.size() <= 64 && isHex(hex), UsageError, "'", spec,
-               "': the part after '#' must be sha256= and 8 to 64 hexadecimal digits (the "
-               "file's SHA-256 or its start), got '#",
-               fragment, "'");
-  f.sha256 = lower(hex);
-  return f;
-}
-
-std::string remoteFileSpec(const RemoteFile& file) {
-  return file.sha256.empty() ? file.url : file.url + "#sha256=" + file.sha256;
-}
-
-std::string cachePathFor(const std::string& cacheDir, const std::string& url) {
-  initCurl();
-  std::unique_ptr<CURLU, CurlUrlDeleter> u(curl_url());
-  FIXRES_CHECK(u != nullptr, InternalError, "cannot start libcurl");
-  const CURLUcode rc = curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0);
-  FIXRES_CHECK(rc == CURLUE_OK, UsageError, "'", url, "' is not a URL fixres can fetch (",
-               curl_url_strerror(rc), ")");
-  auto part = [&u](CURLUPart which) {
-    char* text = nullptr;
-    std::string out;
-    if (curl_url_get(u.get(), which, &text, 0) == CURLUE_OK && text) out = text;
-    curl_free(text);
-    return out;
-  };
-  std::string host = safeName(lower(part(CURLUPART_HOST)));
-  const std::string port = part(CURLUPART_PORT);
-  if (!port.empty()) host += "_" + safeName(port);
-  const std::string path = part(CURLUPART_PATH);
-  const std::string query = part(CURLUPART_QUERY);
-  FIXRES_CHECK(!host.empty() && !path.empty() && path.back() != '/', UsageError, "'", url,
-               "' names no file (the URL's path must end in a file name)");
-  std::string out = cacheDir + "/" + host;
-  size_t from = 0;
-  while (from < path.size()) {
-    auto to = path.find('/', from);
-    if (to == std::string::npos) to = path.size();
-    const std::string piece = path.substr(from, to - from);
-    from = to + 1;
-    if (piece.empty() || piece == ".") continue;
-    FIXRES_CHECK(piece != "..", UsageError, "'", url, "': '..' in the path of a URL to fetch");
-    out += "/" + safeName(piece);
-  }
-  if (!query.empty()) out += "-q" + sha256Hex(query).substr(0, 16);
-  return out;
-}
-
 std::string fetchToCache(const RemoteFile& file, const DownloadOptions& o) {
   FIXRES_CHECK(!o.cacheDir.empty(), UsageError, "no cache folder to fetch ", file.url,
                " into: give --cache-dir, or set FIXRES_CACHE, XDG_CACHE_HOME or HOME");
@@ -496,7 +402,7 @@ std::string fetchToCache(const RemoteFile& file, const DownloadOptions& o) {
     log::debug("using the cached ", target, " for ", file.url);
     return target;
   }
-  initCurl();
+  detail::initCurl();
   const std::string folder = folderOf(target), name = baseName(target);
   const std::string part = folder + "/." + name + ".part";
   try {

@@ -1,4 +1,5 @@
-// SVG line chart: nice ticks, low-outlier clipping and non-overlapping mark labels.
+// SVG line chart: layout, low-outlier triangles and non-overlapping mark labels (the axis
+// scales, nice ticks and the clipped y range, are PlotAxes.cpp).
 #include "fixres/common/SvgPlot.h"
 
 #include <algorithm>
@@ -18,7 +19,6 @@ constexpr double kMarkFont = 11;    // px, mark and outlier labels
 constexpr double kMarkRowH = 14;    // px between stacked mark label rows
 constexpr double kLabelGap = 8;     // px kept free between two labels in one row
 constexpr double kCharWidth = 0.6;  // em, a generous average glyph width for sans-serif
-constexpr double kMinClipGain = 3;  // clip low outliers only when the y span shrinks this much
 
 // Short, deterministic numbers for coordinates.
 std::string num(double v) {
@@ -157,191 +157,157 @@ struct Point {
   size_t series, index;  // index in the series' vectors: lines break where a point is missing
 };
 
-}  // namespace
-
-AxisTicks niceTicks(double lo, double hi, int maxIntervals, bool integerStep) {
-  FIXRES_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi, UsageError,
-               "niceTicks: need finite lo <= hi, got [", lo, ", ", hi, "]");
-  FIXRES_CHECK(std::isfinite(hi - lo), UsageError, "niceTicks: range too wide: [", lo, ", ", hi,
-               "]");
-  maxIntervals = std::clamp(maxIntervals, 1, 1000);
-  if (hi - lo <= 1e-12 * std::max(1.0, std::fabs(lo))) lo -= 1, hi += 1;
-  const double raw = (hi - lo) / maxIntervals;
-  AxisTicks t;
-  // Start one decade below the raw step so that no smaller valid step is skipped; the step grows
-  // until the widened axis needs at most maxIntervals intervals.
-  for (int k = static_cast<int>(std::floor(std::log10(raw))) - 1;; ++k) {
-    for (double m : {1.0, 2.0, 2.5, 5.0}) {
-      const double s = k >= 0 ? m * std::pow(10.0, k) : m / std::pow(10.0, -k);
-      if (integerStep && (s < 1 || std::fabs(s - std::round(s)) > 1e-9)) continue;
-      const double first = std::floor(lo / s + 1e-9), last = std::ceil(hi / s - 1e-9);
-      if (last - first > maxIntervals) continue;
-      t.step = s;
-      for (double i = first; i <= last + 0.5; i += 1) t.values.push_back(i * s);
-      t.first = t.values.front();
-      t.last = t.values.back();
-      return t;
-    }
-  }
-}
-
-DenseRange denseRange(const std::vector<double>& values, double madFactor) {
-  std::vector<double> v;
-  for (double x : values)
-    if (std::isfinite(x)) v.push_back(x);
-  DenseRange r;
-  if (v.empty()) return r;
-  std::sort(v.begin(), v.end());
-  r.lo = v.front();
-  r.hi = v.back();
-  const size_t n = v.size();
-  if (n < 5 || !(madFactor > 0)) return r;
-  auto median = [](const std::vector<double>& sorted) {
-    const size_t m = sorted.size() / 2;
-    return sorted.size() % 2 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2;
-  };
-  const double med = median(v);
-  std::vector<double> dev;
-  for (double x : v) dev.push_back(std::fabs(x - med));
-  std::sort(dev.begin(), dev.end());
-  const double fence = med - madFactor * median(dev);
-  const auto kept = std::lower_bound(v.begin(), v.end(), fence);
-  if (kept == v.begin()) return r;
-  // Clip only when it pays; otherwise the low values are part of the curve.
-  if (r.hi - r.lo < kMinClipGain * (r.hi - *kept)) return r;
-  r.lo = *kept;
-  r.clipped = true;
-  return r;
-}
-
-std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOptions& o) {
-  FIXRES_CHECK(o.width >= 320 && o.height >= 150, UsageError,
-               "plot size must be at least 320x150, got ", o.width, "x", o.height);
-  FIXRES_CHECK(o.outlierMadFactor > 0, UsageError, "plot outlierMadFactor must be positive, got ",
-               o.outlierMadFactor);
-
-  // ---- data ----
+// The finite points of every series, their y values, whether every x is an integer, and per
+// series the point with the largest y when the series is highlighted (else null).
+struct ChartData {
   std::vector<Point> points;
   std::vector<double> ys;
   bool integerX = true;
+  std::vector<const Point*> best;
+};
+
+ChartData collectData(const std::vector<PlotSeries>& series) {
+  ChartData d;
   for (size_t si = 0; si < series.size(); ++si) {
     const PlotSeries& s = series[si];
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
-      points.push_back({s.x[i], s.y[i], si, i});
-      ys.push_back(s.y[i]);
-      integerX = integerX && std::fabs(s.x[i] - std::round(s.x[i])) < 1e-9;
+      d.points.push_back({s.x[i], s.y[i], si, i});
+      d.ys.push_back(s.y[i]);
+      d.integerX = d.integerX && std::fabs(s.x[i] - std::round(s.x[i])) < 1e-9;
     }
   }
+  d.best.assign(series.size(), nullptr);
+  for (const Point& p : d.points)
+    if (series[p.series].highlightMax && (!d.best[p.series] || p.y > d.best[p.series]->y))
+      d.best[p.series] = &p;
+  return d;
+}
 
-  // ---- marks: explicit ones and the best point of highlighted series ----
-  std::vector<PlotMark> marks = o.marks;
-  std::vector<const Point*> best(series.size(), nullptr);
-  for (const Point& p : points)
-    if (series[p.series].highlightMax && (!best[p.series] || p.y > best[p.series]->y))
-      best[p.series] = &p;
+// The geometry of the picture: the plot area (left L, top T, width pw, height ph, bottom edge at
+// y = bottom) in a picture of height `height`, and the ticks of both axes.
+struct ChartFrame {
+  double L = 70, R = 170, B = 55;  // margins left, right and below the plot
+  double pw = 0, T = 0, ph = 0, height = 0, bottom = 0;
+  AxisTicks xt, yt;
 
-  // ---- ranges ----
+  double px(double x) const { return L + (x - xt.first) / (xt.last - xt.first) * pw; }
+  double py(double y) const { return T + (1 - (y - yt.first) / (yt.last - yt.first)) * ph; }
+  bool below(const Point& p) const { return p.y < yt.first - 1e-9 * (yt.last - yt.first); }
+};
+
+// The x axis covers the points and the marks at a finite x.
+AxisTicks xTicksFor(const ChartData& d, const std::vector<PlotMark>& marks, double pw) {
   double x0 = std::numeric_limits<double>::max(), x1 = -x0;
-  for (const Point& p : points) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x);
+  for (const Point& p : d.points) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x);
   for (const PlotMark& m : marks)
     if (std::isfinite(m.x)) x0 = std::min(x0, m.x), x1 = std::max(x1, m.x);
   if (x0 > x1) x0 = 0, x1 = 1;
-  DenseRange dense = denseRange(ys, o.clipLowOutliers ? o.outlierMadFactor : 0);
-  if (ys.empty()) dense.lo = 0, dense.hi = 1;
+  return niceTicks(x0 - 0.02 * (x1 - x0), x1 + 0.02 * (x1 - x0),
+                   std::max(2, static_cast<int>(pw / 60)), d.integerX);
+}
 
-  // ---- layout: the label band above the plot depends on the x scale only ----
-  const double L = 70, R = 170, B = 55;
-  const double pw = o.width - L - R;
-  const AxisTicks xt = niceTicks(x0 - 0.02 * (x1 - x0), x1 + 0.02 * (x1 - x0),
-                                 std::max(2, static_cast<int>(pw / 60)), integerX);
-  auto px = [&](double x) { return L + (x - xt.first) / (xt.last - xt.first) * pw; };
-
-  // Generated labels print y values to a tenth of the order of magnitude of the y span, at
-  // least one decimal: 88.4 for a 2-point span, 0.8812 for 0.881..0.889.
-  const double ySpan = dense.hi - dense.lo;
-  const int valueDecimals =
-      ySpan > 0 ? std::clamp(1 - static_cast<int>(std::floor(std::log10(ySpan))), 1, 9) : 1;
+// The marks of the highlighted series' best points, labelled with their x and y.
+std::vector<PlotMark> bestMarksOf(const std::vector<PlotSeries>& series, const ChartData& d,
+                                  int valueDecimals, const PlotOptions& o) {
   std::vector<PlotMark> bestMarks;
   for (size_t si = 0; si < series.size(); ++si) {
-    if (!best[si]) continue;
-    bestMarks.push_back({best[si]->x,
-                         "best " + withUnit(shortNum(best[si]->x), o.xUnit) + " (" +
-                             withUnit(fixed(best[si]->y, valueDecimals), o.yUnit) + ")",
+    if (!d.best[si]) continue;
+    bestMarks.push_back({d.best[si]->x,
+                         "best " + withUnit(shortNum(d.best[si]->x), o.xUnit) + " (" +
+                             withUnit(fixed(d.best[si]->y, valueDecimals), o.yUnit) + ")",
                          series[si].color, MarkStyle::kDashed});
   }
+  return bestMarks;
+}
+
+// The explicit marks at a finite x, then the best marks, with their label rows.
+std::vector<PlacedMark> placeMarks(const std::vector<PlotMark>& marks,
+                                   const std::vector<PlotMark>& bestMarks, const ChartFrame& f,
+                                   int width) {
   std::vector<PlacedMark> toPlace;
   for (const PlotMark& m : marks)
-    if (std::isfinite(m.x)) toPlace.push_back({&m, px(m.x)});
-  for (const PlotMark& m : bestMarks) toPlace.push_back({&m, px(m.x)});
-  const std::vector<PlacedMark> placed = placeMarkLabels(toPlace, o.width);
+    if (std::isfinite(m.x)) toPlace.push_back({&m, f.px(m.x)});
+  for (const PlotMark& m : bestMarks) toPlace.push_back({&m, f.px(m.x)});
+  return placeMarkLabels(toPlace, width);
+}
+
+// The vertical layout below the mark label rows, and the y axis over the dense range.
+void fitHeight(ChartFrame& f, const std::vector<PlacedMark>& placed, const DenseRange& dense,
+               int height) {
   int rows = 0;
   for (const PlacedMark& p : placed) rows = std::max(rows, p.row + 1);
-  const double T = 40 + rows * kMarkRowH;
+  f.T = 40 + rows * kMarkRowH;
   // Many stacked labels on a small picture: keep the plot usable by growing the picture.
-  const double ph = std::max(40.0, o.height - T - B);
-  const double height = T + ph + B;
+  f.ph = std::max(40.0, height - f.T - f.B);
+  f.height = f.T + f.ph + f.B;
 
   const double yPad = 0.04 * (dense.hi - dense.lo);
-  const AxisTicks yt = niceTicks(dense.lo - yPad, dense.hi + yPad,
-                                 std::max(2, std::min(10, static_cast<int>(ph / 40))));
-  auto py = [&](double y) { return T + (1 - (y - yt.first) / (yt.last - yt.first)) * ph; };
-  const double bottom = T + ph;
-  const auto below = [&](const Point& p) { return p.y < yt.first - 1e-9 * (yt.last - yt.first); };
+  f.yt = niceTicks(dense.lo - yPad, dense.hi + yPad,
+                   std::max(2, std::min(10, static_cast<int>(f.ph / 40))));
+  f.bottom = f.T + f.ph;
+}
 
-  // ---- frame, grid, ticks ----
-  std::ostringstream s;
+// The document's start, the title, the grid with the ticks, the plot's frame, the axis labels.
+void writeFrame(std::ostringstream& s, const ChartFrame& f, const PlotOptions& o) {
+  const double L = f.L, pw = f.pw, T = f.T, ph = f.ph, bottom = f.bottom;
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << o.width << "\" height=\""
-    << num(height) << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+    << num(f.height) << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     << "<text x=\"" << num(o.width / 2.0) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
     << escape(o.title) << "</text>\n";
-  const int xDecimals = decimalsOf(xt.step), yDecimals = decimalsOf(yt.step);
-  for (double v : xt.values) {
-    s << "<line x1=\"" << num(px(v)) << "\" x2=\"" << num(px(v)) << "\" y1=\"" << num(T)
+  const int xDecimals = decimalsOf(f.xt.step), yDecimals = decimalsOf(f.yt.step);
+  for (double v : f.xt.values) {
+    s << "<line x1=\"" << num(f.px(v)) << "\" x2=\"" << num(f.px(v)) << "\" y1=\"" << num(T)
       << "\" y2=\"" << num(bottom) << "\" stroke=\"#eee\"/>\n"
-      << "<text class=\"xtick\" x=\"" << num(px(v)) << "\" y=\"" << num(bottom + 18)
+      << "<text class=\"xtick\" x=\"" << num(f.px(v)) << "\" y=\"" << num(bottom + 18)
       << "\" text-anchor=\"middle\">" << fixed(v, xDecimals) << "</text>\n";
   }
-  for (double v : yt.values) {
-    s << "<line x1=\"" << L << "\" x2=\"" << num(L + pw) << "\" y1=\"" << num(py(v)) << "\" y2=\""
-      << num(py(v)) << "\" stroke=\"#ddd\"/>\n"
-      << "<text class=\"ytick\" x=\"" << L - 6 << "\" y=\"" << num(py(v) + 4)
+  for (double v : f.yt.values) {
+    s << "<line x1=\"" << L << "\" x2=\"" << num(L + pw) << "\" y1=\"" << num(f.py(v)) << "\" y2=\""
+      << num(f.py(v)) << "\" stroke=\"#ddd\"/>\n"
+      << "<text class=\"ytick\" x=\"" << L - 6 << "\" y=\"" << num(f.py(v) + 4)
       << "\" text-anchor=\"end\">" << fixed(v, yDecimals) << "</text>\n";
   }
   s << "<rect x=\"" << L << "\" y=\"" << num(T) << "\" width=\"" << num(pw) << "\" height=\""
     << num(ph) << "\" fill=\"none\" stroke=\"#333\"/>\n"
-    << "<text x=\"" << num(L + pw / 2) << "\" y=\"" << num(height - 12)
+    << "<text x=\"" << num(L + pw / 2) << "\" y=\"" << num(f.height - 12)
     << "\" text-anchor=\"middle\">" << escape(o.xLabel) << "</text>\n"
     << "<text transform=\"translate(18," << num(T + ph / 2)
     << ") rotate(-90)\" text-anchor=\"middle\">" << escape(o.yLabel) << "</text>\n";
+}
 
-  // ---- marks: lines from the plot bottom up to their label row ----
+// The marks: lines from the plot bottom up to their label row, and the labels.
+void writeMarks(std::ostringstream& s, const std::vector<PlacedMark>& placed, const ChartFrame& f) {
   for (size_t i = 0; i < placed.size(); ++i) {
     const PlacedMark& p = placed[i];
     int sharing = 0;
     for (size_t j = 0; j < i; ++j) sharing += std::fabs(placed[j].px - p.px) < 1;
-    const double baseline = T - 6 - p.row * kMarkRowH;
+    const double baseline = f.T - 6 - p.row * kMarkRowH;
     s << "<line class=\"mark\" x1=\"" << num(p.px) << "\" x2=\"" << num(p.px) << "\" y1=\""
-      << num(bottom) << "\" y2=\"" << num(baseline - 9) << "\" stroke=\"" << p.mark->color
+      << num(f.bottom) << "\" y2=\"" << num(baseline - 9) << "\" stroke=\"" << p.mark->color
       << "\" stroke-width=\"1.3\"" << dashOf(p.mark->style, sharing) << "/>\n"
       << "<text class=\"mark-label\" x=\"" << num(p.left ? p.box.hi : p.box.lo) << "\" y=\""
       << num(baseline) << "\" font-size=\"" << kMarkFont << "\" fill=\"" << p.mark->color << "\""
       << (p.left ? " text-anchor=\"end\"" : "") << ">" << escape(p.mark->label) << "</text>\n";
   }
+}
 
-  // ---- low outliers: placed first, the series' dashed lines end at their triangles ----
-  // Each gets a downward triangle on the bottom edge at its x and a label beside it; where labels
-  // would overlap they stack upwards, lower values first.
-  struct Outlier {
-    const Point* p;
-    double x, tip;  // triangle tip in px
-    bool left;      // label left of the triangle (near the right edge)
-    std::string text;
-  };
+// A low outlier: a downward triangle on the bottom edge at its x, with a label beside it.
+struct Outlier {
+  const Point* p;
+  double x, tip;  // triangle tip in px
+  bool left;      // label left of the triangle (near the right edge)
+  std::string text;
+};
+
+// The low outliers, placed before the series (whose dashed lines end at their triangles). Where
+// labels would overlap they stack upwards, lower values first.
+std::vector<Outlier> placeOutliers(const ChartData& d, const ChartFrame& f, int valueDecimals,
+                                   const PlotOptions& o) {
   std::vector<Outlier> outliers;
-  for (const Point& p : points)
-    if (below(p)) outliers.push_back({&p, px(p.x), bottom, false, ""});
+  for (const Point& p : d.points)
+    if (f.below(p)) outliers.push_back({&p, f.px(p.x), f.bottom, false, ""});
   std::stable_sort(outliers.begin(), outliers.end(), [](const Outlier& a, const Outlier& b) {
     return a.p->x != b.p->x ? a.p->x < b.p->x : a.p->y < b.p->y;
   });
@@ -350,7 +316,7 @@ std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOption
     u.text = withUnit(fixed(u.p->y, valueDecimals), o.yUnit) + " at " +
              withUnit(shortNum(u.p->x), o.xUnit);
     const double w = textWidth(u.text, kMarkFont);
-    u.left = u.x + 10 + w > L + pw;
+    u.left = u.x + 10 + w > f.L + f.pw;
     const Interval box = u.left ? Interval{u.x - 10 - w, u.x + 6} : Interval{u.x - 6, u.x + 10 + w};
     int level = 0;
     for (bool clash = true; clash; level += clash) {
@@ -358,57 +324,67 @@ std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOption
       for (const auto& t : taken) clash = clash || (t.first == level && t.second.overlaps(box, 4));
     }
     taken.push_back({level, box});
-    u.tip = bottom - 4 - level * kMarkRowH;
+    u.tip = f.bottom - 4 - level * kMarkRowH;
   }
-  auto tipOf = [&](const Point* p) {
-    for (const Outlier& u : outliers)
-      if (u.p == p) return u.tip;
-    return bottom;
+  return outliers;
+}
+
+// Where the dashed line to point p ends: its outlier's triangle tip.
+double tipOf(const std::vector<Outlier>& outliers, const Point* p, double bottom) {
+  for (const Outlier& u : outliers)
+    if (u.p == p) return u.tip;
+  return bottom;
+}
+
+// Series si: solid lines between points on the axis, dashed ones down to clipped points, the
+// points, the ring of its best point.
+void writeSeries(std::ostringstream& s, const PlotSeries& ser, size_t si, const ChartData& d,
+                 const ChartFrame& f, const std::vector<Outlier>& outliers) {
+  std::vector<const Point*> own;
+  for (const Point& p : d.points)
+    if (p.series == si) own.push_back(&p);
+  std::string run;  // "x,y x,y ..." of the current stretch of points on the axis
+  size_t runLength = 0;
+  auto flush = [&] {
+    if (runLength >= 2)
+      s << "<polyline fill=\"none\" stroke=\"" << ser.color << "\" stroke-width=\"2\" points=\""
+        << run << "\"/>\n";
+    run.clear();
+    runLength = 0;
   };
-
-  // ---- series: solid lines between points on the axis, dashed ones down to clipped points ----
-  for (size_t si = 0; si < series.size(); ++si) {
-    const PlotSeries& ser = series[si];
-    std::vector<const Point*> own;
-    for (const Point& p : points)
-      if (p.series == si) own.push_back(&p);
-    std::string run;  // "x,y x,y ..." of the current stretch of points on the axis
-    size_t runLength = 0;
-    auto flush = [&] {
-      if (runLength >= 2)
-        s << "<polyline fill=\"none\" stroke=\"" << ser.color << "\" stroke-width=\"2\" points=\""
-          << run << "\"/>\n";
-      run.clear();
-      runLength = 0;
-    };
-    for (size_t i = 0; i < own.size(); ++i) {
-      const Point* p = own[i];
-      if (i > 0 && own[i - 1]->index + 1 != p->index) flush();
-      if (below(*p)) {
-        flush();
-        continue;
-      }
-      run += (runLength++ ? " " : "") + num(px(p->x)) + "," + num(py(p->y));
+  for (size_t i = 0; i < own.size(); ++i) {
+    const Point* p = own[i];
+    if (i > 0 && own[i - 1]->index + 1 != p->index) flush();
+    if (f.below(*p)) {
+      flush();
+      continue;
     }
-    flush();
-    for (size_t i = 0; i + 1 < own.size(); ++i) {
-      const Point *a = own[i], *b = own[i + 1];
-      if (a->index + 1 != b->index) continue;
-      if (below(*a) == below(*b)) continue;  // both on the axis: solid; both below: not drawn
-      s << "<line x1=\"" << num(px(a->x)) << "\" y1=\"" << num(below(*a) ? tipOf(a) : py(a->y))
-        << "\" x2=\"" << num(px(b->x)) << "\" y2=\"" << num(below(*b) ? tipOf(b) : py(b->y))
-        << "\" stroke=\"" << ser.color << "\" stroke-width=\"1.5\" stroke-dasharray=\"4,3\"/>\n";
-    }
-    for (const Point* p : own)
-      if (!below(*p))
-        s << "<circle cx=\"" << num(px(p->x)) << "\" cy=\"" << num(py(p->y))
-          << "\" r=\"3.5\" fill=\"" << ser.color << "\"/>\n";
-    if (best[si] && !below(*best[si]))
-      s << "<circle class=\"best\" cx=\"" << num(px(best[si]->x)) << "\" cy=\""
-        << num(py(best[si]->y)) << "\" r=\"7\" fill=\"none\" stroke=\"" << ser.color
-        << "\" stroke-width=\"2\"/>\n";
+    run += (runLength++ ? " " : "") + num(f.px(p->x)) + "," + num(f.py(p->y));
   }
+  flush();
+  for (size_t i = 0; i + 1 < own.size(); ++i) {
+    const Point *a = own[i], *b = own[i + 1];
+    if (a->index + 1 != b->index) continue;
+    if (f.below(*a) == f.below(*b)) continue;  // both on the axis: solid; both below: not drawn
+    s << "<line x1=\"" << num(f.px(a->x)) << "\" y1=\""
+      << num(f.below(*a) ? tipOf(outliers, a, f.bottom) : f.py(a->y)) << "\" x2=\""
+      << num(f.px(b->x)) << "\" y2=\""
+      << num(f.below(*b) ? tipOf(outliers, b, f.bottom) : f.py(b->y)) << "\" stroke=\"" << ser.color
+      << "\" stroke-width=\"1.5\" stroke-dasharray=\"4,3\"/>\n";
+  }
+  for (const Point* p : own)
+    if (!f.below(*p))
+      s << "<circle cx=\"" << num(f.px(p->x)) << "\" cy=\"" << num(f.py(p->y))
+        << "\" r=\"3.5\" fill=\"" << ser.color << "\"/>\n";
+  const Point* best = d.best[si];
+  if (best && !f.below(*best))
+    s << "<circle class=\"best\" cx=\"" << num(f.px(best->x)) << "\" cy=\"" << num(f.py(best->y))
+      << "\" r=\"7\" fill=\"none\" stroke=\"" << ser.color << "\" stroke-width=\"2\"/>\n";
+}
 
+// The outliers' triangles and labels, and a broken-axis mark on the y axis when there are any.
+void writeOutliers(std::ostringstream& s, const std::vector<Outlier>& outliers,
+                   const std::vector<PlotSeries>& series, const ChartFrame& f) {
   for (const Outlier& u : outliers) {
     const std::string& color = series[u.p->series].color;
     s << "<path class=\"outlier\" d=\"M" << num(u.x - 5) << "," << num(u.tip - 8) << " L"
@@ -420,14 +396,17 @@ std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOption
       << (u.left ? " text-anchor=\"end\"" : "") << ">" << escape(u.text) << "</text>\n";
   }
   if (!outliers.empty()) {  // broken-axis mark on the y axis, near the bottom
-    const double yb = bottom - 12;
+    const double L = f.L, yb = f.bottom - 12;
     s << "<g class=\"axis-break\"><rect x=\"" << L - 6 << "\" y=\"" << num(yb - 3)
       << "\" width=\"12\" height=\"5\" fill=\"white\"/><path d=\"M" << L - 6 << "," << num(yb)
       << " l12,-4 M" << L - 6 << "," << num(yb + 5) << " l12,-4\" stroke=\"#333\"/></g>\n";
   }
+}
 
-  // ---- legend ----
-  double legendY = T + 10;
+void writeLegend(std::ostringstream& s, const std::vector<PlotSeries>& series,
+                 const ChartFrame& f) {
+  const double L = f.L, pw = f.pw;
+  double legendY = f.T + 10;
   for (const auto& ser : series) {
     s << "<line x1=\"" << num(L + pw + 12) << "\" x2=\"" << num(L + pw + 32) << "\" y1=\""
       << num(legendY) << "\" y2=\"" << num(legendY) << "\" stroke=\"" << ser.color
@@ -436,6 +415,40 @@ std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOption
       << escape(ser.name) << "</text>\n";
     legendY += 20;
   }
+}
+
+}  // namespace
+
+std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOptions& o) {
+  FIXRES_CHECK(o.width >= 320 && o.height >= 150, UsageError,
+               "plot size must be at least 320x150, got ", o.width, "x", o.height);
+  FIXRES_CHECK(o.outlierMadFactor > 0, UsageError, "plot outlierMadFactor must be positive, got ",
+               o.outlierMadFactor);
+
+  const ChartData d = collectData(series);
+  DenseRange dense = denseRange(d.ys, o.clipLowOutliers ? o.outlierMadFactor : 0);
+  if (d.ys.empty()) dense.lo = 0, dense.hi = 1;
+
+  // The label band above the plot depends on the x scale only.
+  ChartFrame f;
+  f.pw = o.width - f.L - f.R;
+  f.xt = xTicksFor(d, o.marks, f.pw);
+  // Generated labels print y values to a tenth of the order of magnitude of the y span, at
+  // least one decimal: 88.4 for a 2-point span, 0.8812 for 0.881..0.889.
+  const double ySpan = dense.hi - dense.lo;
+  const int valueDecimals =
+      ySpan > 0 ? std::clamp(1 - static_cast<int>(std::floor(std::log10(ySpan))), 1, 9) : 1;
+  const std::vector<PlotMark> bestMarks = bestMarksOf(series, d, valueDecimals, o);
+  const std::vector<PlacedMark> placed = placeMarks(o.marks, bestMarks, f, o.width);
+  fitHeight(f, placed, dense, o.height);
+
+  std::ostringstream s;
+  writeFrame(s, f, o);
+  writeMarks(s, placed, f);
+  const std::vector<Outlier> outliers = placeOutliers(d, f, valueDecimals, o);
+  for (size_t si = 0; si < series.size(); ++si) writeSeries(s, series[si], si, d, f, outliers);
+  writeOutliers(s, outliers, series, f);
+  writeLegend(s, series, f);
   s << "</svg>\n";
   return s.str();
 }

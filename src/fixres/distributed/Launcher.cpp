@@ -2,12 +2,8 @@
 #include "fixres/distributed/Launcher.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,17 +15,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <optional>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/FolderLock.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
+#include "fixres/distributed/RankProcess.h"
 #include "fixres/distributed/RestartCoordinator.h"
 #include "fixres/distributed/World.h"
-
-extern char** environ;
 
 namespace fixres::distributed {
 namespace {
@@ -141,89 +135,6 @@ class LaunchFolder {
   std::optional<FolderLock> lock_;
 };
 
-struct Child {
-  int localRank = 0;
-  int globalRank = 0;
-  pid_t pid = -1;
-  int outFd = -1, errFd = -1;
-  std::string outBuf, errBuf;
-  bool running = true;
-  int exitCode = 0;
-};
-
-void emit(int fd, const std::string& prefix, std::string& buffer, const char* data, ssize_t n,
-          bool flushAll) {
-  buffer.append(data, static_cast<size_t>(n));
-  size_t start = 0, nl;
-  while ((nl = buffer.find('\n', start)) != std::string::npos) {
-    std::string body = buffer.substr(start, nl - start + 1);
-    // The rank's own log lines already say "[rank r] ": do not say it twice.
-    if (body.compare(0, prefix.size(), prefix) == 0) body.erase(0, prefix.size());
-    std::string line = prefix + body;
-    (void)!::write(fd, line.data(), line.size());
-    start = nl + 1;
-  }
-  buffer.erase(0, start);
-  if (flushAll && !buffer.empty()) {
-    std::string line = prefix + buffer + "\n";
-    (void)!::write(fd, line.data(), line.size());
-    buffer.clear();
-  }
-}
-
-pid_t spawn(const LaunchOptions& o, const Child& c, int worldSize, const std::string& localStore,
-            int generation, int outPipe[2], int errPipe[2]) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  env["RANK"] = std::to_string(c.globalRank);
-  env["WORLD_SIZE"] = std::to_string(worldSize);
-  env["LOCAL_RANK"] = std::to_string(c.localRank);
-  env["LOCAL_WORLD_SIZE"] = std::to_string(o.nprocPerNode);
-  env["GROUP_RANK"] = std::to_string(o.nodeRank);
-  env["MASTER_ADDR"] = o.masterAddr;
-  env["MASTER_PORT"] = std::to_string(o.masterPort);
-  env["FIXRES_JOB_ID"] = o.jobId;
-  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(generation);
-  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(o.maxRestarts);
-  if (!localStore.empty()) env["FIXRES_LOCAL_STORE"] = localStore;
-  std::vector<std::string> envStrings;
-  for (auto& [k, v] : env) envStrings.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : envStrings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args{o.executable};
-  args.insert(args.end(), o.arguments.begin(), o.arguments.end());
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  const pid_t parent = ::getpid();
-  pid_t pid = fork();
-  if (pid == 0) {
-    ::dup2(outPipe[1], STDOUT_FILENO);
-    ::dup2(errPipe[1], STDERR_FILENO);
-    ::close(outPipe[0]);
-    ::close(errPipe[0]);
-    ::close(outPipe[1]);
-    ::close(errPipe[1]);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    // Own process group: a Ctrl-C on the terminal reaches the launcher only, which forwards it
-    // once (a rank's second SIGINT/SIGTERM means "stop now"). Die with the launcher.
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);
-    ::execve(argv[0], argv.data(), envp.data());
-    std::string msg = "fixres: error: cannot start " + args[0] + ": " + std::strerror(errno) + "\n";
-    (void)!::write(STDERR_FILENO, msg.data(), msg.size());
-    ::_exit(1);
-  }
-  return pid;
-}
-
 // Bounds of the launch flags: far beyond any machine (1,024 local ranks, 65,536 nodes), close
 // enough that a typo fails at once instead of starting ranks for minutes.
 constexpr int kMaxLocalRanks = 1024;
@@ -231,46 +142,14 @@ constexpr int kMaxNodes = 65536;
 constexpr double kMaxGraceSeconds = 3600;
 constexpr int kMaxRestarts = 1000;
 
-// Two pipes per rank stay open in the launcher: raises the soft limit on open files when it is
-// too low for that, or refuses the rank count naming the limit.
-void reserveFileDescriptors(int ranks) {
-  const rlim_t needed = static_cast<rlim_t>(2 * ranks + 64);
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= needed) return;
-  if (lim.rlim_max == RLIM_INFINITY || lim.rlim_max >= needed) {
-    lim.rlim_cur = needed;
-    if (::setrlimit(RLIMIT_NOFILE, &lim) == 0) return;
-  }
-  FIXRES_FAIL(UsageError, "--nproc-per-node ", ranks, " needs ", needed,
-              " open files in the launcher, more than this process may open (ulimit -n ",
-              lim.rlim_max, ")");
-}
-
-// Ends the ranks started so far (pid > 0) at once, waits for them, closes their pipes.
-void killAndReap(std::vector<Child>& children) {
-  for (auto& c : children)
-    if (c.pid > 0) ::kill(c.pid, SIGKILL);
-  for (auto& c : children) {
-    if (c.pid > 0) ::waitpid(c.pid, nullptr, 0);
-    for (int* fd : {&c.outFd, &c.errFd}) {
-      if (*fd >= 0) ::close(*fd);
-      *fd = -1;
-    }
-  }
-}
-
 bool isLoopback(const std::string& addr) {
   return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
 }
 
-int codeOf(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
+using Clock = std::chrono::steady_clock;
 
 // How a generation of ranks ended: the launcher returns exitCode, or restarts every rank.
-struct Generation {
+struct GenerationEnd {
   bool restart = false;
   int exitCode = 0;
   RankFailure cause;  // what made them restart
@@ -282,184 +161,220 @@ bool restartable(int code) {
   return code != 0 && code != static_cast<int>(ExitCode::kUsage);
 }
 
-// Starts the local ranks of `generation`, relays their output and supervises them until all
-// have exited: a failing rank, a forwarded signal or (several nodes) a failure another node
-// announced stops them all.
-Generation runGeneration(const LaunchOptions& o, int generation, int worldSize,
-                         const std::string& localStore, RestartCoordinator* coordinator) {
-  const bool mayRestart = generation < o.maxRestarts;
-  std::vector<Child> children(o.nprocPerNode);
-  for (int i = 0; i < o.nprocPerNode; ++i) {
-    Child& c = children[i];
-    c.localRank = i;
-    c.globalRank = o.nodeRank * o.nprocPerNode + i;
-    int outPipe[2] = {-1, -1}, errPipe[2] = {-1, -1};
-    const bool piped = ::pipe2(outPipe, O_CLOEXEC) == 0 && ::pipe2(errPipe, O_CLOEXEC) == 0;
-    if (piped) c.pid = spawn(o, c, worldSize, localStore, generation, outPipe, errPipe);
-    const int err = errno;
-    for (int fd : {outPipe[1], errPipe[1]})
-      if (fd >= 0) ::close(fd);
-    c.outFd = outPipe[0];
-    c.errFd = errPipe[0];
-    if (!piped || c.pid < 0) {
-      // Never keep pid -1: signalling it reaches every process this user may signal.
-      c.pid = -1;
-      killAndReap(children);
-      FIXRES_FAIL(InternalError, "cannot start rank ", c.globalRank, " (", piped ? "fork" : "pipe",
-                  "): ", std::strerror(err));
-    }
+// One generation of the local ranks, run the way torch elastic's agent runs one: start() spawns
+// them; monitor() relays their output and supervises them until all have exited -- a failing
+// rank, a forwarded signal or (several nodes) a failure another node announced stops them all --
+// and says how the generation ended. The first of those events decides the end; later ones only
+// stop the ranks (a signal also cancels a restart).
+class Generation {
+ public:
+  Generation(const LaunchOptions& o, int generation, int worldSize, RestartCoordinator* coordinator)
+      : o_(o),
+        generation_(generation),
+        worldSize_(worldSize),
+        coordinator_(coordinator),
+        mayRestart_(generation < o.maxRestarts) {}
+
+  void start(const std::string& localStore) {
+    ranks_ = startRanks(o_, worldSize_, localStore, generation_);
   }
 
-  Generation out;
-  bool stopping = false;
-  bool decided = false;  // out says how the generation ends
-  auto stopDeadline = std::chrono::steady_clock::time_point::max();
-  auto stopAll = [&](int sig) {
-    for (auto& c : children) {
-      if (c.running) {
-        ::kill(c.pid, SIGCONT);  // a stopped rank must wake to die
-        ::kill(c.pid, sig);
+  GenerationEnd monitor() {
+    nextPoll_ = Clock::now();
+    while (anyOpen(ranks_)) {
+      relayOutput(ranks_, 100);
+      // A signal from the user first: a rank that it made exit is then no failure to restart.
+      if (int sig = gForwardSignal.exchange(0)) forwardSignal(sig);
+      reapExited();
+      // Several nodes: a failure another node announced stops this node's ranks too.
+      if (coordinator_ && !decided_ && Clock::now() >= nextPoll_) pollOtherNodes();
+      if (stopping_ && Clock::now() > stopDeadline_) {
+        signalRunning(ranks_, SIGKILL);
+        stopDeadline_ = Clock::time_point::max();
       }
     }
-  };
-  auto startStopping = [&] {
-    stopping = true;
-    stopAll(SIGTERM);
-    stopDeadline = std::chrono::steady_clock::now() +
-                   std::chrono::milliseconds(static_cast<int64_t>(o.graceSeconds * 1000));
-  };
-  // The store may be gone (node 0's launcher): this node stops its ranks and says so.
-  auto storeLost = [&](const Error& e) {
-    errorLine(std::string(e.what()) + "; stopping the ranks of this node");
-    out = Generation{false, static_cast<int>(ExitCode::kDistributed), {}};
-    decided = true;
-    if (!stopping) startStopping();
-  };
-  auto nextPoll = std::chrono::steady_clock::now();
+    if (decided_) return end_;
+    return waitForOtherNodes();
+  }
 
-  char buf[65536];
-  auto anyOpen = [&] {
-    for (auto& c : children)
-      if (c.running || c.outFd >= 0 || c.errFd >= 0) return true;
-    return false;
-  };
-  while (anyOpen()) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<Child*, bool>> owners;  // (child, isStdout)
-    for (auto& c : children) {
-      if (c.outFd >= 0) fds.push_back({c.outFd, POLLIN, 0}), owners.push_back({&c, true});
-      if (c.errFd >= 0) fds.push_back({c.errFd, POLLIN, 0}), owners.push_back({&c, false});
+ private:
+  Clock::time_point graceDeadline() const {
+    return Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.graceSeconds * 1000));
+  }
+
+  // SIGTERM to every rank now, SIGKILL to those still running after the grace period.
+  void startStopping() {
+    stopping_ = true;
+    signalRunning(ranks_, SIGTERM);
+    stopDeadline_ = graceDeadline();
+  }
+
+  // The store may be gone (node 0's launcher): this node stops its ranks and says so.
+  void storeLost(const Error& e) {
+    errorLine(std::string(e.what()) + "; stopping the ranks of this node");
+    end_ = GenerationEnd{false, static_cast<int>(ExitCode::kDistributed), {}};
+    decided_ = true;
+    if (!stopping_) startStopping();
+  }
+
+  // The user's signal `sig` reaches every rank: the generation ends with 128 + sig when nothing
+  // decided it before, and no restart that was decided happens.
+  void forwardSignal(int sig) {
+    log::warn("launch: forwarding ", stopSignalName(sig), " to the ranks");
+    if (!stopping_) {
+      stopping_ = true;
+      end_ = GenerationEnd{false, 128 + sig, {}};
+      stopDeadline_ = graceDeadline();
+      if (coordinator_ && !decided_) announceSignal(*coordinator_, generation_, o_.nodeRank, sig);
+    } else if (end_.restart) {
+      log::warn("launch: no restart after ", stopSignalName(sig));
+      end_.restart = false;
+      // The other nodes must not wait for this one.
+      if (coordinator_) announceSignal(*coordinator_, generation_, o_.nodeRank, sig);
     }
-    ::poll(fds.data(), fds.size(), 100);
-    for (size_t k = 0; k < fds.size(); ++k) {
-      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Child& c = *owners[k].first;
-      bool isOut = owners[k].second;
-      std::string prefix = "[rank " + std::to_string(c.globalRank) + "] ";
-      ssize_t n = ::read(fds[k].fd, buf, sizeof(buf));
-      if (n > 0) {
-        emit(isOut ? STDOUT_FILENO : STDERR_FILENO, prefix, isOut ? c.outBuf : c.errBuf, buf, n,
-             false);
-      } else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-        emit(isOut ? STDOUT_FILENO : STDERR_FILENO, prefix, isOut ? c.outBuf : c.errBuf, buf, 0,
-             true);
-        ::close(fds[k].fd);
-        (isOut ? c.outFd : c.errFd) = -1;
-      }
-    }
-    // A signal from the user first: a rank that it made exit is then no failure to restart.
-    if (int sig = gForwardSignal.exchange(0)) {
-      log::warn("launch: forwarding ", stopSignalName(sig), " to the ranks");
-      if (!stopping) {
-        stopping = true;
-        out = Generation{false, 128 + sig, {}};
-        stopDeadline = std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(static_cast<int64_t>(o.graceSeconds * 1000));
-        if (coordinator && !decided) announceSignal(*coordinator, generation, o.nodeRank, sig);
-      } else if (out.restart) {
-        log::warn("launch: no restart after ", stopSignalName(sig));
-        out.restart = false;
-        // The other nodes must not wait for this one.
-        if (coordinator) announceSignal(*coordinator, generation, o.nodeRank, sig);
-      }
-      decided = true;
-      stopAll(sig);
-    }
+    decided_ = true;
+    signalRunning(ranks_, sig);
+  }
+
+  // Collects the ranks that have exited; a failure before the end is decided decides it.
+  void reapExited() {
     int status = 0;
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      for (auto& c : children) {
+      for (auto& c : ranks_) {
         if (c.pid != pid) continue;
         c.running = false;
-        c.exitCode = codeOf(status);
-        if (c.exitCode == 0 || decided || stopping) continue;
-        RankFailure mine{o.nodeRank, c.globalRank, c.exitCode,
-                         mayRestart && restartable(c.exitCode)};
-        RankFailure counts = mine;
-        if (coordinator) {
-          try {
-            counts = coordinator->announce(generation, mine);
-          } catch (const Error& e) {
-            storeLost(e);
-            continue;
-          }
-        }
-        decided = true;
-        if (counts.restart && mine.restart) {
-          out = Generation{true, c.exitCode, counts};
-          log::warn("launch: rank ", c.globalRank, " exited with code ", c.exitCode,
-                    "; stopping the other ranks to restart them");
+        c.exitCode = exitCodeOfStatus(status);
+        if (c.exitCode == 0 || decided_ || stopping_) continue;
+        rankFailed(c);
+      }
+    }
+  }
+
+  // Local rank c failed first: the failure that counts (several nodes: the first any node
+  // announced) ends the generation, with a restart when both it and c's failure allow one.
+  void rankFailed(const RankProcess& c) {
+    RankFailure mine{o_.nodeRank, c.globalRank, c.exitCode, mayRestart_ && restartable(c.exitCode)};
+    RankFailure counts = mine;
+    if (coordinator_) {
+      try {
+        counts = coordinator_->announce(generation_, mine);
+      } catch (const Error& e) {
+        storeLost(e);
+        return;
+      }
+    }
+    decided_ = true;
+    if (counts.restart && mine.restart) {
+      end_ = GenerationEnd{true, c.exitCode, counts};
+      log::warn("launch: rank ", c.globalRank, " exited with code ", c.exitCode,
+                "; stopping the other ranks to restart them");
+    } else {
+      end_ = GenerationEnd{false, c.exitCode, mine};
+      errorLine(detail::concat("rank ", c.globalRank, " exited with code ", c.exitCode,
+                               "; stopping the other ranks"));
+    }
+    startStopping();
+  }
+
+  // Asks the store (at most every 250 ms) whether another node announced a failure.
+  void pollOtherNodes() {
+    nextPoll_ = Clock::now() + std::chrono::milliseconds(250);
+    try {
+      if (auto f = coordinator_->announced(generation_)) {
+        decided_ = true;
+        if (f->restart) {
+          end_ = GenerationEnd{true, f->code, *f};
+          log::warn("launch: on node ", f->node, ", rank ", f->rank, " exited with code ", f->code,
+                    "; stopping the ranks of this node to restart them");
         } else {
-          out = Generation{false, c.exitCode, mine};
-          errorLine(detail::concat("rank ", c.globalRank, " exited with code ", c.exitCode,
-                                   "; stopping the other ranks"));
+          end_ = GenerationEnd{false, static_cast<int>(ExitCode::kDistributed), *f};
+          errorLine(f->rank < 0 ? detail::concat("the launcher of node ", f->node,
+                                                 " was stopped by a signal; stopping the ranks "
+                                                 "of this node")
+                                : detail::concat("on node ", f->node, ", rank ", f->rank,
+                                                 " exited with code ", f->code,
+                                                 "; stopping the ranks of this node"));
         }
         startStopping();
       }
+    } catch (const Error& e) {
+      storeLost(e);
     }
-    // Several nodes: a failure another node announced stops this node's ranks too.
-    if (coordinator && !decided && std::chrono::steady_clock::now() >= nextPoll) {
-      nextPoll = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
-      try {
-        if (auto f = coordinator->announced(generation)) {
-          decided = true;
-          if (f->restart) {
-            out = Generation{true, f->code, *f};
-            log::warn("launch: on node ", f->node, ", rank ", f->rank, " exited with code ",
-                      f->code, "; stopping the ranks of this node to restart them");
-          } else {
-            out = Generation{false, static_cast<int>(ExitCode::kDistributed), *f};
-            errorLine(f->rank < 0 ? detail::concat("the launcher of node ", f->node,
-                                                   " was stopped by a signal; stopping the ranks "
-                                                   "of this node")
-                                  : detail::concat("on node ", f->node, ", rank ", f->rank,
-                                                   " exited with code ", f->code,
-                                                   "; stopping the ranks of this node"));
-          }
-          startStopping();
-        }
-      } catch (const Error& e) {
-        storeLost(e);
+  }
+
+  // Every local rank succeeded. Several nodes: the others may still fail and restart all.
+  GenerationEnd waitForOtherNodes() {
+    if (coordinator_) {
+      if (auto f = coordinator_->waitAllDone(generation_, signalled); f && f->restart)
+        return GenerationEnd{true, f->code, *f};
+      if (int sig = gForwardSignal.exchange(0)) {
+        // The user stopped this launcher while it waited for the others: they stop too.
+        log::warn("launch: ", stopSignalName(sig), " while waiting for the other nodes' ranks");
+        announceSignal(*coordinator_, generation_, o_.nodeRank, sig);
+        return GenerationEnd{false, 128 + sig, {}};
       }
     }
-    if (stopping && std::chrono::steady_clock::now() > stopDeadline) {
-      stopAll(SIGKILL);
-      stopDeadline = std::chrono::steady_clock::time_point::max();
-    }
+    return GenerationEnd{false, 0, {}};
   }
-  if (decided) return out;
-  // Every local rank succeeded. Several nodes: the others may still fail and restart all.
-  if (coordinator) {
-    if (auto f = coordinator->waitAllDone(generation, signalled); f && f->restart)
-      return Generation{true, f->code, *f};
-    if (int sig = gForwardSignal.exchange(0)) {
-      // The user stopped this launcher while it waited for the others: they stop too.
-      log::warn("launch: ", stopSignalName(sig), " while waiting for the other nodes' ranks");
-      announceSignal(*coordinator, generation, o.nodeRank, sig);
-      return Generation{false, 128 + sig, {}};
-    }
+
+  const LaunchOptions& o_;
+  const int generation_;
+  const int worldSize_;
+  RestartCoordinator* const coordinator_;
+  const bool mayRestart_;
+  std::vector<RankProcess> ranks_;
+  GenerationEnd end_;
+  bool stopping_ = false;
+  bool decided_ = false;  // end_ says how the generation ends
+  Clock::time_point stopDeadline_ = Clock::time_point::max();
+  Clock::time_point nextPoll_;
+};
+
+// After generation `generation` ended as `end`: the launcher's exit code, or nullopt when every
+// rank starts again (several nodes: once the other nodes' ranks have stopped too). A signal that
+// came meanwhile ends the launch, and the other nodes are told.
+std::optional<int> exitOrRestart(const LaunchOptions& o, int generation, const GenerationEnd& end,
+                                 RestartCoordinator* coordinator) {
+  if (!end.restart) {
+    if (coordinator) coordinator->leave();
+    return end.exitCode;
   }
-  return Generation{false, 0, {}};
+  if (coordinator) coordinator->waitAllStopped(generation, signalled);
+  if (int sig = gForwardSignal.exchange(0)) {
+    log::warn("launch: ", stopSignalName(sig), " while restarting: no restart");
+    if (coordinator) {
+      coordinator->announce(generation + 1, RankFailure{o.nodeRank, -1, 128 + sig, false});
+      coordinator->leave();
+    }
+    return 128 + sig;
+  }
+  noteLine(detail::concat("restarting all ranks (restart ", generation + 1, " of ", o.maxRestarts,
+                          ") after rank ", end.cause.rank, " exited with ", end.cause.code));
+  return std::nullopt;
+}
+
+// The checks of launchLocalRanks on the flags alone.
+void checkOptions(const LaunchOptions& o) {
+  FIXRES_CHECK(o.nprocPerNode >= 1 && o.nprocPerNode <= kMaxLocalRanks, UsageError,
+               "--nproc-per-node must be in [1, ", kMaxLocalRanks, "], got ", o.nprocPerNode);
+  FIXRES_CHECK(o.nnodes >= 1 && o.nnodes <= kMaxNodes, UsageError, "--nnodes must be in [1, ",
+               kMaxNodes, "], got ", o.nnodes);
+  FIXRES_CHECK(o.nodeRank >= 0 && o.nodeRank < o.nnodes, UsageError, "--node-rank ", o.nodeRank,
+               " must be in [0, ", o.nnodes, ")");
+  FIXRES_CHECK(
+      std::isfinite(o.graceSeconds) && o.graceSeconds >= 0 && o.graceSeconds <= kMaxGraceSeconds,
+      UsageError, "--grace-seconds must be in [0, ", kMaxGraceSeconds, "], got ", o.graceSeconds);
+  FIXRES_CHECK(o.maxRestarts >= 0 && o.maxRestarts <= kMaxRestarts, UsageError,
+               "--max-restarts must be in [0, ", kMaxRestarts, "], got ", o.maxRestarts);
+  FIXRES_CHECK(std::isfinite(o.timeoutSeconds) && o.timeoutSeconds > 0, UsageError,
+               "--dist-timeout must be positive, got ", o.timeoutSeconds);
+  FIXRES_CHECK(!o.executable.empty(), UsageError,
+               "fixres launch needs a command after '--', e.g. fixres launch --nproc-per-node 2 "
+               "-- train ...");
+  FIXRES_CHECK(o.masterPort >= 0 && o.masterPort < 65536, UsageError, "--master-port ",
+               o.masterPort, " is not a TCP port");
+  if (!o.jobId.empty()) checkJobId(o.jobId, "--launch-job-id");
 }
 
 }  // namespace
@@ -484,25 +399,7 @@ int findFreePort() {
 
 int launchLocalRanks(const LaunchOptions& in) {
   LaunchOptions o = in;
-  FIXRES_CHECK(o.nprocPerNode >= 1 && o.nprocPerNode <= kMaxLocalRanks, UsageError,
-               "--nproc-per-node must be in [1, ", kMaxLocalRanks, "], got ", o.nprocPerNode);
-  FIXRES_CHECK(o.nnodes >= 1 && o.nnodes <= kMaxNodes, UsageError, "--nnodes must be in [1, ",
-               kMaxNodes, "], got ", o.nnodes);
-  FIXRES_CHECK(o.nodeRank >= 0 && o.nodeRank < o.nnodes, UsageError, "--node-rank ", o.nodeRank,
-               " must be in [0, ", o.nnodes, ")");
-  FIXRES_CHECK(
-      std::isfinite(o.graceSeconds) && o.graceSeconds >= 0 && o.graceSeconds <= kMaxGraceSeconds,
-      UsageError, "--grace-seconds must be in [0, ", kMaxGraceSeconds, "], got ", o.graceSeconds);
-  FIXRES_CHECK(o.maxRestarts >= 0 && o.maxRestarts <= kMaxRestarts, UsageError,
-               "--max-restarts must be in [0, ", kMaxRestarts, "], got ", o.maxRestarts);
-  FIXRES_CHECK(std::isfinite(o.timeoutSeconds) && o.timeoutSeconds > 0, UsageError,
-               "--dist-timeout must be positive, got ", o.timeoutSeconds);
-  FIXRES_CHECK(!o.executable.empty(), UsageError,
-               "fixres launch needs a command after '--', e.g. fixres launch --nproc-per-node 2 "
-               "-- train ...");
-  FIXRES_CHECK(o.masterPort >= 0 && o.masterPort < 65536, UsageError, "--master-port ",
-               o.masterPort, " is not a TCP port");
-  if (!o.jobId.empty()) checkJobId(o.jobId, "--launch-job-id");
+  checkOptions(o);
   reserveFileDescriptors(o.nprocPerNode);
   if (o.masterPort == 0) {
     FIXRES_CHECK(o.nnodes == 1, UsageError, "--master-port is required with --nnodes > 1");
@@ -557,28 +454,15 @@ int launchLocalRanks(const LaunchOptions& in) {
             o.nodeRank, "/", o.nnodes, ", world ", worldSize, ", master ", o.masterAddr, ":",
             o.masterPort, ", job ", o.jobId,
             o.maxRestarts > 0 ? detail::concat(", up to ", o.maxRestarts, " restart(s)") : "");
+  RestartCoordinator* const nodes = coordinator ? &*coordinator : nullptr;
   for (int generation = 0;; ++generation) {
     // A fresh file store per generation: the killed ranks' keys must not mislead the new ones.
     const std::string store = localStore.empty() || generation == 0
                                   ? localStore
                                   : detail::concat(localStore, "-", generation);
-    const Generation g =
-        runGeneration(o, generation, worldSize, store, coordinator ? &*coordinator : nullptr);
-    if (!g.restart) {
-      if (coordinator) coordinator->leave();
-      return g.exitCode;
-    }
-    if (coordinator) coordinator->waitAllStopped(generation, signalled);
-    if (int sig = gForwardSignal.exchange(0)) {
-      log::warn("launch: ", stopSignalName(sig), " while restarting: no restart");
-      if (coordinator) {
-        coordinator->announce(generation + 1, RankFailure{o.nodeRank, -1, 128 + sig, false});
-        coordinator->leave();
-      }
-      return 128 + sig;
-    }
-    noteLine(detail::concat("restarting all ranks (restart ", generation + 1, " of ", o.maxRestarts,
-                            ") after rank ", g.cause.rank, " exited with ", g.cause.code));
+    Generation g(o, generation, worldSize, nodes);
+    g.start(store);
+    if (const auto code = exitOrRestart(o, generation, g.monitor(), nodes)) return *code;
   }
 }
 
