@@ -4,6 +4,7 @@
 #include <ATen/core/Dict.h>
 
 #include "fixres/common/Error.h"
+#include "fixres/models/Family.h"
 #include "fixres/models/WeightIO.h"
 
 namespace fixres::engine {
@@ -23,7 +24,7 @@ size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::s
     std::string name = e.key();
     if (layout == ExportLayout::kFixres) {
       name = "module." + name;  // the reference loads a DistributedDataParallel model's names
-    } else if (layout == ExportLayout::kTorchvision && model.family() != models::Family::kResNet) {
+    } else if (layout == ExportLayout::kTorchvision && !model.family().torchvisionNames) {
       name = model.foreignKey(e.key());
       FIXRES_CHECK(!name.empty(), UsageError,
                    "--format torchvision: torchvision has no such architecture (its "

@@ -23,19 +23,6 @@ constexpr Stage kStages[] = {{1, 3, 1, 1, 16}, {2, 3, 2, 6, 24},  {2, 5, 2, 6, 4
                              {3, 3, 2, 6, 80}, {3, 5, 1, 6, 112}, {4, 5, 2, 6, 192},
                              {1, 3, 1, 6, 320}};
 
-struct Variant {
-  const char* suffix;  // b0 ... l2
-  double width, depth;
-  int size;
-  double dropRate;
-};
-// The paper's (width, depth, resolution, dropout) per model.
-constexpr Variant kVariants[] = {{"b0", 1.0, 1.0, 224, 0.2}, {"b1", 1.0, 1.1, 240, 0.2},
-                                 {"b2", 1.1, 1.2, 260, 0.3}, {"b3", 1.2, 1.4, 300, 0.3},
-                                 {"b4", 1.4, 1.8, 380, 0.4}, {"b5", 1.6, 2.2, 456, 0.4},
-                                 {"b6", 1.8, 2.6, 528, 0.5}, {"b7", 2.0, 3.1, 600, 0.5},
-                                 {"b8", 2.2, 3.6, 672, 0.5}, {"l2", 4.3, 5.3, 800, 0.5}};
-
 constexpr double kDefaultDropPath = 0.2;  // timm's training note for every EfficientNet
 
 // Rounds to a multiple of `divisor`, never more than 10 % below v (timm's make_divisible).
@@ -93,39 +80,6 @@ torch::Tensor mbDropPath(const torch::Tensor& x, double p, bool training) {
 }
 
 }  // namespace
-
-std::optional<EfficientNetConfig> efficientNetConfig(const std::string& name) {
-  // [tf_]efficientnet_<variant>, then a weight suffix (_ap, _ns, ...) or a timm tag (.ns_jft_in1k).
-  static const std::regex kName(
-      R"(^(tf_)?efficientnet_(b[0-8]|l2)((_[a-z0-9]+)*)(\.[A-Za-z0-9_]+)?$)");
-  std::smatch m;
-  if (!std::regex_match(name, m, kName)) return std::nullopt;
-  bool tf = m[1].matched;
-  std::string v = m[2];
-  // timm defines b8 and l2 only as TensorFlow ports.
-  if (!tf && (v == "b8" || v == "l2")) return std::nullopt;
-  for (const auto& var : kVariants) {
-    if (v != var.suffix) continue;
-    EfficientNetConfig c;
-    c.name = std::string(tf ? "tf_" : "") + "efficientnet_" + v;
-    c.widthMultiplier = var.width;
-    c.depthMultiplier = var.depth;
-    c.tfSame = tf;
-    c.defaultSize = var.size;
-    c.defaultDropRate = var.dropRate;
-    return c;
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> efficientNetNames() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.push_back(std::string("tf_efficientnet_") + v.suffix);
-  for (const auto& v : kVariants)
-    if (std::string(v.suffix) != "b8" && std::string(v.suffix) != "l2")
-      names.push_back(std::string("efficientnet_") + v.suffix);
-  return names;
-}
 
 SqueezeExciteImpl::SqueezeExciteImpl(int64_t channels, int64_t reduced) {
   conv_reduce = register_module("conv_reduce", mbConv(channels, reduced, 1, 1, 0, 1, true));

@@ -32,12 +32,13 @@ struct EfficientNetConfig {
   ModelOptions options;
 };
 
+// The EfficientNet family (EfficientNetFamily.cpp): the names below.
+const ArchitectureFamily& efficientNetFamily();
+
 // The configuration of `name` when it names an EfficientNet: tf_efficientnet_b0 ... b8,
 // tf_efficientnet_l2, efficientnet_b0 ... b7; timm's weight suffixes (_ap, _ns, _aa, ...) and tags
 // (".ns_jft_in1k") name the same architecture. std::nullopt for other names.
 std::optional<EfficientNetConfig> efficientNetConfig(const std::string& name);
-// The canonical EfficientNet names.
-std::vector<std::string> efficientNetNames();
 
 // Squeeze-and-excitation: x * sigmoid(expand(silu(reduce(mean(x))))).
 class SqueezeExciteImpl : public torch::nn::Module {
@@ -75,7 +76,7 @@ class EfficientNetImpl : public ModelImpl {
 
   std::pair<torch::Tensor, torch::Tensor> forwardWithEmbedding(torch::Tensor x) override;
   int64_t embeddingDim() const override { return embeddingDim_; }
-  Family family() const override { return Family::kEfficientNet; }
+  const ArchitectureFamily& family() const override { return efficientNetFamily(); }
   torch::nn::Linear& classifier() override { return classifier_; }
   std::string classifierPrefix() const override { return "classifier."; }
   std::string canonicalKey(const std::string& key) const override;

@@ -15,8 +15,7 @@
 
 namespace fixres::models {
 
-// Architecture families: each has its own FixRes fine-tuning recipe and published layouts.
-enum class Family { kResNet, kEfficientNet, kPNASNet };
+struct ArchitectureFamily;  // Family.h
 
 class ModelImpl : public torch::nn::Module {
  public:
@@ -27,7 +26,8 @@ class ModelImpl : public torch::nn::Module {
   // {logits N x C, pooled embedding N x D} (D = embeddingDim(); the classifier's input).
   virtual std::pair<torch::Tensor, torch::Tensor> forwardWithEmbedding(torch::Tensor x) = 0;
   virtual int64_t embeddingDim() const = 0;
-  virtual Family family() const = 0;
+  // The family that built it (Family.h).
+  virtual const ArchitectureFamily& family() const = 0;
   // The final linear layer and its state-dict prefix ("fc.", "classifier.", "last_linear.").
   virtual torch::nn::Linear& classifier() = 0;
   virtual std::string classifierPrefix() const = 0;

@@ -112,7 +112,8 @@ TEST(EfficientNetNames, ReferenceSpellingsAndSuffixes) {
   EXPECT_EQ(architectureInfo("tf_efficientnet_b0_ap").name, "tf_efficientnet_b0");
   EXPECT_EQ(architectureInfo("tf_efficientnet_l2_ns").name, "tf_efficientnet_l2");
   EXPECT_EQ(architectureInfo("tf_efficientnet_b7.ns_jft_in1k").name, "tf_efficientnet_b7");
-  EXPECT_EQ(architectureInfo("efficientnet_b3").family, Family::kEfficientNet);
+  EXPECT_EQ(architectureInfo("efficientnet_b3").family, &efficientNetFamily());
+  EXPECT_EQ(createModel("tf_efficientnet_b0_ap", 10)->family().name, "efficientnet");
   EXPECT_THROW(architectureInfo("efficientnet_b9"), UsageError);
   EXPECT_THROW(architectureInfo("efficientnet_l2"), UsageError);  // timm: TF port only
   EXPECT_THROW(architectureInfo("EfficientNet"), UsageError);     // needs --EfficientNet-models
@@ -149,7 +150,7 @@ TEST(EfficientNetRecipe, ClassifierAndHeadLearnHeadNormInTrainMode) {
 TEST(PNASNetNames, RegistryAndTimmLayout) {
   const ArchInfo info = architectureInfo("PNASNet");
   EXPECT_EQ(info.name, "pnasnet5large");
-  EXPECT_EQ(info.family, Family::kPNASNet);
+  EXPECT_EQ(info.family, &pnasnetFamily());
   EXPECT_EQ(info.outputStride, 32);
   EXPECT_EQ(info.defaultSize, 331);
   EXPECT_EQ(info.mean, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));

@@ -1,0 +1,49 @@
+// Architecture families as plug-ins. A family (ResNet, EfficientNet, PNASNet) describes itself in
+// one ArchitectureFamily: its names, how each is built, what its published weights expect.
+// models/Families.cpp lists the families; the registry (Registry.h) and export (engine/Export.h)
+// ask them and name none.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fixres/models/Model.h"
+
+namespace fixres::models {
+
+struct ArchitectureFamily;
+
+// What the rest of fixres needs to know about an architecture without building it.
+struct ArchInfo {
+  std::string name;  // canonical name (resnet50, tf_efficientnet_b0, pnasnet5large, ...)
+  const ArchitectureFamily* family = nullptr;  // set by the registry
+  int outputStride = 32;                       // total downsampling of the last feature map
+  int defaultSize = 224;  // the resolution its published weights were trained at
+  // The normalisation its published weights expect (the reference's per architecture).
+  std::array<float, 3> mean{0.485f, 0.456f, 0.406f};
+  std::array<float, 3> std{0.229f, 0.224f, 0.225f};
+};
+
+struct ArchitectureFamily {
+  std::string name;  // resnet, efficientnet, pnasnet
+  // Canonical names, then other spellings (FixRes's names); knownArchitectures lists every
+  // family's canonical names before the aliases.
+  std::vector<std::string> names, aliases;
+  // Names accepted beyond those listed, for the unknown-name message ("" when none).
+  std::string namesNote;
+  // The architecture `name` names (canonical name, alias or variant spelling), std::nullopt when
+  // the family does not know it. May throw UsageError for a name it knows but cannot build.
+  std::optional<ArchInfo> (*find)(const std::string& name) = nullptr;
+  // Builds the architecture of canonical name `name` with random initialisation from torch's
+  // generator (options.numClasses is checked by the registry).
+  Model (*create)(const std::string& name, const ModelOptions& options) = nullptr;
+  // Its own state-dict names are torchvision's too (they are timm's for every family).
+  bool torchvisionNames = false;
+};
+
+// The registered families, in the order their names are listed (models/Families.cpp).
+const std::vector<const ArchitectureFamily*>& architectureFamilies();
+
+}  // namespace fixres::models
