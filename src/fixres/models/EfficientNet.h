@@ -32,7 +32,8 @@ struct EfficientNetConfig {
   ModelOptions options;
 };
 
-// The EfficientNet family (EfficientNetFamily.cpp): the names below.
+// The EfficientNet family (EfficientNetFamily.cpp): the names below, the reference's fine-tuning
+// recipe.
 const ArchitectureFamily& efficientNetFamily();
 
 // The configuration of `name` when it names an EfficientNet: tf_efficientnet_b0 ... b8,

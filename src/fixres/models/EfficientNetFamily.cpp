@@ -1,5 +1,5 @@
 // The EfficientNet family's registration: timm's names and variants (the paper's scaling and
-// resolution).
+// resolution), the reference's fine-tuning recipe.
 #include <memory>
 #include <optional>
 #include <regex>
@@ -77,6 +77,20 @@ Model createEfficientNet(const std::string& name, const ModelOptions& options) {
   return std::make_shared<EfficientNetImpl>(*c);
 }
 
+// The reference's main_finetune: the classifier and conv_head learn; conv_head and bn2 run in
+// train mode (bn2 re-estimates its statistics), and with `bnAffine` bn2 also learns its weight
+// and bias.
+FinetuneRecipe efficientNetRecipe(ModelImpl& model, bool bnAffine) {
+  auto& m = familyModel<EfficientNetImpl>(model);
+  FinetuneRecipe r;
+  r.addParameters(*m.classifier());
+  r.addParameters(*m.conv_head);
+  if (bnAffine) r.addParameters(*m.bn2);
+  r.trainMode.push_back(m.conv_head.ptr());
+  r.trainMode.push_back(m.bn2.ptr());
+  return r;
+}
+
 }  // namespace
 
 std::optional<EfficientNetConfig> efficientNetConfig(const std::string& name) {
@@ -101,6 +115,7 @@ const ArchitectureFamily& efficientNetFamily() {
     f.namesNote = "EfficientNets also with timm's weight suffixes, e.g. tf_efficientnet_b0_ap";
     f.find = findEfficientNet;
     f.create = createEfficientNet;
+    f.finetune = efficientNetRecipe;
     return f;
   }();
   return kFamily;

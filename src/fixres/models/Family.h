@@ -1,14 +1,19 @@
 // Architecture families as plug-ins. A family (ResNet, EfficientNet, PNASNet) describes itself in
-// one ArchitectureFamily: its names, how each is built, what its published weights expect.
-// models/Families.cpp lists the families; the registry (Registry.h) and export (engine/Export.h)
-// ask them and name none.
+// one ArchitectureFamily: its names, how each is built, what its published weights expect, its
+// FixRes fine-tuning recipe. models/Families.cpp lists the families; the registry (Registry.h),
+// fine-tuning (engine/FinetuneRecipe.h) and export (engine/Export.h) ask a model's family and
+// name none.
 #pragma once
 
+#include <torch/nn/module.h>
+
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "fixres/common/Error.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::models {
@@ -26,6 +31,19 @@ struct ArchInfo {
   std::array<float, 3> std{0.229f, 0.224f, 0.225f};
 };
 
+// A FixRes fine-tuning: the parameters that learn (all others are frozen) and the modules that
+// keep their training-mode behaviour (BatchNorm re-estimating its statistics at the test
+// resolution) while the rest of the network runs in eval mode.
+struct FinetuneRecipe {
+  std::vector<torch::Tensor> trainable;
+  std::vector<std::shared_ptr<torch::nn::Module>> trainMode;
+
+  // Every parameter of `m` learns.
+  void addParameters(const torch::nn::Module& m) {
+    for (const auto& p : m.parameters()) trainable.push_back(p);
+  }
+};
+
 struct ArchitectureFamily {
   std::string name;  // resnet, efficientnet, pnasnet
   // Canonical names, then other spellings (FixRes's names); knownArchitectures lists every
@@ -39,11 +57,31 @@ struct ArchitectureFamily {
   // Builds the architecture of canonical name `name` with random initialisation from torch's
   // generator (options.numClasses is checked by the registry).
   Model (*create)(const std::string& name, const ModelOptions& options) = nullptr;
+  // Its FixRes fine-tuning recipe, of a model it built; `bnAffine`: the BatchNorm that
+  // re-estimates its statistics also learns its weight and bias.
+  FinetuneRecipe (*finetune)(ModelImpl& model, bool bnAffine) = nullptr;
   // Its own state-dict names are torchvision's too (they are timm's for every family).
   bool torchvisionNames = false;
 };
 
 // The registered families, in the order their names are listed (models/Families.cpp).
 const std::vector<const ArchitectureFamily*>& architectureFamilies();
+
+// `model` as the module type of the family whose function is called with it; InternalError for
+// another type.
+template <typename Impl>
+Impl& familyModel(ModelImpl& model) {
+  auto* m = dynamic_cast<Impl*>(&model);
+  FIXRES_CHECK(m != nullptr, InternalError, "a ", model.family().name,
+               " model given to another family's function");
+  return *m;
+}
+template <typename Impl>
+const Impl& familyModel(const ModelImpl& model) {
+  auto* m = dynamic_cast<const Impl*>(&model);
+  FIXRES_CHECK(m != nullptr, InternalError, "a ", model.family().name,
+               " model given to another family's function");
+  return *m;
+}
 
 }  // namespace fixres::models

@@ -16,7 +16,8 @@
 
 namespace fixres::models {
 
-// The PNASNet family (PNASNetFamily.cpp): pnasnet5large, alias PNASNet.
+// The PNASNet family (PNASNetFamily.cpp): pnasnet5large, alias PNASNet; the reference's
+// fine-tuning recipe.
 const ArchitectureFamily& pnasnetFamily();
 
 class PNASNetImpl : public ModelImpl {

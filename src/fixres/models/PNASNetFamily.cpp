@@ -1,5 +1,5 @@
 // The PNASNet family's registration: timm's pnasnet5large (FixRes's PNASNet), the preprocessing of
-// the TensorFlow weights.
+// the TensorFlow weights, the reference's fine-tuning recipe.
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +27,21 @@ Model createPNASNet(const std::string& /*name*/, const ModelOptions& options) {
   return std::make_shared<PNASNetImpl>(options);
 }
 
+// The reference's main_finetune: cell_9, cell_10, cell_11 and last_linear learn; the three cells
+// run in train mode (their BatchNorms re-estimate their statistics); the rest is frozen in eval
+// mode. With `bnAffine` nothing is added: the BatchNorm weights and biases of those cells are
+// among their parameters, which learn in any case.
+FinetuneRecipe pnasnetRecipe(ModelImpl& model, bool /*bnAffine*/) {
+  auto& m = familyModel<PNASNetImpl>(model);
+  FinetuneRecipe r;
+  for (int64_t i = PNASNetImpl::kNumCells - 3; i < PNASNetImpl::kNumCells; ++i) {
+    r.addParameters(*m.cell(i));
+    r.trainMode.push_back(m.cell(i).ptr());
+  }
+  r.addParameters(*m.classifier());
+  return r;
+}
+
 }  // namespace
 
 const ArchitectureFamily& pnasnetFamily() {
@@ -37,6 +52,7 @@ const ArchitectureFamily& pnasnetFamily() {
     f.aliases = {"PNASNet"};
     f.find = findPNASNet;
     f.create = createPNASNet;
+    f.finetune = pnasnetRecipe;
     return f;
   }();
   return kFamily;

@@ -31,7 +31,7 @@ struct ResNetConfig {
 };
 
 // The ResNet family (ResNetFamily.cpp): torchvision's ResNets, ResNeXts and Wide ResNets, FixRes's
-// names for two of them and resnet_tiny.
+// names for two of them and resnet_tiny; the FixRes paper's fine-tuning recipe.
 const ArchitectureFamily& resnetFamily();
 
 // The configuration of a ResNet-family name, aliases resolved to their canonical name. numClasses

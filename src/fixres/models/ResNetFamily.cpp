@@ -1,5 +1,5 @@
 // The ResNet family's registration: torchvision's ResNet table plus FixRes's names and a tiny demo
-// model, torchvision's preprocessing.
+// model, torchvision's preprocessing, the FixRes paper's fine-tuning recipe.
 #include <array>
 #include <memory>
 #include <optional>
@@ -64,6 +64,19 @@ Model createResNet(const std::string& name, const ModelOptions& options) {
   return std::make_shared<ResNetImpl>(resnetConfig(name, options.numClasses));
 }
 
+// FixRes (Touvron et al. 2019, section 5): the classifier learns; the last BatchNorm before
+// pooling updates its running statistics, and with `bnAffine` also learns its weight and bias
+// (the paper's variant).
+FinetuneRecipe resnetRecipe(ModelImpl& model, bool bnAffine) {
+  auto& m = familyModel<ResNetImpl>(model);
+  FinetuneRecipe r;
+  r.addParameters(*m.classifier());
+  auto& bn = m.lastBatchNorm();
+  if (bnAffine) r.addParameters(*bn);
+  r.trainMode.push_back(bn.ptr());
+  return r;
+}
+
 }  // namespace
 
 ResNetConfig resnetConfig(const std::string& name, int64_t numClasses) {
@@ -95,6 +108,7 @@ const ArchitectureFamily& resnetFamily() {
     for (const auto& e : resnetTable()) (e.aliasOf ? f.aliases : f.names).emplace_back(e.name);
     f.find = findResNet;
     f.create = createResNet;
+    f.finetune = resnetRecipe;
     f.torchvisionNames = true;
     return f;
   }();

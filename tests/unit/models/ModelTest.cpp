@@ -39,7 +39,7 @@ TEST(ModelRegistry, AcceptsTorchvisionAndFixResNames) {
 TEST(ModelRegistry, EveryFamilyAnswersForItsNames) {
   std::set<std::string> seen;
   for (const ArchitectureFamily* f : architectureFamilies()) {
-    EXPECT_TRUE(f->find && f->create) << f->name;
+    EXPECT_TRUE(f->find && f->create && f->finetune) << f->name;
     for (const auto& n : f->names) {
       EXPECT_EQ(architectureInfo(n).family, f) << n;
       EXPECT_EQ(architectureInfo(n).name, n);
