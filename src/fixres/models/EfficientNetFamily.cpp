@@ -1,5 +1,9 @@
 // The EfficientNet family's registration: timm's names and variants (the paper's scaling and
-// resolution), the reference's fine-tuning recipe.
+// resolution), the reference's fine-tuning recipe, and torchvision's layout of efficientnet_b*
+// weight files, renamed to timm's names when they load and back when exported.
+#include <algorithm>
+#include <cstring>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -91,6 +95,112 @@ FinetuneRecipe efficientNetRecipe(ModelImpl& model, bool bnAffine) {
   return r;
 }
 
+bool enIsTorchvisionLayout(const std::vector<std::string>& keys) {
+  return std::any_of(keys.begin(), keys.end(),
+                     [](const std::string& k) { return k.rfind("features.", 0) == 0; });
+}
+
+// torchvision: features.0 = stem (0 conv, 1 norm); features.1-7 = stages, each block a
+// Sequential `block` of [expand], depthwise, SE (fc1, fc2), project; features.8 = head;
+// classifier.1 = the linear layer.
+std::string enFromTorchvision(const ModelImpl& model, const std::string& key) {
+  static const std::regex kFeature(R"(^features\.(\d+)\.(.*)$)");
+  static const std::regex kBlock(R"(^(\d+)\.block\.(\d+)\.(.*)$)");
+  const std::vector<int64_t>& expansions = familyModel<EfficientNetImpl>(model).stageExpansions();
+  std::smatch m;
+  if (key.rfind("classifier.1.", 0) == 0) return "classifier." + key.substr(13);
+  if (!std::regex_match(key, m, kFeature)) return key;
+  int64_t f = std::stoll(m[1]);
+  std::string rest = m[2];
+  auto convNorm = [&](const std::string& conv, const std::string& bn, const std::string& r) {
+    if (r.rfind("0.", 0) == 0) return conv + "." + r.substr(2);
+    if (r.rfind("1.", 0) == 0) return bn + "." + r.substr(2);
+    return std::string();
+  };
+  const int64_t stages = static_cast<int64_t>(expansions.size());
+  if (f == 0) {
+    auto k = convNorm("conv_stem", "bn1", rest);
+    return k.empty() ? key : k;
+  }
+  if (f == stages + 1) {
+    auto k = convNorm("conv_head", "bn2", rest);
+    return k.empty() ? key : k;
+  }
+  if (f < 1 || f > stages || !std::regex_match(rest, m, kBlock)) return key;
+  std::string prefix = "blocks." + std::to_string(f - 1) + "." + m[1].str() + ".";
+  int64_t layer = std::stoll(m[2]);
+  std::string r = m[3];
+  bool inverted = expansions[f - 1] != 1;
+  if (!inverted) layer += 1;  // no expansion layer: depthwise is block.0
+  std::string out;
+  switch (layer) {
+    case 0:
+      out = convNorm("conv_pw", "bn1", r);
+      break;
+    case 1:
+      out = convNorm("conv_dw", inverted ? "bn2" : "bn1", r);
+      break;
+    case 2:
+      if (r.rfind("fc1.", 0) == 0) out = "se.conv_reduce." + r.substr(4);
+      if (r.rfind("fc2.", 0) == 0) out = "se.conv_expand." + r.substr(4);
+      break;
+    case 3:
+      out = inverted ? convNorm("conv_pwl", "bn3", r) : convNorm("conv_pw", "bn2", r);
+      break;
+    default:
+      break;
+  }
+  return out.empty() ? key : prefix + out;
+}
+
+// torchvision's name of `key` ("" for the tf_ variants, which torchvision does not have).
+std::string enToTorchvision(const ModelImpl& model, const std::string& key) {
+  const auto& en = familyModel<EfficientNetImpl>(model);
+  if (en.config().tfSame) return "";
+  const std::vector<int64_t>& expansions = en.stageExpansions();
+  static const std::regex kBlock(R"(^blocks\.(\d+)\.(\d+)\.(.*)$)");
+  const std::string head = "features." + std::to_string(expansions.size() + 1) + ".";
+  struct Rename {
+    const char* from;
+    const char* to;
+  };
+  static const Rename kTop[] = {
+      {"conv_stem.", "features.0.0."}, {"bn1.", "features.0.1."}, {"classifier.", "classifier.1."}};
+  for (const auto& r : kTop)
+    if (key.rfind(r.from, 0) == 0) return r.to + key.substr(std::strlen(r.from));
+  if (key.rfind("conv_head.", 0) == 0) return head + "0." + key.substr(10);
+  if (key.rfind("bn2.", 0) == 0) return head + "1." + key.substr(4);
+  std::smatch m;
+  if (!std::regex_match(key, m, kBlock)) return "";
+  const int64_t stage = std::stoll(m[1]);
+  if (stage >= static_cast<int64_t>(expansions.size())) return "";
+  const bool inverted = expansions[stage] != 1;
+  static const Rename kInverted[] = {{"conv_pw.", "0.0."},          {"bn1.", "0.1."},
+                                     {"conv_dw.", "1.0."},          {"bn2.", "1.1."},
+                                     {"se.conv_reduce.", "2.fc1."}, {"se.conv_expand.", "2.fc2."},
+                                     {"conv_pwl.", "3.0."},         {"bn3.", "3.1."}};
+  static const Rename kSeparable[] = {{"conv_dw.", "0.0."},          {"bn1.", "0.1."},
+                                      {"se.conv_reduce.", "1.fc1."}, {"se.conv_expand.", "1.fc2."},
+                                      {"conv_pw.", "2.0."},          {"bn2.", "2.1."}};
+  const std::string rest = m[3];
+  const std::string prefix = "features." + std::to_string(stage + 1) + "." + m[2].str() + ".block.";
+  for (const auto& r : inverted ? std::vector<Rename>(std::begin(kInverted), std::end(kInverted))
+                                : std::vector<Rename>(std::begin(kSeparable), std::end(kSeparable)))
+    if (rest.rfind(r.from, 0) == 0) return prefix + r.to + rest.substr(std::strlen(r.from));
+  return "";
+}
+
+// torchvision's b5-b7 use BatchNorm eps 1e-3 (momentum 0.01): set when their weights load.
+void enAdoptTorchvision(ModelImpl& model) {
+  const std::string& n = familyModel<EfficientNetImpl>(model).config().name;
+  if (n != "efficientnet_b5" && n != "efficientnet_b6" && n != "efficientnet_b7") return;
+  for (auto& m : model.modules(/*include_self=*/false))
+    if (auto* b = m->as<BatchNorm2d>()) {
+      b->options.eps(1e-3);
+      b->options.momentum(0.01);
+    }
+}
+
 }  // namespace
 
 std::optional<EfficientNetConfig> efficientNetConfig(const std::string& name) {
@@ -116,6 +226,8 @@ const ArchitectureFamily& efficientNetFamily() {
     f.find = findEfficientNet;
     f.create = createEfficientNet;
     f.finetune = efficientNetRecipe;
+    f.foreignLayout = KeyLayout{"torchvision", enIsTorchvisionLayout, enFromTorchvision,
+                                enToTorchvision, enAdoptTorchvision};
     return f;
   }();
   return kFamily;

@@ -1,8 +1,9 @@
 // Architecture families as plug-ins. A family (ResNet, EfficientNet, PNASNet) describes itself in
 // one ArchitectureFamily: its names, how each is built, what its published weights expect, its
-// FixRes fine-tuning recipe. models/Families.cpp lists the families; the registry (Registry.h),
-// fine-tuning (engine/FinetuneRecipe.h) and export (engine/Export.h) ask a model's family and
-// name none.
+// FixRes fine-tuning recipe and the other published layout of its weight files.
+// models/Families.cpp lists the families; the registry (Registry.h), the weight loader
+// (WeightIO.h), fine-tuning (engine/FinetuneRecipe.h) and export (engine/Export.h) ask a model's
+// family and name none.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -44,6 +45,21 @@ struct FinetuneRecipe {
   }
 };
 
+// Another published layout of a family's weight files (torchvision's names for EfficientNet).
+// The weight loader recognises it in a file's keys and renames them to the model's own names
+// before matching (LoadOptions::layouts); export renames the other way (engine/Export.h).
+struct KeyLayout {
+  std::string name;  // as the export layout: "torchvision"; messages say "<name> names renamed"
+  // Whether a file's state-dict keys are in this layout.
+  bool (*detect)(const std::vector<std::string>& keys) = nullptr;
+  // The file's `key` in `model`'s names (a key the layout does not rename comes back unchanged).
+  std::string (*toOwn)(const ModelImpl& model, const std::string& key) = nullptr;
+  // `model`'s `key` in this layout; "" when the layout has no such model or name.
+  std::string (*fromOwn)(const ModelImpl& model, const std::string& key) = nullptr;
+  // Called when weights in this layout load: numerics they expect (nullptr: none).
+  void (*adopt)(ModelImpl& model) = nullptr;
+};
+
 struct ArchitectureFamily {
   std::string name;  // resnet, efficientnet, pnasnet
   // Canonical names, then other spellings (FixRes's names); knownArchitectures lists every
@@ -60,6 +76,8 @@ struct ArchitectureFamily {
   // Its FixRes fine-tuning recipe, of a model it built; `bnAffine`: the BatchNorm that
   // re-estimates its statistics also learns its weight and bias.
   FinetuneRecipe (*finetune)(ModelImpl& model, bool bnAffine) = nullptr;
+  // Another published layout its weight files come in, loaded and exported.
+  std::optional<KeyLayout> foreignLayout;
   // Its own state-dict names are torchvision's too (they are timm's for every family).
   bool torchvisionNames = false;
 };
