@@ -1,5 +1,5 @@
-// The EfficientNet family's registration: timm's names and variants (the paper's scaling and
-// resolution), the reference's fine-tuning recipe, and torchvision's layout of efficientnet_b*
+// The EfficientNet family's registration: timm's names and variants (the paper's scaling), timm's
+// preprocessing, the reference's fine-tuning recipe, and torchvision's layout of efficientnet_b*
 // weight files, renamed to timm's names when they load and back when exported.
 #include <algorithm>
 #include <cstring>
@@ -22,13 +22,15 @@ struct EnVariant {
   double width, depth;
   int size;
   double dropRate;
+  double cropFraction;  // timm's crop_pct for the TensorFlow weights at `size`
 };
-// The paper's (width, depth, resolution, dropout) per model.
-constexpr EnVariant kEnVariants[] = {{"b0", 1.0, 1.0, 224, 0.2}, {"b1", 1.0, 1.1, 240, 0.2},
-                                     {"b2", 1.1, 1.2, 260, 0.3}, {"b3", 1.2, 1.4, 300, 0.3},
-                                     {"b4", 1.4, 1.8, 380, 0.4}, {"b5", 1.6, 2.2, 456, 0.4},
-                                     {"b6", 1.8, 2.6, 528, 0.5}, {"b7", 2.0, 3.1, 600, 0.5},
-                                     {"b8", 2.2, 3.6, 672, 0.5}, {"l2", 4.3, 5.3, 800, 0.5}};
+// The paper's (width, depth, resolution, dropout) per model, and timm's test crop.
+constexpr EnVariant kEnVariants[] = {
+    {"b0", 1.0, 1.0, 224, 0.2, 0.875}, {"b1", 1.0, 1.1, 240, 0.2, 0.882},
+    {"b2", 1.1, 1.2, 260, 0.3, 0.890}, {"b3", 1.2, 1.4, 300, 0.3, 0.904},
+    {"b4", 1.4, 1.8, 380, 0.4, 0.922}, {"b5", 1.6, 2.2, 456, 0.4, 0.934},
+    {"b6", 1.8, 2.6, 528, 0.5, 0.942}, {"b7", 2.0, 3.1, 600, 0.5, 0.949},
+    {"b8", 2.2, 3.6, 672, 0.5, 0.954}, {"l2", 4.3, 5.3, 800, 0.5, 0.96}};
 
 // The variant `name` names, with whether it is a TensorFlow port (tf_); nullptr for other names.
 const EnVariant* enMatchVariant(const std::string& name, bool* tf) {
@@ -59,8 +61,10 @@ std::string enCanonicalName(bool tf, const EnVariant& v) {
   return std::string(tf ? "tf_" : "") + "efficientnet_" + v.suffix;
 }
 
-// The paper's resolution; ImageNet's mean and std (the AdvProp weights' 0.5 is a property of
-// those files: models/Catalogue.cpp).
+// timm's pretrained cfg of the TensorFlow weights: the paper's resolution, tested there with
+// their crop, bicubic, ImageNet's mean and std (the AdvProp weights' 0.5 is a property of those
+// files: models/Catalogue.cpp). timm's and torchvision's own efficientnet_* weights partly use
+// other sizes.
 std::optional<ArchInfo> findEfficientNet(const std::string& name) {
   FIXRES_CHECK(name != "EfficientNet", UsageError,
                "architecture 'EfficientNet' needs the model named by --EfficientNet-models "
@@ -71,6 +75,9 @@ std::optional<ArchInfo> findEfficientNet(const std::string& name) {
   ArchInfo info;
   info.name = enCanonicalName(tf, *v);
   info.defaultSize = v->size;
+  info.testSize = v->size;
+  info.cropFraction = v->cropFraction;
+  info.bicubic = true;
   return info;
 }
 

@@ -1,6 +1,6 @@
 // Architecture families as plug-ins. A family (ResNet, EfficientNet, PNASNet) describes itself in
-// one ArchitectureFamily: its names, how each is built, what its published weights expect, its
-// FixRes fine-tuning recipe and the other published layout of its weight files.
+// one ArchitectureFamily: its names, how each is built, the preprocessing its published weights
+// expect, its FixRes fine-tuning recipe and the other published layout of its weight files.
 // models/Families.cpp lists the families; the registry (Registry.h), the weight loader
 // (WeightIO.h), fine-tuning (engine/FinetuneRecipe.h) and export (engine/Export.h) ask a model's
 // family and name none.
@@ -21,14 +21,20 @@ namespace fixres::models {
 
 struct ArchitectureFamily;
 
-// What the rest of fixres needs to know about an architecture without building it.
+// What the rest of fixres needs to know about an architecture without building it, and the
+// preprocessing its published weights were made with (timm's pretrained cfg: input_size,
+// test_input_size, crop_pct, interpolation, mean, std; torchvision's transforms for the ResNet
+// family). Runs take mean and std from here (engine::ModelSpec::preprocessing); their filter,
+// sizes and crop come from the run's flags, whose defaults are the FixRes reference's.
 struct ArchInfo {
   std::string name;  // canonical name (resnet50, tf_efficientnet_b0, pnasnet5large, ...)
   const ArchitectureFamily* family = nullptr;  // set by the registry
   int outputStride = 32;                       // total downsampling of the last feature map
-  int defaultSize = 224;  // the resolution its published weights were trained at
-  // The normalisation its published weights expect (the reference's per architecture).
-  std::array<float, 3> mean{0.485f, 0.456f, 0.406f};
+  int defaultSize = 224;        // the resolution its published weights were trained at
+  int testSize = 224;           // the resolution their published accuracy is measured at
+  double cropFraction = 0.875;  // test crop / resized image side (224 / 256)
+  bool bicubic = false;         // resized with a bicubic filter, else bilinear
+  std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // ImageNet's
   std::array<float, 3> std{0.229f, 0.224f, 0.225f};
 };
 

@@ -1,5 +1,5 @@
-// The PNASNet family's registration: timm's pnasnet5large (FixRes's PNASNet), the preprocessing of
-// the TensorFlow weights, the reference's fine-tuning recipe.
+// The PNASNet family's registration: timm's pnasnet5large (FixRes's PNASNet), timm's preprocessing
+// of the TensorFlow weights, the reference's fine-tuning recipe.
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,12 +12,16 @@ namespace {
 
 constexpr const char* kPNASNetName = "pnasnet5large";
 
-// Trained at 331 px; the TensorFlow model's inputs in [-1, 1].
+// timm's pretrained cfg (pnasnet5large.tf_in1k): 331 px, crop 0.911, bicubic, and the TensorFlow
+// model's inputs in [-1, 1].
 std::optional<ArchInfo> findPNASNet(const std::string& name) {
   if (name != kPNASNetName && name != "PNASNet") return std::nullopt;  // timm's name, FixRes's
   ArchInfo info;
   info.name = kPNASNetName;
   info.defaultSize = 331;
+  info.testSize = 331;
+  info.cropFraction = 0.911;
+  info.bicubic = true;
   info.mean = {0.5f, 0.5f, 0.5f};
   info.std = {0.5f, 0.5f, 0.5f};
   return info;

@@ -33,6 +33,12 @@ TEST(ModelRegistry, AcceptsTorchvisionAndFixResNames) {
   EXPECT_EQ(resnetConfig("ResNet50").name, "resnet50");
   EXPECT_EQ(resnetConfig("IGAM_Resnext101_32x48d").widthPerGroup, 48);
   EXPECT_EQ(resnetConfig("IGAM_Resnext101_32x48d").groups, 32);
+  // torchvision's weights: 224 px, tested on a 224 crop of the image resized to 256, bilinear.
+  const ArchInfo info = architectureInfo("ResNet50");
+  EXPECT_EQ(info.defaultSize, 224);
+  EXPECT_EQ(info.testSize, 224);
+  EXPECT_DOUBLE_EQ(info.cropFraction, 0.875);
+  EXPECT_FALSE(info.bicubic);
 }
 
 // Each registered family answers for its own names and aliases, and no name is claimed twice.

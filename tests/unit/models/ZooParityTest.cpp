@@ -115,6 +115,12 @@ TEST(EfficientNetNames, ReferenceSpellingsAndSuffixes) {
   EXPECT_EQ(architectureInfo("tf_efficientnet_b7.ns_jft_in1k").name, "tf_efficientnet_b7");
   EXPECT_EQ(architectureInfo("efficientnet_b3").family, &efficientNetFamily());
   EXPECT_EQ(createModel("tf_efficientnet_b0_ap", 10)->family().name, "efficientnet");
+  // timm's pretrained cfg of tf_efficientnet_b3.ns_jft_in1k: 300 px, crop_pct 0.904, bicubic.
+  const ArchInfo b3 = architectureInfo("tf_efficientnet_b3_ns");
+  EXPECT_EQ(b3.defaultSize, 300);
+  EXPECT_EQ(b3.testSize, 300);
+  EXPECT_DOUBLE_EQ(b3.cropFraction, 0.904);
+  EXPECT_TRUE(b3.bicubic);
   EXPECT_THROW(architectureInfo("efficientnet_b9"), UsageError);
   EXPECT_THROW(architectureInfo("efficientnet_l2"), UsageError);  // timm: TF port only
   EXPECT_THROW(architectureInfo("EfficientNet"), UsageError);     // needs --EfficientNet-models
@@ -154,6 +160,9 @@ TEST(PNASNetNames, RegistryAndTimmLayout) {
   EXPECT_EQ(info.family, &pnasnetFamily());
   EXPECT_EQ(info.outputStride, 32);
   EXPECT_EQ(info.defaultSize, 331);
+  EXPECT_EQ(info.testSize, 331);  // timm's pnasnet5large.tf_in1k: crop_pct 0.911, bicubic
+  EXPECT_DOUBLE_EQ(info.cropFraction, 0.911);
+  EXPECT_TRUE(info.bicubic);
   EXPECT_EQ(info.mean, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
   EXPECT_EQ(info.std, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
   EXPECT_EQ(architectureInfo("pnasnet5large").name, "pnasnet5large");
