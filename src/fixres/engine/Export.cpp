@@ -4,9 +4,24 @@
 #include <ATen/core/Dict.h>
 
 #include "fixres/common/Error.h"
+#include "fixres/models/Family.h"
 #include "fixres/models/WeightIO.h"
 
 namespace fixres::engine {
+namespace {
+
+// `model`'s `key` in torchvision's layout: its own name when its family's names are torchvision's,
+// else its family's foreign layout's when that is torchvision's; "" when torchvision has no such
+// model.
+std::string torchvisionKeyOf(const models::ModelImpl& model, const std::string& key) {
+  const models::ArchitectureFamily& family = model.family();
+  if (family.torchvisionNames) return key;
+  const auto& foreign = family.foreignLayout;
+  if (foreign && foreign->name == "torchvision") return foreign->fromOwn(model, key);
+  return "";
+}
+
+}  // namespace
 
 const ChoiceTable<ExportLayout>& exportLayouts() {
   static const ChoiceTable<ExportLayout> kTable = {"weight format",
@@ -23,8 +38,8 @@ size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::s
     std::string name = e.key();
     if (layout == ExportLayout::kFixres) {
       name = "module." + name;  // the reference loads a DistributedDataParallel model's names
-    } else if (layout == ExportLayout::kTorchvision && model.family() != models::Family::kResNet) {
-      name = model.foreignKey(e.key());
+    } else if (layout == ExportLayout::kTorchvision) {
+      name = torchvisionKeyOf(model, e.key());
       FIXRES_CHECK(!name.empty(), UsageError,
                    "--format torchvision: torchvision has no such architecture (its "
                    "EfficientNets are efficientnet_b0 ... b7; no tf_efficientnet_*, no PNASNet); "

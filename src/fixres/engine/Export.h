@@ -14,9 +14,10 @@ enum class ExportLayout { kFixres, kTorchvision, kTimm };
 const ChoiceTable<ExportLayout>& exportLayouts();  // fixres, torchvision, timm
 
 // Writes `model`'s parameters and buffers in `layout` to `path` (atomic: OutputError, exit 6, on
-// a write failure, `path` untouched). fixres's names are timm's (and torchvision's for the
-// ResNet family); EfficientNet is renamed to torchvision's features.* layout for the torchvision
-// format. UsageError, before anything is written, when torchvision has no such architecture
+// a write failure, `path` untouched). fixres's names are timm's, and torchvision's for a family
+// that says so (ArchitectureFamily::torchvisionNames: the ResNets); for the torchvision format
+// the others are renamed by their family's torchvision layout (EfficientNet's features.*).
+// UsageError, before anything is written, when torchvision has no such architecture
 // (tf_efficientnet_*, PNASNet). Returns the number of tensors written.
 size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::string& path);
 

@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <regex>
 
 #include "fixres/common/Error.h"
 
@@ -22,19 +20,6 @@ struct Stage {
 constexpr Stage kStages[] = {{1, 3, 1, 1, 16}, {2, 3, 2, 6, 24},  {2, 5, 2, 6, 40},
                              {3, 3, 2, 6, 80}, {3, 5, 1, 6, 112}, {4, 5, 2, 6, 192},
                              {1, 3, 1, 6, 320}};
-
-struct Variant {
-  const char* suffix;  // b0 ... l2
-  double width, depth;
-  int size;
-  double dropRate;
-};
-// The paper's (width, depth, resolution, dropout) per model.
-constexpr Variant kVariants[] = {{"b0", 1.0, 1.0, 224, 0.2}, {"b1", 1.0, 1.1, 240, 0.2},
-                                 {"b2", 1.1, 1.2, 260, 0.3}, {"b3", 1.2, 1.4, 300, 0.3},
-                                 {"b4", 1.4, 1.8, 380, 0.4}, {"b5", 1.6, 2.2, 456, 0.4},
-                                 {"b6", 1.8, 2.6, 528, 0.5}, {"b7", 2.0, 3.1, 600, 0.5},
-                                 {"b8", 2.2, 3.6, 672, 0.5}, {"l2", 4.3, 5.3, 800, 0.5}};
 
 constexpr double kDefaultDropPath = 0.2;  // timm's training note for every EfficientNet
 
@@ -93,39 +78,6 @@ torch::Tensor mbDropPath(const torch::Tensor& x, double p, bool training) {
 }
 
 }  // namespace
-
-std::optional<EfficientNetConfig> efficientNetConfig(const std::string& name) {
-  // [tf_]efficientnet_<variant>, then a weight suffix (_ap, _ns, ...) or a timm tag (.ns_jft_in1k).
-  static const std::regex kName(
-      R"(^(tf_)?efficientnet_(b[0-8]|l2)((_[a-z0-9]+)*)(\.[A-Za-z0-9_]+)?$)");
-  std::smatch m;
-  if (!std::regex_match(name, m, kName)) return std::nullopt;
-  bool tf = m[1].matched;
-  std::string v = m[2];
-  // timm defines b8 and l2 only as TensorFlow ports.
-  if (!tf && (v == "b8" || v == "l2")) return std::nullopt;
-  for (const auto& var : kVariants) {
-    if (v != var.suffix) continue;
-    EfficientNetConfig c;
-    c.name = std::string(tf ? "tf_" : "") + "efficientnet_" + v;
-    c.widthMultiplier = var.width;
-    c.depthMultiplier = var.depth;
-    c.tfSame = tf;
-    c.defaultSize = var.size;
-    c.defaultDropRate = var.dropRate;
-    return c;
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> efficientNetNames() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.push_back(std::string("tf_efficientnet_") + v.suffix);
-  for (const auto& v : kVariants)
-    if (std::string(v.suffix) != "b8" && std::string(v.suffix) != "l2")
-      names.push_back(std::string("efficientnet_") + v.suffix);
-  return names;
-}
 
 SqueezeExciteImpl::SqueezeExciteImpl(int64_t channels, int64_t reduced) {
   conv_reduce = register_module("conv_reduce", mbConv(channels, reduced, 1, 1, 0, 1, true));
@@ -260,107 +212,6 @@ std::pair<torch::Tensor, torch::Tensor> EfficientNetImpl::forwardWithEmbedding(t
   torch::Tensor features = embedding;
   if (dropRate_ > 0 && is_training()) features = torch::dropout(embedding, dropRate_, true);
   return {classifier_(features), embedding};
-}
-
-// torchvision: features.0 = stem (0 conv, 1 norm); features.1-7 = stages, each block a
-// Sequential `block` of [expand], depthwise, SE (fc1, fc2), project; features.8 = head;
-// classifier.1 = the linear layer.
-std::string EfficientNetImpl::canonicalKey(const std::string& key) const {
-  static const std::regex kFeature(R"(^features\.(\d+)\.(.*)$)");
-  static const std::regex kBlock(R"(^(\d+)\.block\.(\d+)\.(.*)$)");
-  std::smatch m;
-  if (key.rfind("classifier.1.", 0) == 0) return "classifier." + key.substr(13);
-  if (!std::regex_match(key, m, kFeature)) return key;
-  int64_t f = std::stoll(m[1]);
-  std::string rest = m[2];
-  auto convNorm = [&](const std::string& conv, const std::string& bn, const std::string& r) {
-    if (r.rfind("0.", 0) == 0) return conv + "." + r.substr(2);
-    if (r.rfind("1.", 0) == 0) return bn + "." + r.substr(2);
-    return std::string();
-  };
-  const int64_t stages = static_cast<int64_t>(stageExpansion_.size());
-  if (f == 0) {
-    auto k = convNorm("conv_stem", "bn1", rest);
-    return k.empty() ? key : k;
-  }
-  if (f == stages + 1) {
-    auto k = convNorm("conv_head", "bn2", rest);
-    return k.empty() ? key : k;
-  }
-  if (f < 1 || f > stages || !std::regex_match(rest, m, kBlock)) return key;
-  std::string prefix = "blocks." + std::to_string(f - 1) + "." + m[1].str() + ".";
-  int64_t layer = std::stoll(m[2]);
-  std::string r = m[3];
-  bool inverted = stageExpansion_[f - 1] != 1;
-  if (!inverted) layer += 1;  // no expansion layer: depthwise is block.0
-  std::string out;
-  switch (layer) {
-    case 0:
-      out = convNorm("conv_pw", "bn1", r);
-      break;
-    case 1:
-      out = convNorm("conv_dw", inverted ? "bn2" : "bn1", r);
-      break;
-    case 2:
-      if (r.rfind("fc1.", 0) == 0) out = "se.conv_reduce." + r.substr(4);
-      if (r.rfind("fc2.", 0) == 0) out = "se.conv_expand." + r.substr(4);
-      break;
-    case 3:
-      out = inverted ? convNorm("conv_pwl", "bn3", r) : convNorm("conv_pw", "bn2", r);
-      break;
-    default:
-      break;
-  }
-  return out.empty() ? key : prefix + out;
-}
-
-std::string EfficientNetImpl::foreignKey(const std::string& key) const {
-  if (config_.tfSame) return "";
-  static const std::regex kBlock(R"(^blocks\.(\d+)\.(\d+)\.(.*)$)");
-  const std::string head = "features." + std::to_string(stageExpansion_.size() + 1) + ".";
-  struct Rename {
-    const char* from;
-    const char* to;
-  };
-  static const Rename kTop[] = {
-      {"conv_stem.", "features.0.0."}, {"bn1.", "features.0.1."}, {"classifier.", "classifier.1."}};
-  for (const auto& r : kTop)
-    if (key.rfind(r.from, 0) == 0) return r.to + key.substr(std::strlen(r.from));
-  if (key.rfind("conv_head.", 0) == 0) return head + "0." + key.substr(10);
-  if (key.rfind("bn2.", 0) == 0) return head + "1." + key.substr(4);
-  std::smatch m;
-  if (!std::regex_match(key, m, kBlock)) return "";
-  const int64_t stage = std::stoll(m[1]);
-  if (stage >= static_cast<int64_t>(stageExpansion_.size())) return "";
-  const bool inverted = stageExpansion_[stage] != 1;
-  static const Rename kInverted[] = {{"conv_pw.", "0.0."},          {"bn1.", "0.1."},
-                                     {"conv_dw.", "1.0."},          {"bn2.", "1.1."},
-                                     {"se.conv_reduce.", "2.fc1."}, {"se.conv_expand.", "2.fc2."},
-                                     {"conv_pwl.", "3.0."},         {"bn3.", "3.1."}};
-  static const Rename kSeparable[] = {{"conv_dw.", "0.0."},          {"bn1.", "0.1."},
-                                      {"se.conv_reduce.", "1.fc1."}, {"se.conv_expand.", "1.fc2."},
-                                      {"conv_pw.", "2.0."},          {"bn2.", "2.1."}};
-  const std::string rest = m[3];
-  const std::string prefix = "features." + std::to_string(stage + 1) + "." + m[2].str() + ".block.";
-  for (const auto& r : inverted ? std::vector<Rename>(std::begin(kInverted), std::end(kInverted))
-                                : std::vector<Rename>(std::begin(kSeparable), std::end(kSeparable)))
-    if (rest.rfind(r.from, 0) == 0) return prefix + r.to + rest.substr(std::strlen(r.from));
-  return "";
-}
-
-bool EfficientNetImpl::isForeignLayout(const std::vector<std::string>& keys) const {
-  return std::any_of(keys.begin(), keys.end(),
-                     [](const std::string& k) { return k.rfind("features.", 0) == 0; });
-}
-
-void EfficientNetImpl::adoptForeignLayout() {
-  const std::string& n = config_.name;
-  if (n != "efficientnet_b5" && n != "efficientnet_b6" && n != "efficientnet_b7") return;
-  for (auto& m : modules(/*include_self=*/false))
-    if (auto* b = m->as<BatchNorm2d>()) {
-      b->options.eps(1e-3);
-      b->options.momentum(0.01);
-    }
 }
 
 }  // namespace fixres::models

@@ -4,7 +4,8 @@
 //   tf_efficientnet_*: TensorFlow "same" padding (asymmetric for strided convolutions, computed
 //                      from each input's size) and BatchNorm eps 1e-3, as the ported TF weights;
 //   efficientnet_*:    symmetric padding, BatchNorm eps 1e-5 (PyTorch-trained weights).
-// Weight files in torchvision's layout (features.*, classifier.1) load into efficientnet_b*.
+// Weight files in torchvision's layout (features.*, classifier.1) load into efficientnet_b*
+// (the family's foreign layout, EfficientNetFamily.cpp).
 #pragma once
 
 #include <torch/nn/modules/batchnorm.h>
@@ -32,12 +33,14 @@ struct EfficientNetConfig {
   ModelOptions options;
 };
 
+// The EfficientNet family (EfficientNetFamily.cpp): the names below, timm's preprocessing, the
+// reference's fine-tuning recipe, torchvision's layout of efficientnet_b* weight files.
+const ArchitectureFamily& efficientNetFamily();
+
 // The configuration of `name` when it names an EfficientNet: tf_efficientnet_b0 ... b8,
 // tf_efficientnet_l2, efficientnet_b0 ... b7; timm's weight suffixes (_ap, _ns, _aa, ...) and tags
 // (".ns_jft_in1k") name the same architecture. std::nullopt for other names.
 std::optional<EfficientNetConfig> efficientNetConfig(const std::string& name);
-// The canonical EfficientNet names.
-std::vector<std::string> efficientNetNames();
 
 // Squeeze-and-excitation: x * sigmoid(expand(silu(reduce(mean(x))))).
 class SqueezeExciteImpl : public torch::nn::Module {
@@ -75,17 +78,13 @@ class EfficientNetImpl : public ModelImpl {
 
   std::pair<torch::Tensor, torch::Tensor> forwardWithEmbedding(torch::Tensor x) override;
   int64_t embeddingDim() const override { return embeddingDim_; }
-  Family family() const override { return Family::kEfficientNet; }
+  const ArchitectureFamily& family() const override { return efficientNetFamily(); }
   torch::nn::Linear& classifier() override { return classifier_; }
   std::string classifierPrefix() const override { return "classifier."; }
-  std::string canonicalKey(const std::string& key) const override;
-  bool isForeignLayout(const std::vector<std::string>& keys) const override;
-  // torchvision's name of `key` ("" for the tf_ variants, which torchvision does not have).
-  std::string foreignKey(const std::string& key) const override;
-  // torchvision's b5-b7 use BatchNorm eps 1e-3 (momentum 0.01): set when their weights load.
-  void adoptForeignLayout() override;
 
   const EfficientNetConfig& config() const { return config_; }
+  // Per stage: the expansion ratio of its blocks (1: depthwise-separable).
+  const std::vector<int64_t>& stageExpansions() const { return stageExpansion_; }
 
   torch::nn::Conv2d conv_stem{nullptr}, conv_head{nullptr};
   BatchNorm2d bn1{nullptr}, bn2{nullptr};

@@ -1,7 +1,7 @@
 // The classifier networks fixres runs, behind one interface: ResNet family, EfficientNet,
 // PNASNet. The engine sees only models::Model (forward, embedding, classifier, family); what is
-// particular to an architecture (its layout, fine-tuning recipe, weight-file names) lives with
-// it.
+// particular to an architecture (its names, preprocessing, fine-tuning recipe, other weight
+// layouts) lives with it, in its family (Family.h).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -15,8 +15,7 @@
 
 namespace fixres::models {
 
-// Architecture families: each has its own FixRes fine-tuning recipe and published layouts.
-enum class Family { kResNet, kEfficientNet, kPNASNet };
+struct ArchitectureFamily;  // Family.h
 
 class ModelImpl : public torch::nn::Module {
  public:
@@ -27,20 +26,11 @@ class ModelImpl : public torch::nn::Module {
   // {logits N x C, pooled embedding N x D} (D = embeddingDim(); the classifier's input).
   virtual std::pair<torch::Tensor, torch::Tensor> forwardWithEmbedding(torch::Tensor x) = 0;
   virtual int64_t embeddingDim() const = 0;
-  virtual Family family() const = 0;
+  // The family that built it (Family.h): its recipe, layouts and names.
+  virtual const ArchitectureFamily& family() const = 0;
   // The final linear layer and its state-dict prefix ("fc.", "classifier.", "last_linear.").
   virtual torch::nn::Linear& classifier() = 0;
   virtual std::string classifierPrefix() const = 0;
-  // A weight file's key in another published layout of this architecture (torchvision's
-  // EfficientNet names), renamed to this model's; other keys come back unchanged.
-  virtual std::string canonicalKey(const std::string& key) const { return key; }
-  // Whether `keys` (a file's state-dict keys) are in a foreign layout canonicalKey translates.
-  virtual bool isForeignLayout(const std::vector<std::string>& keys) const { return false; }
-  // Called when weights in the foreign layout load: numerics that layout's weights expect.
-  virtual void adoptForeignLayout() {}
-  // The other published layout's name for this model's `key` (the inverse of canonicalKey), or
-  // "" when the architecture has no such layout.
-  virtual std::string foreignKey(const std::string& key) const { return ""; }
 };
 
 using Model = std::shared_ptr<ModelImpl>;

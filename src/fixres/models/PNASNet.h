@@ -16,6 +16,10 @@
 
 namespace fixres::models {
 
+// The PNASNet family (PNASNetFamily.cpp): pnasnet5large, alias PNASNet; the reference's
+// fine-tuning recipe.
+const ArchitectureFamily& pnasnetFamily();
+
 class PNASNetImpl : public ModelImpl {
  public:
   static constexpr int64_t kNumCells = 12;  // cell_0 ... cell_11 after the two stem cells
@@ -29,7 +33,7 @@ class PNASNetImpl : public ModelImpl {
   // train mode, last_linear.
   std::pair<torch::Tensor, torch::Tensor> forwardWithEmbedding(torch::Tensor x) override;
   int64_t embeddingDim() const override { return kEmbeddingDim; }
-  Family family() const override { return Family::kPNASNet; }
+  const ArchitectureFamily& family() const override { return pnasnetFamily(); }
   torch::nn::Linear& classifier() override { return last_linear; }
   std::string classifierPrefix() const override { return "last_linear."; }
 

@@ -30,6 +30,14 @@ struct ResNetConfig {
   bool smallStem = false;
 };
 
+// The ResNet family (ResNetFamily.cpp): torchvision's ResNets, ResNeXts and Wide ResNets, FixRes's
+// names for two of them and resnet_tiny; the FixRes paper's fine-tuning recipe.
+const ArchitectureFamily& resnetFamily();
+
+// The configuration of a ResNet-family name, aliases resolved to their canonical name. numClasses
+// < 1 or a name of no ResNet -> UsageError.
+ResNetConfig resnetConfig(const std::string& name, int64_t numClasses = 1000);
+
 // One residual block; basic (conv1/bn1, conv2/bn2) or bottleneck (+ conv3/bn3), optional
 // downsample (Sequential: 0 = 1x1 conv, 1 = BatchNorm). Stride sits on the 3x3 conv (v1.5).
 class BlockImpl : public torch::nn::Module {
@@ -62,7 +70,7 @@ class ResNetImpl : public ModelImpl {
 
   torch::nn::Linear& classifier() override { return fc; }
   std::string classifierPrefix() const override { return "fc."; }
-  Family family() const override { return Family::kResNet; }
+  const ArchitectureFamily& family() const override { return resnetFamily(); }
   // The BatchNorm right before global pooling: the last block's bn3 (bottleneck) or bn2 (basic).
   BatchNorm2d& lastBatchNorm();
   int64_t embeddingDim() const override { return embeddingDim_; }

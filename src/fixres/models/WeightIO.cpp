@@ -9,6 +9,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
+#include "fixres/models/Family.h"
 
 namespace fixres::models {
 namespace {
@@ -122,16 +123,17 @@ std::string shapeText(at::IntArrayRef sizes) {
 
 using CopyFn = std::function<void(const at::Tensor& src, at::Tensor& dst)>;
 
-// Renames the entries of a foreign layout of opts.layouts' architecture to its own names.
+// Renames the entries of the foreign layout of opts.layouts' family to the model's own names.
 void translateLayout(Entries& file, const LoadOptions& opts, std::string& layout) {
-  if (!opts.layouts) return;
+  if (!opts.layouts || !opts.layouts->family().foreignLayout) return;
+  const KeyLayout& foreign = *opts.layouts->family().foreignLayout;
   std::vector<std::string> keys;
   keys.reserve(file.size());
   for (const auto& e : file) keys.push_back(e.first);
-  if (!opts.layouts->isForeignLayout(keys)) return;
-  for (auto& e : file) e.first = opts.layouts->canonicalKey(e.first);
-  opts.layouts->adoptForeignLayout();
-  layout += ", torchvision names renamed";
+  if (!foreign.detect(keys)) return;
+  for (auto& e : file) e.first = foreign.toOwn(*opts.layouts, e.first);
+  if (foreign.adopt) foreign.adopt(*opts.layouts);
+  layout += ", " + foreign.name + " names renamed";
 }
 
 LoadReport loadEntries(torch::nn::Module& m, Entries file, const LoadOptions& opts,

@@ -25,15 +25,16 @@ struct LoadOptions {
   // initialisation: for a model with another number of classes.
   bool skipClassifier = false;
   std::string classifierPrefix = "fc.";
-  // The architecture whose other published layouts are recognised (ModelImpl::isForeignLayout)
-  // and renamed to its own names before matching; nullptr: names are taken as they are.
+  // The model whose family's foreign layout (ArchitectureFamily::foreignLayout, Family.h) is
+  // recognised in the file and renamed to the model's names before matching; nullptr: names are
+  // taken as they are.
   ModelImpl* layouts = nullptr;
   // Non-empty: the state dict is the one under this key of the file's dict (e.g. "model_ema", a
   // checkpoint's EMA weights), and a file without it is a WeightsError naming the file and key.
   std::string entry;
 };
 
-// Options for loading into `model`: its classifier prefix and its published layouts.
+// Options for loading into `model`: its classifier prefix and its family's foreign layout.
 LoadOptions loadOptionsFor(ModelImpl& model, bool skipClassifier);
 
 struct LoadReport {

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <iostream>
+#include <set>
 
 #include "../Reference.h"
 #include "ParameterCount.h"
@@ -29,9 +30,37 @@ TEST(ModelRegistry, AcceptsTorchvisionAndFixResNames) {
                         "wide_resnet50_2", "resnet_tiny", "ResNet50", "IGAM_Resnext101_32x48d"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   }
-  EXPECT_EQ(modelConfig("ResNet50").name, "resnet50");
-  EXPECT_EQ(modelConfig("IGAM_Resnext101_32x48d").widthPerGroup, 48);
-  EXPECT_EQ(modelConfig("IGAM_Resnext101_32x48d").groups, 32);
+  EXPECT_EQ(resnetConfig("ResNet50").name, "resnet50");
+  EXPECT_EQ(resnetConfig("IGAM_Resnext101_32x48d").widthPerGroup, 48);
+  EXPECT_EQ(resnetConfig("IGAM_Resnext101_32x48d").groups, 32);
+  // torchvision's weights: 224 px, tested on a 224 crop of the image resized to 256, bilinear.
+  const ArchInfo info = architectureInfo("ResNet50");
+  EXPECT_EQ(info.defaultSize, 224);
+  EXPECT_EQ(info.testSize, 224);
+  EXPECT_DOUBLE_EQ(info.cropFraction, 0.875);
+  EXPECT_FALSE(info.bicubic);
+}
+
+// Each registered family answers for its own names and aliases, and no name is claimed twice.
+TEST(ModelRegistry, EveryFamilyAnswersForItsNames) {
+  std::set<std::string> seen;
+  for (const ArchitectureFamily* f : architectureFamilies()) {
+    EXPECT_TRUE(f->find && f->create && f->finetune) << f->name;
+    for (const auto& n : f->names) {
+      EXPECT_EQ(architectureInfo(n).family, f) << n;
+      EXPECT_EQ(architectureInfo(n).name, n);
+      EXPECT_TRUE(seen.insert(n).second) << n;
+    }
+    for (const auto& n : f->aliases) {
+      EXPECT_EQ(architectureInfo(n).family, f) << n;
+      EXPECT_NE(architectureInfo(n).name, n);
+      EXPECT_TRUE(seen.insert(n).second) << n;
+    }
+  }
+  EXPECT_EQ(seen.size(), knownArchitectures().size());
+  EXPECT_EQ(knownArchitectures().front(), "resnet18");
+  EXPECT_EQ(knownArchitectures().back(), "PNASNet");
+  EXPECT_EQ(&createModel("resnet_tiny", 3)->family(), &resnetFamily());
 }
 
 TEST(ModelRegistry, UnknownNameIsUsageErrorListingKnownNames) {
@@ -83,11 +112,11 @@ TEST(Model, BuiltModelsHaveTheCountedParametersAndTorchvisionNames) {
 }
 
 TEST(Model, LastBatchNormAndEmbeddingDim) {
-  ResNet r50(modelConfig("resnet50", 7));
+  ResNet r50(resnetConfig("resnet50", 7));
   EXPECT_EQ(r50->lastBatchNorm().get(), r50->layer4[2]->as<BlockImpl>()->bn3.get());
   EXPECT_EQ(r50->embeddingDim(), 2048);
   EXPECT_EQ(r50->classifier()->weight.sizes(), (std::vector<int64_t>{7, 2048}));
-  ResNet tiny(modelConfig("resnet_tiny", 10));
+  ResNet tiny(resnetConfig("resnet_tiny", 10));
   EXPECT_EQ(tiny->lastBatchNorm().get(), tiny->layer4[0]->as<BlockImpl>()->bn2.get());
   EXPECT_EQ(tiny->embeddingDim(), 128);
   torch::NoGradGuard noGrad;

@@ -8,18 +8,19 @@
 #include <string>
 
 #include "fixres/models/Registry.h"
+#include "fixres/models/ResNet.h"
 
 namespace fixres::testing {
 
 // Number of parameters (weights only, no buffers) of the named architecture.
 inline int64_t parameterCount(const std::string& name, int64_t numClasses = 1000) {
   using namespace fixres::models;
-  if (architectureInfo(name).family != Family::kResNet) {
+  if (architectureInfo(name).family != &resnetFamily()) {
     int64_t n = 0;
     for (const auto& p : createModel(name, numClasses)->parameters()) n += p.numel();
     return n;
   }
-  ResNetConfig c = modelConfig(name, numClasses);
+  ResNetConfig c = resnetConfig(name, numClasses);
   int64_t exp = c.bottleneck ? 4 : 1;
   int64_t stem = c.smallStem ? 3 : 7;
   int64_t n = 3 * c.widths[0] * stem * stem + 2 * c.widths[0];

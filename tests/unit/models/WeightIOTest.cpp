@@ -14,6 +14,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/models/BatchNorm.h"
 #include "fixres/models/Registry.h"
+#include "fixres/models/ResNet.h"
 #include "fixres/models/WeightIO.h"
 
 namespace fixres::models {
@@ -128,7 +129,7 @@ TEST(WeightIO, ReadsPythonCheckpointsWithOptimizerState) {
 
 TEST(WeightIO, SkipClassifierLoadsAllButFc) {
   const std::string path = referenceDir() + "/resnet_tiny.pth";
-  ResNet model(modelConfig("resnet_tiny", 1000));
+  ResNet model(resnetConfig("resnet_tiny", 1000));
   // Strict: another class count is a mis-shaped classifier.
   fixres::testing::expectWeightsError(
       [&] { loadWeightsFile(*model, path, {}); },

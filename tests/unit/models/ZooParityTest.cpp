@@ -91,7 +91,8 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
   for (const auto& e : expected.toGenericDict()) {
     const std::string key = e.key().toStringRef();
     if (key.rfind("train_state.", 0) != 0) continue;
-    std::string name = model->canonicalKey(key.substr(12));
+    std::string name = key.substr(12);
+    if (const auto& foreign = model->family().foreignLayout) name = foreign->toOwn(*model, name);
     ASSERT_TRUE(sd.contains(name)) << name;
     const double err = relErr(sd.at(name), e.value().toTensor());
     EXPECT_LT(err, kZooTolerance) << arch << " " << name;
@@ -112,7 +113,14 @@ TEST(EfficientNetNames, ReferenceSpellingsAndSuffixes) {
   EXPECT_EQ(architectureInfo("tf_efficientnet_b0_ap").name, "tf_efficientnet_b0");
   EXPECT_EQ(architectureInfo("tf_efficientnet_l2_ns").name, "tf_efficientnet_l2");
   EXPECT_EQ(architectureInfo("tf_efficientnet_b7.ns_jft_in1k").name, "tf_efficientnet_b7");
-  EXPECT_EQ(architectureInfo("efficientnet_b3").family, Family::kEfficientNet);
+  EXPECT_EQ(architectureInfo("efficientnet_b3").family, &efficientNetFamily());
+  EXPECT_EQ(createModel("tf_efficientnet_b0_ap", 10)->family().name, "efficientnet");
+  // timm's pretrained cfg of tf_efficientnet_b3.ns_jft_in1k: 300 px, crop_pct 0.904, bicubic.
+  const ArchInfo b3 = architectureInfo("tf_efficientnet_b3_ns");
+  EXPECT_EQ(b3.defaultSize, 300);
+  EXPECT_EQ(b3.testSize, 300);
+  EXPECT_DOUBLE_EQ(b3.cropFraction, 0.904);
+  EXPECT_TRUE(b3.bicubic);
   EXPECT_THROW(architectureInfo("efficientnet_b9"), UsageError);
   EXPECT_THROW(architectureInfo("efficientnet_l2"), UsageError);  // timm: TF port only
   EXPECT_THROW(architectureInfo("EfficientNet"), UsageError);     // needs --EfficientNet-models
@@ -149,9 +157,12 @@ TEST(EfficientNetRecipe, ClassifierAndHeadLearnHeadNormInTrainMode) {
 TEST(PNASNetNames, RegistryAndTimmLayout) {
   const ArchInfo info = architectureInfo("PNASNet");
   EXPECT_EQ(info.name, "pnasnet5large");
-  EXPECT_EQ(info.family, Family::kPNASNet);
+  EXPECT_EQ(info.family, &pnasnetFamily());
   EXPECT_EQ(info.outputStride, 32);
   EXPECT_EQ(info.defaultSize, 331);
+  EXPECT_EQ(info.testSize, 331);  // timm's pnasnet5large.tf_in1k: crop_pct 0.911, bicubic
+  EXPECT_DOUBLE_EQ(info.cropFraction, 0.911);
+  EXPECT_TRUE(info.bicubic);
   EXPECT_EQ(info.mean, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
   EXPECT_EQ(info.std, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
   EXPECT_EQ(architectureInfo("pnasnet5large").name, "pnasnet5large");

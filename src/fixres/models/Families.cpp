@@ -1,0 +1,19 @@
+// The registration list: every architecture family fixres builds, in the order its names are
+// listed. A new family is its own files plus one line here.
+#include "fixres/models/EfficientNet.h"
+#include "fixres/models/Family.h"
+#include "fixres/models/PNASNet.h"
+#include "fixres/models/ResNet.h"
+
+namespace fixres::models {
+
+const std::vector<const ArchitectureFamily*>& architectureFamilies() {
+  static const std::vector<const ArchitectureFamily*> kFamilies = {
+      &resnetFamily(),
+      &efficientNetFamily(),
+      &pnasnetFamily(),
+  };
+  return kFamilies;
+}
+
+}  // namespace fixres::models
