@@ -5,13 +5,13 @@
 #include <cstdio>
 
 #include "fixres/cli/Command.h"
-#include "fixres/cli/RunFolder.h"
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/SvgPlot.h"
 #include "fixres/data/Dataset.h"
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/Resolution.h"
+#include "fixres/engine/RunFolder.h"
 #include "fixres/engine/Trainer.h"
 #include "fixres/models/Registry.h"
 
@@ -126,7 +126,7 @@ Command addSweepCommand(CLI::App& parent) {
           double ft = -1;
           if (s->finetune) {
             auto c = finetuneRun(*s, size);
-            const auto lock = lockRunFolder(c.runDir, comm);
+            const auto lock = engine::lockRunFolder(c.runDir, comm);
             engine::Trainer t(c, comm, rank.run);
             auto summary = t.run();
             ft = summary.after.top1;

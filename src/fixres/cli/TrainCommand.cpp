@@ -4,10 +4,10 @@
 #include <iostream>
 
 #include "fixres/cli/Command.h"
-#include "fixres/cli/RunFolder.h"
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
+#include "fixres/engine/RunFolder.h"
 #include "fixres/engine/Trainer.h"
 
 namespace fixres::cli {
@@ -43,7 +43,7 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
             auto rank = connectRank(s->cluster, s->cpu, c.numerics);
             c.runDir = engine::runFolder(s->cluster.flags.sharedFolderPath, mode, rank.world.jobId);
             // Before anything is written there, and held until the run ends.
-            const auto lock = lockRunFolder(c.runDir, *rank.comm);
+            const auto lock = engine::lockRunFolder(c.runDir, *rank.comm);
             installStopHandlers();
             engine::Trainer trainer(c, *rank.comm, rank.run);
             auto summary = trainer.run();

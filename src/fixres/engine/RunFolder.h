@@ -9,7 +9,7 @@
 #include "fixres/common/FolderLock.h"
 #include "fixres/distributed/Communicator.h"
 
-namespace fixres::cli {
+namespace fixres::engine {
 
 // Creates and locks `runDir` on rank 0 (FolderLock) and removes its stale temporaries; a
 // collective of every rank of `comm`. When rank 0 fails (another run holds the folder: exit 2
@@ -17,4 +17,4 @@ namespace fixres::cli {
 // exit code. Keep the result for as long as the run writes into the folder (empty on ranks > 0).
 std::optional<FolderLock> lockRunFolder(const std::string& runDir, distributed::Communicator& comm);
 
-}  // namespace fixres::cli
+}  // namespace fixres::engine

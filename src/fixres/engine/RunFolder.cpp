@@ -1,11 +1,11 @@
 // The run-folder lock taken by train, finetune and sweep's fine-tuning runs.
-#include "fixres/cli/RunFolder.h"
+#include "fixres/engine/RunFolder.h"
 
 #include <exception>
 
 #include "fixres/common/Error.h"
 
-namespace fixres::cli {
+namespace fixres::engine {
 
 std::optional<FolderLock> lockRunFolder(const std::string& runDir,
                                         distributed::Communicator& comm) {
@@ -30,4 +30,4 @@ std::optional<FolderLock> lockRunFolder(const std::string& runDir,
   return lock;
 }
 
-}  // namespace fixres::cli
+}  // namespace fixres::engine
