@@ -13,6 +13,7 @@
 #include "fixres/common/Log.h"
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/ModelSpec.h"
+#include "fixres/engine/StepBench.h"
 #include "fixres/engine/TrainStep.h"
 #include "fixres/models/Registry.h"
 
@@ -84,38 +85,17 @@ Command addBenchTrain(CLI::App& bench) {
             engine::StepOptions so = s->step;
             so.precision = rank.run.numerics.precision;
             engine::TrainStep step(model, so, *comm);
-            step.setTrainingMode();
             auto y = torch::randint(0, b.model.numClasses, {b.batch},
                                     torch::TensorOptions().dtype(torch::kLong).device(device));
-            for (int i = 0; i < b.warmup; ++i) step.step(x, y, 0.01);
-            if (device.is_cuda()) torch::cuda::synchronize();
-            comm->barrier();
-            // The step's phases as TrainStep::step() runs them, timed apart: begin (buffers
-            // from rank 0), forward and backward (all-reduces launched from its hooks), finish
-            // (waiting for the all-reduces, checks, update).
-            double phase[3] = {0, 0, 0};
-            auto t0 = Clock::now();
-            for (int i = 0; i < b.steps; ++i) {
-              auto ta = Clock::now();
-              step.begin();
-              phase[0] += since(ta);
-              ta = Clock::now();
-              const double loss = step.backward(x, y, 1.0);
-              phase[1] += since(ta);
-              ta = Clock::now();
-              step.finish(0.01, std::isfinite(loss));
-              phase[2] += since(ta);
-            }
-            if (device.is_cuda()) torch::cuda::synchronize();
-            comm->barrier();
-            double dt = since(t0);
+            const auto t = engine::timeTrainSteps(step, x, y, b.warmup, b.steps, *comm, device);
+            const double dt = t.seconds;
             double ips = static_cast<double>(b.steps) * b.batch * comm->worldSize() / dt;
             if (!device.is_cuda()) {
               char line[160];
               std::snprintf(line, sizeof line,
                             "begin %.1f, forward+backward %.1f, finish (reduce wait, update) %.1f",
-                            1000 * phase[0] / b.steps, 1000 * phase[1] / b.steps,
-                            1000 * phase[2] / b.steps);
+                            1000 * t.begin / b.steps, 1000 * t.backward / b.steps,
+                            1000 * t.finish / b.steps);
               log::info("bench train: rank ", comm->rank(), " ms/step: ", line);
             }
             if (comm->rank() == 0) {
@@ -140,37 +120,21 @@ Command addBenchEval(CLI::App& bench) {
   auto s = std::make_shared<State>();
   s->shape.batch = 64;
   addBenchShapeOptions(*sub, s->shape);
-  return {sub, [s]() -> int {
-            const BenchShape& b = s->shape;
-            const auto run = engine::makeRunDevice(0, b.cpu, b.numerics);
-            const auto device = run.device;
-            const auto precision = run.numerics.precision;
-            const bool channelsLast = run.numerics.channelsLast;
-            auto setup = benchModel(b, run);  // (lambdas cannot capture bindings)
-            models::Model& model = setup.first;
-            const torch::Tensor& x = setup.second;
-            model->eval();
-            torch::NoGradGuard noGrad;
-            engine::AutocastGuard autocast(device, precision);
-            // The logits add up on the device; reading the sum waits for every batch queued so
-            // far (no per-batch synchronisation, as in PyTorch's eager loop).
-            torch::Tensor acc = torch::zeros({}, torch::TensorOptions().device(device));
-            auto once = [&] { acc.add_(model->forward(x).sum().to(torch::kFloat)); };
-            for (int i = 0; i < b.warmup; ++i) once();
-            acc.item<double>();
-            auto t0 = Clock::now();
-            for (int i = 0; i < b.steps; ++i) once();
-            const double checksum = acc.item<double>();
-            double dt = since(t0);
-            std::printf("bench eval %s size %d batch %d, %d threads, %s, %s, %s: %.4f s/batch\n",
-                        b.model.architecture.c_str(), b.inputSize, b.batch,
-                        torch::get_num_threads(), device.str().c_str(),
-                        engine::precisionName(precision),
-                        channelsLast ? "channels-last" : "contiguous", dt / b.steps);
-            FIXRES_CHECK(std::isfinite(checksum), InternalError, "non-finite logits in bench eval");
-            std::printf("%.2f img/s\n", static_cast<double>(b.steps) * b.batch / dt);
-            return 0;
-          }};
+  return {
+      sub, [s]() -> int {
+        const BenchShape& b = s->shape;
+        const auto run = engine::makeRunDevice(0, b.cpu, b.numerics);
+        auto setup = benchModel(b, run);
+        const auto t = engine::timeEvalBatches(setup.first, setup.second, b.warmup, b.steps, run);
+        std::printf("bench eval %s size %d batch %d, %d threads, %s, %s, %s: %.4f s/batch\n",
+                    b.model.architecture.c_str(), b.inputSize, b.batch, torch::get_num_threads(),
+                    run.device.str().c_str(), engine::precisionName(run.numerics.precision),
+                    run.numerics.channelsLast ? "channels-last" : "contiguous",
+                    t.seconds / b.steps);
+        FIXRES_CHECK(std::isfinite(t.checksum), InternalError, "non-finite logits in bench eval");
+        std::printf("%.2f img/s\n", static_cast<double>(b.steps) * b.batch / t.seconds);
+        return 0;
+      }};
 }
 
 Command addBenchAllreduce(CLI::App& bench) {

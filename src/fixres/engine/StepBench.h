@@ -1,0 +1,41 @@
+// Timing the real training step and inference forward passes on one fixed batch, for `fixres
+// bench train` and `fixres bench eval`.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "fixres/distributed/Communicator.h"
+#include "fixres/engine/Numerics.h"
+#include "fixres/engine/TrainStep.h"
+#include "fixres/models/Model.h"
+
+namespace fixres::engine {
+
+struct StepTimings {
+  double seconds = 0;  // wall time of the timed steps, from a barrier to the barrier after them
+  // Each phase of TrainStep::step() summed over the timed steps: begin (buffers from rank 0),
+  // forward and backward (all-reduces launched from its hooks), finish (waiting for the
+  // all-reduces, checks, update).
+  double begin = 0, backward = 0, finish = 0;
+};
+
+// `step` in training mode on images `x` and labels `y`: `warmup` untimed steps, the device
+// synchronised and the ranks at a barrier, then `steps` timed ones as TrainStep::step() runs its
+// phases, timed apart, and the device and ranks synchronised again. A collective of every rank of
+// `comm`.
+StepTimings timeTrainSteps(TrainStep& step, const torch::Tensor& x, const torch::Tensor& y,
+                           int warmup, int steps, distributed::Communicator& comm,
+                           const torch::Device& device);
+
+struct EvalTimings {
+  double seconds = 0;   // wall time of the timed batches
+  double checksum = 0;  // the sum of their logits (not finite: the model's outputs are not)
+};
+
+// `model` in eval mode, without gradients, under run's autocast: `warmup` untimed forward passes
+// of `x`, then `steps` timed ones. The logits add up on the device; reading the sum waits for
+// every batch queued so far (no per-batch synchronisation, as in PyTorch's eager loop).
+EvalTimings timeEvalBatches(models::Model& model, const torch::Tensor& x, int warmup, int steps,
+                            const RunDevice& run);
+
+}  // namespace fixres::engine
