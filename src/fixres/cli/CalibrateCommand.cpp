@@ -1,6 +1,5 @@
 // `fixres calibrate`: FixRes without labels, the BatchNorm statistics re-estimated at the test
 // resolution from unlabelled images, written as a weight file that eval, extract and finetune read.
-#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -10,31 +9,11 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
 #include "fixres/data/Dataset.h"
-#include "fixres/data/TarShards.h"
 #include "fixres/engine/Calibrate.h"
 #include "fixres/engine/Export.h"
 #include "fixres/engine/ModelSpec.h"
 
 namespace fixres::cli {
-
-namespace {
-
-// The classifier size the data implies: the class folders of an image folder, or the classes a
-// shard folder's index names; 0 when it says nothing.
-int64_t folderClasses(const std::string& root) {
-  namespace fs = std::filesystem;
-  if (data::isShardFolder(root))
-    return static_cast<int64_t>(data::indexedShardClasses(root).size());
-  std::error_code ec;
-  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code ec2;
-    if (it->is_directory(ec2))
-      return static_cast<int64_t>(data::openImageFolder(root)->classes().size());
-  }
-  return 0;
-}
-
-}  // namespace
 
 Command addCalibrateCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand(
@@ -73,7 +52,9 @@ Command addCalibrateCommand(CLI::App& parent) {
                      "calibrate needs --weight-path (the trained weights to calibrate)");
         auto dataset = data::openUnlabelledImages(s->datasetPath);
         int64_t classes = s->model.numClasses;
-        if (classes == 0) classes = folderClasses(s->datasetPath);
+        // The classifier size the data declares (class folders, a shard index's classes).
+        if (classes == 0)
+          classes = static_cast<int64_t>(data::declaredClasses(s->datasetPath).size());
         FIXRES_CHECK(
             classes >= 1, UsageError, "calibrate: ", s->datasetPath,
             " has no class folders and no shard index naming the classes: give --num-classes (the "

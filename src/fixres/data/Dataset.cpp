@@ -13,7 +13,6 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
-#include "fixres/data/TarShards.h"
 #include "fixres/image/Decode.h"
 
 namespace fixres::data {
@@ -163,6 +162,18 @@ void warnLeftOut(const std::string& root, const LeftOut& undecoded, const LeftOu
 
 }  // namespace
 
+std::vector<std::string> classFolders(const std::string& root) {
+  std::error_code ec;
+  std::vector<std::string> classes;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_directory(ec2)) classes.push_back(it->path().filename().string());
+  }
+  FIXRES_CHECK(!ec, DataError, root, ": cannot list folder: ", ec.message());
+  std::sort(classes.begin(), classes.end());
+  return classes;
+}
+
 std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
   return openImageFolder(root, FileIndexOptions{});
 }
@@ -172,14 +183,8 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileInde
   std::error_code ec;
   FIXRES_CHECK(fs::is_directory(root, ec), DataError, "dataset folder ", root,
                " does not exist or is not a folder");
-  std::vector<std::string> classes;
-  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code ec2;
-    if (it->is_directory(ec2)) classes.push_back(it->path().filename().string());
-  }
-  FIXRES_CHECK(!ec, DataError, root, ": cannot list folder: ", ec.message());
+  std::vector<std::string> classes = classFolders(root);
   FIXRES_CHECK(!classes.empty(), DataError, "couldn't find any class folder in ", root);
-  std::sort(classes.begin(), classes.end());
   // Paths are kept relative to the root in the index and joined back exactly as the walk
   // joins them.
   const std::string joined = (fs::path(root) / "x").string();
@@ -249,12 +254,7 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileInde
                                               std::move(labels));
 }
 
-std::shared_ptr<Dataset> openDataset(const std::string& root, const FileIndexOptions& index) {
-  return isShardFolder(root) ? openTarShards(root) : openImageFolder(root, index);
-}
-
-std::shared_ptr<Dataset> openUnlabelledImages(const std::string& root) {
-  if (isShardFolder(root)) return openTarShards(root, /*labelled=*/false);
+std::shared_ptr<Dataset> openImageFiles(const std::string& root) {
   std::error_code ec;
   FIXRES_CHECK(fs::is_directory(root, ec), DataError, "image folder ", root,
                " does not exist or is not a folder");

@@ -55,16 +55,29 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root);
 std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileIndexOptions& index,
                                          FileIndexReport* report = nullptr);
 
-// What --imnet-path's train/ and val/ and --dataset-path accept: a folder of tar shards (`*.tar`
-// files and no sub-folder: openTarShards, data/TarShards.h) or else an image folder (through its
-// file index when `index.enabled`).
-std::shared_ptr<Dataset> openDataset(const std::string& root, const FileIndexOptions& index = {});
+// The sorted names of root's sub-folders (symlinks followed): ImageFolder's classes, read
+// without listing their files. DataError when root cannot be listed.
+std::vector<std::string> classFolders(const std::string& root);
 
 // Every image under root, unlabelled: the files an image folder would take (the same extensions
 // and rules), walked recursively in sorted path order whether or not they sit in class folders.
-// One class (""), every label 0. DataError if root is missing or holds no image. A folder of tar
-// shards gives its images (any .cls ignored).
+// One class (""), every label 0. DataError if root is missing or holds no image.
+std::shared_ptr<Dataset> openImageFiles(const std::string& root);
+
+// The factory over the dataset readers (data/DatasetReader.h; the list in DatasetReaders.cpp),
+// for --imnet-path's train/ and val/ and --dataset-path: the labelled dataset at root as the
+// first reader that recognises it reads it (a folder of tar shards, data/TarShards.h; an image
+// folder, through its file index when `index.enabled`; ...). DataError when no reader takes root.
+std::shared_ptr<Dataset> openDataset(const std::string& root, const FileIndexOptions& index = {});
+
+// The images at root without labels (one class "", every label 0), as its reader gives them: an
+// image folder's every image (openImageFiles), a shard folder's images (any .cls ignored), ...
 std::shared_ptr<Dataset> openUnlabelledImages(const std::string& root);
+
+// The class names root declares without reading its samples, as its reader says: an image
+// folder's class folders, the classes a shard folder's index names, ...; empty when it declares
+// none (a flat folder of images, shards without an index).
+std::vector<std::string> declaredClasses(const std::string& root);
 
 // IDX (MNIST format) image and label files, gzipped or not: 28 x 28 grayscale images returned as
 // RGB (the channel replicated, as PIL's convert("RGB")); classes "0", "1", ... up to the largest
