@@ -52,7 +52,7 @@ run "$FIXRES" eval --dataset-path "$WORK/no-such-data" --weight-path "$WORK/none
 expect_code 2; expect_err_lines 1; expect_err "bogus-format"
 # --help lists the valid values of every choice.
 run "$FIXRES" train --help
-expect_code 0; expect_out "\{torch,full,val,val-nocrop,v2-train,v2-test\}"; expect_out "\{ra,distributed\}"
+expect_code 0; expect_out "\{torch,full,val,val-nocrop,v2-train,v2-test\}"; expect_out "\{ra,distributed,shard\}"
 
 # docs/cli-reference.md is what scripts/gen-cli-reference.sh generates from this binary.
 run bash "$SRC/scripts/gen-cli-reference.sh" "$FIXRES" "$WORK/cli-reference.md"

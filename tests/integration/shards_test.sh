@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Tar shards end to end: `fixres shard` on an image folder; train one epoch on shards with two
-# ranks; `extract` on the shards and on the folder gives the same logits per sample (matched by
-# key through the index, with numpy); shards written by Python's tarfile holding a corrupt image
-# and a sample without .cls (the bad-image policy names shard and key); calibrate takes the
-# classifier size from the index; bad flags exit 2.
+# ranks (the reader's shard sampler logged and recorded in config.json; a resume with another
+# --sampler; --sampler shard refused on a folder); `extract` on the shards and on the folder gives
+# the same logits per sample (matched by key through the index, with numpy); shards written by
+# Python's tarfile holding a corrupt image and a sample without .cls (the bad-image policy names
+# shard and key); calibrate takes the classifier size from the index; bad flags exit 2.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 D="$WORK/data"; S="$WORK/shards"
@@ -30,12 +31,22 @@ assert n == 36 and len(idx['classes']) == 3, (n, idx['classes'])
 print(n)"
 expect_code 0; expect_out "^36$"
 
-# train one epoch on shards with two ranks (each reads its own shards), then eval.
+# train one epoch on shards with two ranks (each reads its own shards), then eval. The shard
+# folder's reader requires the shard sampler: it replaces --sampler (default ra), the log says
+# so, and config.json records the sampler used.
 run "$FIXRES" launch --nproc-per-node 2 -- train --imnet-path "$S" --architecture $ARCH --workers 2 \
   --input-size 32 --epochs 1 --batch 4 --learning-rate 0.05 --absolute-lr \
   --shared-folder-path "$WORK/runs" --job-id t1
 expect_code 0; expect_err "tar shard\(s\), read in order through a shuffle buffer"
+expect_err "train: shard folder reads in order: sampler shard \(not --sampler ra\)$"
 W="$WORK/runs/train/t1/checkpoint.pth"; expect_file "$W"
+run "$PY" -c "import json; print(json.load(open('$WORK/runs/train/t1/config.json'))['sampler'])"
+expect_code 0; expect_out "^shard$"
+# --sampler shard on an image folder (read in any order): exit 2 naming the folder, no run folder.
+run "$FIXRES" train --imnet-path "$D" --architecture $ARCH --workers 1 --input-size 32 --epochs 1 \
+  --batch 4 --sampler shard --shared-folder-path "$WORK/runs" --job-id nosharding
+expect_code 2; expect_err_lines 1; expect_err "--sampler shard reads tar shards, not $D/train"
+[ ! -e "$WORK/runs/train/nosharding/config.json" ] || bad "a refused train wrote its config.json"
 
 # A run stopped mid-epoch on shards resumes to the same weights, bit for bit (the shard order is
 # a function of seed, epoch and rank): 2 ranks, 4 steps per epoch, stopped after step 3.
@@ -45,8 +56,13 @@ run "$FIXRES" launch --nproc-per-node 2 -- "${TS[@]}" --job-id whole
 expect_code 0
 run "$FIXRES" launch --nproc-per-node 2 -- "${TS[@]}" --job-id cut --stop-after-steps 3
 expect_code 0
-run "$FIXRES" launch --nproc-per-node 2 -- "${TS[@]}" --job-id cut
+# Resumed with another --sampler: the reader sets the shard sampler again before the settings are
+# compared, so the run resumes (and the log names the flag it overrode).
+run "$FIXRES" launch --nproc-per-node 2 -- "${TS[@]}" --job-id cut --sampler distributed
 expect_code 0; expect_err "resumed from .* iteration 3"
+expect_err "sampler shard \(not --sampler distributed\)$"
+run "$PY" -c "import json; print(json.load(open('$WORK/runs/train/cut/config.json'))['sampler'])"
+expect_code 0; expect_out "^shard$"
 run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$WORK/runs/train/whole/checkpoint.pth" \
   "$WORK/runs/train/cut/checkpoint.pth"
 expect_code 0

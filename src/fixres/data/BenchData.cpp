@@ -12,6 +12,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
 #include "fixres/data/Dataset.h"
+#include "fixres/data/DatasetReader.h"
 #include "fixres/data/Loader.h"
 
 namespace fixres::data {
@@ -38,12 +39,14 @@ double residentMiB() {
 
 double benchData(const BenchDataOptions& o, double* cpuRate, BenchMemory* memory) {
   FIXRES_CHECK(o.threads >= 1, UsageError, "bench threads must be >= 1, got ", o.threads);
-  std::shared_ptr<const Dataset> dataset = openDataset(o.datasetPath);
+  const DatasetReader& reader = readerFor(o.datasetPath);
+  std::shared_ptr<const Dataset> dataset = reader.open(o.datasetPath, {});
   if (!o.fromDisk) dataset = cacheInMemory(dataset);
-  // Tar shards: the training order (shard after shard through the shuffle buffer).
-  const auto shards = dataset->shardSizes();
-  auto sampler = shards.empty() ? makeDistributedSampler(dataset->size(), 0, 1, false, 0, false)
-                                : makeShardSampler(shards, 0, 1, 0);
+  // Data its reader requires the shard sampler for: the training order (shard after shard
+  // through the shuffle buffer); else every sample in order.
+  auto sampler = reader.requiredSampler() == SamplerKind::kShard
+                     ? makeShardSampler(dataset->shardSizes(), 0, 1, 0)
+                     : makeDistributedSampler(dataset->size(), 0, 1, false, 0, false);
   image::TransformOptions t;
   t.kind = o.kind;
   t.inputSize = o.inputSize;

@@ -16,8 +16,10 @@ namespace fixres::data {
 Sampler::~Sampler() = default;
 
 const ChoiceTable<SamplerKind>& samplerKinds() {
-  static const ChoiceTable<SamplerKind> kTable = {
-      "sampler", {{"ra", SamplerKind::kRepeatedAug}, {"distributed", SamplerKind::kDistributed}}};
+  static const ChoiceTable<SamplerKind> kTable = {"sampler",
+                                                  {{"ra", SamplerKind::kRepeatedAug},
+                                                   {"distributed", SamplerKind::kDistributed},
+                                                   {"shard", SamplerKind::kShard}}};
   return kTable;
 }
 

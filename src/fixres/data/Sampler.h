@@ -11,9 +11,11 @@
 
 namespace fixres::data {
 
-// ra: FixRes's repeated-augmentation sampler; distributed: torch's DistributedSampler.
-enum class SamplerKind { kRepeatedAug, kDistributed };
-const ChoiceTable<SamplerKind>& samplerKinds();  // ra, distributed
+// ra: FixRes's repeated-augmentation sampler; distributed: torch's DistributedSampler; shard: the
+// in-order sampler of tar shards (makeShardSampler), the one a reader that needs it says it
+// requires (DatasetReader::requiredSampler).
+enum class SamplerKind { kRepeatedAug, kDistributed, kShard };
+const ChoiceTable<SamplerKind>& samplerKinds();  // ra, distributed, shard
 
 class Sampler {
  public:

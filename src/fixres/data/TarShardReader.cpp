@@ -1,5 +1,5 @@
 // The shard-folder reader: a folder of `*.tar` files and no sub-folder (TarShards.h), read shard
-// after shard.
+// after shard, trained on with the shard sampler (each rank its own shards, in order).
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +28,7 @@ class TarShardReader : public DatasetReader {
   std::vector<std::string> declaredClasses(const std::string& root) const override {
     return indexedShardClasses(root);
   }
+  std::optional<SamplerKind> requiredSampler() const override { return SamplerKind::kShard; }
 };
 
 }  // namespace

@@ -115,7 +115,11 @@ std::vector<ConfigChange> resumeChanges(const nlohmann::json& stored, const RunC
     const SettingRole role = roles.byKey.at(key);
     if (!stored.contains(key) || role == SettingRole::kNotCompared || before.at(key) == value)
       continue;
-    out.push_back({key, before.at(key).dump(), value.dump(), role == SettingRole::kDefinesRun});
+    bool definesRun = role == SettingRole::kDefinesRun;
+    // The shard sampler is the data's (its reader requires it): the config of a run started
+    // before the reader said so holds the --sampler that such data never used. Noted only.
+    if (key == "sampler" && now.sampler == data::SamplerKind::kShard) definesRun = false;
+    out.push_back({key, before.at(key).dump(), value.dump(), definesRun});
   }
   return out;
 }

@@ -127,7 +127,8 @@ struct ConfigChange {
 };
 // The settings of `now` that differ from `stored` (config.json or a checkpoint's config, of this
 // or an earlier version; keys `stored` lacks are not compared), in key order. run_dir and
-// stop_after_steps are never compared.
+// stop_after_steps are never compared. A sampler changed to `shard` (the sampler the data's
+// reader requires) is noted, not refused: older configs of shard runs hold --sampler's value.
 std::vector<ConfigChange> resumeChanges(const nlohmann::json& stored, const RunConfig& now);
 
 // <shared>/<mode>/<job-id> (shared: "runs" when empty).

@@ -68,7 +68,8 @@ void RunConfig::visitSettings(Self& c, V&& v) {
   v(Setting{"sampler",
             "--sampler",
             "Data",
-            "ra (repeated augmentation, FixRes) or distributed (torch DistributedSampler)",
+            "ra (repeated augmentation, FixRes), distributed (torch DistributedSampler) or shard "
+            "(tar shards in order; shard folders always use it)",
             {},
             kDefines},
     c.sampler, data::samplerKinds());

@@ -14,9 +14,10 @@
 #include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
-#include "fixres/data/Sampler.h"
+#include "fixres/data/DatasetReader.h"
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/ModelInput.h"
+#include "fixres/engine/TrainingSampler.h"
 
 namespace fixres::engine {
 namespace {
@@ -51,7 +52,11 @@ std::string signalName(int signal) {
 Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
     : cfg_(std::move(cfg)), comm_(comm), run_(run) {
   cfg_.validate();
-  train_ = data::openDataset(cfg_.trainPath, cfg_.fileIndex);
+  const data::DatasetReader& reader = data::readerFor(cfg_.trainPath, cfg_.fileIndex);
+  train_ = reader.open(cfg_.trainPath, cfg_.fileIndex);
+  // Before config.json and the checkpoint's config are made: they record the sampler used, and a
+  // resumed run sets it the same way before comparing.
+  cfg_.sampler = trainingSampler(reader, cfg_.sampler, cfg_.trainPath);
   if (!cfg_.valPath.empty()) {
     val_ = data::openDataset(cfg_.valPath, cfg_.fileIndex);
     data::checkSameClasses(*train_, *val_);
@@ -214,19 +219,8 @@ void Trainer::evaluateBeforeTraining() {
 }
 
 data::Loader Trainer::makeTrainLoader() {
-  std::shared_ptr<data::Sampler> sampler;
-  if (const auto shards = train_->shardSizes(); !shards.empty()) {
-    // Tar shards are read front to back, each rank its own shards (docs/data.md, "Tar shards").
-    log::info("train: ", shards.size(), " tar shard(s), read in order through a shuffle buffer of ",
-              data::kDefaultShuffleBuffer, " samples (--sampler applies to image folders)");
-    sampler = data::makeShardSampler(shards, comm_.rank(), comm_.worldSize(), cfg_.seed);
-  } else if (cfg_.sampler == data::SamplerKind::kRepeatedAug) {
-    sampler = data::makeRepeatedAugSampler(train_->size(), comm_.rank(), comm_.worldSize(),
-                                           cfg_.seed, cfg_.repetitions, kRepeatedAugLenFactor);
-  } else {
-    sampler = data::makeDistributedSampler(train_->size(), comm_.rank(), comm_.worldSize(), true,
-                                           cfg_.seed, true);
-  }
+  auto sampler = makeTrainingSampler(cfg_.sampler, *train_, comm_.rank(), comm_.worldSize(),
+                                     cfg_.seed, cfg_.repetitions);
   auto lo = loaderOptions(run_, trainTransform_, cfg_.batch, cfg_.workers, cfg_.seed,
                           cfg_.skipBadImages, /*dropLast=*/true);
   return data::Loader(train_, sampler, trainTransform_, lo);

@@ -1,7 +1,7 @@
 // The dataset readers and their factory, against torchvision's ImageFolder
 // (tests/reference/image_folder.py): which reader takes a root, the classes each declares without
 // reading a sample (torchvision's find_classes: every sub-folder; a shard index's classes, which
-// are the source folder's), and roots no reader takes.
+// are the source folder's), the sampler a reader requires, and roots no reader takes.
 #include "fixres/data/DatasetReader.h"
 
 #include <gtest/gtest.h>
@@ -63,17 +63,19 @@ TEST(DataDatasetReader, EachRootGoesToItsReader) {
     }
   }
 
-  // The same samples as shards: the shard reader.
+  // The same samples as shards: the shard reader, which requires the shard sampler.
   ShardWriteOptions o;
   o.outDir = fixres::testing::makeTempDir("fixres_readers_shards_") + "/s";
   o.shardBytes = 4000;
   writeShards(*openImageFolder(t.root), o);
   const DatasetReader& shards = readerFor(o.outDir, indexOn);
   EXPECT_EQ(shards.name(), "shard folder");
+  EXPECT_TRUE(shards.requiredSampler() == SamplerKind::kShard);
   EXPECT_EQ(openDataset(o.outDir)->size(), t.listing["samples"].size());
   EXPECT_EQ(openDataset(o.outDir)->classes(), classes);
   EXPECT_FALSE(readerFor(t.root).requiredSampler().has_value());
   EXPECT_FALSE(readerFor(t.root, indexOn).requiredSampler().has_value());
+  EXPECT_EQ(choiceName(samplerKinds(), SamplerKind::kShard), "shard");
 
   // Unlabelled: one class "", every image (image_folder.py puts one empty .jpg at the root: a
   // file the unlabelled walk takes, outside the class folders).

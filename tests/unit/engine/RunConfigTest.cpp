@@ -253,6 +253,22 @@ TEST(RunConfigTest, ResumeChangesSayWhichSettingsDefineTheRun) {
             "train_path:\"/data/a/train\"->\"/data/b/train\"! train_transform:\"full\"->\"val\"! ");
 }
 
+// A shard run's config from before the reader chose its sampler holds --sampler's value ("ra"):
+// resuming it with the shard sampler (what such data always used) is noted, not refused; any
+// other sampler change still defines the run.
+TEST(RunConfigTest, ResumeNotesTheShardSamplerOfOlderShardRuns) {
+  auto started = RunConfig::forMode(RunMode::kTrain);
+  started.trainPath = "/data/shards/train";
+  started.runDir = "runs/train/1";
+  auto now = started;
+  now.sampler = data::SamplerKind::kShard;
+  EXPECT_EQ(describe(resumeChanges(started.toJson(), now)), "sampler:\"ra\"->\"shard\" ");
+  EXPECT_EQ(describe(resumeChanges(now.toJson(), now)), "");
+  EXPECT_EQ(describe(resumeChanges(now.toJson(), started)), "sampler:\"shard\"->\"ra\"! ");
+  EXPECT_EQ(now.toJson()["sampler"], "shard");
+  EXPECT_EQ(RunConfig::fromJson(now.toJson()).sampler, data::SamplerKind::kShard);
+}
+
 TEST(RunConfigTest, ResumeChangesCompareOnlyWhatAnOlderConfigHolds) {
   auto old = readJson("config-0.1.0-train.json");
   auto now = RunConfig::fromJson(old);
