@@ -128,14 +128,17 @@ std::vector<Setting> invocationFlags() {
       {"",
        "--imnet-path",
        "Data",
-       "Image folder root holding train/ and val/ (and holdout/ when imported); each may also be "
-       "a folder of tar shards (fixres shard)",
+       "Dataset root holding train/ and val/ (and holdout/ when imported), each read by the first "
+       "dataset reader that takes it: an image folder, a folder of tar shards (fixres shard), ... "
+       "(docs/data.md, Readers)",
        {},
        kInvocation},
       {"",
        "--dataset-path",
        "Data",
-       "Image folder to read (one sub-folder per class), or a folder of tar shards (fixres shard)",
+       "Dataset to read, by the first dataset reader that takes it: an image folder (one "
+       "sub-folder "
+       "per class), a folder of tar shards (fixres shard), ... (docs/data.md, Readers)",
        {},
        kInvocation},
       {"",
