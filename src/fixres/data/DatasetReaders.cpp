@@ -14,6 +14,7 @@ namespace fixres::data {
 
 // Each reader's registration, in its own file.
 const DatasetReader& tarShardReader();     // TarShardReader.cpp
+const DatasetReader& csvListReader();      // CsvListReader.cpp
 const DatasetReader& fileIndexReader();    // FileIndexReader.cpp
 const DatasetReader& imageFolderReader();  // ImageFolderReader.cpp
 
@@ -28,6 +29,7 @@ const std::vector<const DatasetReader*>& datasetReaders() {
   // plain scan (it recognises folders only when the index is on).
   static const std::vector<const DatasetReader*> kReaders = {
       &tarShardReader(),
+      &csvListReader(),
       &fileIndexReader(),
       &imageFolderReader(),
   };
