@@ -1,0 +1,183 @@
+// The Trainer's start and end: resuming from checkpoint.pth (refusing a checkpoint of another
+// run), the run folder's first files, stops (step limit, signals agreed by every rank), the save
+// before an error ends the run, and the checkpoint writes.
+#include "fixres/engine/Trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Files.h"
+#include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
+
+namespace fixres::engine {
+namespace {
+
+// Seconds since the Unix epoch, the wall time of TensorBoard events.
+double unixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string signalName(int signal) {
+  switch (signal) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "signal " + std::to_string(signal);
+  }
+}
+
+}  // namespace
+
+bool Trainer::resume() {
+  auto resumed = resumeFromRunDir(
+      cfg_.runDir, *model_, optimizerRef(), [this](const CheckpointState& s) { checkResumable(s); },
+      ema_.get());
+  if (!resumed) return false;
+  state_ = *resumed;
+  state_.configJson = cfg_.toJson().dump();
+  log::info("resumed from ", cfg_.runDir, " at epoch ", state_.epoch, ", iteration ",
+            state_.iteration, " (step ", state_.globalStep, ")");
+  return true;
+}
+
+void Trainer::checkResumable(const CheckpointState& stored) const {
+  std::vector<ConfigChange> changes;
+  if (!stored.configJson.empty()) {
+    const auto json = nlohmann::json::parse(stored.configJson, nullptr, false);
+    FIXRES_CHECK(json.is_object(), WeightsError, "the checkpoint's config is not a JSON object");
+    changes = resumeChanges(json, cfg_);
+  }
+  // Another number of processes changes the sharding and the scaled learning rate, but resuming
+  // a job on fewer or more GPUs is legitimate: noted, not refused.
+  if (stored.worldSize > 0 && stored.worldSize != comm_.worldSize())
+    changes.push_back(
+        {"world_size", std::to_string(stored.worldSize), std::to_string(comm_.worldSize()), false});
+  std::string fixed, other;
+  for (const auto& c : changes) {
+    std::string& list = c.definesRun ? fixed : other;
+    list += (list.empty() ? "" : "; ") + c.key + ": " + c.before + " -> " + c.after;
+  }
+  FIXRES_CHECK(fixed.empty() || cfg_.allowConfigChange, UsageError, "cannot resume ", cfg_.runDir,
+               " with settings that differ from the ones it started with (", fixed,
+               "): give the same ones, another --job-id, or --allow-config-change");
+  if (!fixed.empty()) log::warn("resuming with changed settings (--allow-config-change): ", fixed);
+  if (!other.empty()) log::info("resuming with changed settings: ", other);
+}
+
+// Written once the run really starts: the data and model are loaded and the checkpoint, if any,
+// accepted.
+void Trainer::startRunFolder(bool resumed) {
+  if (comm_.rank() == 0) {
+    makeDirectories(cfg_.runDir);
+    writeFileAtomic(cfg_.runDir + "/config.json", cfg_.toJson().dump(2) + "\n");
+    std::optional<MetricsLog::Position> at;
+    if (resumed) at = MetricsLog::Position{state_.globalStep, state_.epoch};
+    metrics_ = std::make_unique<MetricsLog>(cfg_.runDir + "/metrics.jsonl", at);
+    if (cfg_.tensorboard) {
+      const double now = unixSeconds();
+      events_ = std::make_unique<EventFile>(EventFile::newPath(cfg_.runDir, now), now);
+      // TensorBoard drops the older files' points from the restart step on: those of steps past
+      // the checkpoint, written before the run stopped.
+      if (resumed) events_->appendRestart(state_.globalStep + 1, now);
+    }
+  }
+  comm_.barrier();
+}
+
+RunSummary Trainer::stopRun(const Stop& stop) {
+  const bool trained = state_.globalStep > stepsAtStart_ || unsaved_;
+  // The state is what every rank holds (weights, momentum: identical; buffers: rank 0's).
+  const bool finite = !unsaved_ || step_->stateFinite();
+  if (unsaved_ && finite) {
+    writeCheckpoints(false);
+    comm_.barrier();
+  }
+  summary_.stoppedEarly = true;
+  summary_.stopSignal = stop.signal;
+  const std::string saved =
+      finite ? "the state of step " + std::to_string(state_.globalStep) + " is saved in " +
+                   cfg_.runDir + "/checkpoint.pth"
+             : "nothing saved (the weights are not finite): the last checkpoint in " + cfg_.runDir +
+                   " is kept";
+  if (!stop.error.empty()) throw Error(ExitCode::kOther, stop.error + "; " + saved);
+  if (trained) {
+    log::info("stopped after step ", state_.globalStep, " (", stop.why, "); ", saved,
+              "; run the same command again to resume");
+  } else {
+    log::info("already at step ", state_.globalStep, " (", stop.why,
+              "): nothing to train; run folder ", cfg_.runDir);
+  }
+  return summarize();
+}
+
+// An error ends the run after training began: rank 0 saves the last completed step first when it
+// can, then the error goes on as it came. Nothing is saved when the error came from a checkpoint
+// write (it would fail again), interrupted an update, or the weights are not finite.
+void Trainer::saveBeforeExit() {
+  if (comm_.rank() != 0 || !unsaved_ || saving_) return;
+  if (emaInterrupted_) {
+    log::warn("no checkpoint saved: the error interrupted an update of the EMA weights");
+    return;
+  }
+  if (!step_->rollBack()) {
+    log::warn("no checkpoint saved: the error interrupted a weight update");
+    return;
+  }
+  if (!step_->stateFinite()) {
+    log::warn("no checkpoint saved: the weights are not finite");
+    return;
+  }
+  try {
+    writeCheckpoints(false);
+    log::warn("saved the state of step ", state_.globalStep, " in ", cfg_.runDir,
+              "/checkpoint.pth before exiting; rerun the same command to resume");
+  } catch (const std::exception& e) {
+    log::warn("could not save a checkpoint before exiting: ", oneLine(e.what()));
+  }
+}
+
+void Trainer::writeCheckpoints(bool epochEnd) {
+  unsaved_ = false;
+  if (comm_.rank() != 0) return;
+  saving_ = true;  // stays set when a write fails
+  state_.learningRate = schedule_->rate(static_cast<int>(state_.epoch));
+  state_.worldSize = comm_.worldSize();
+  saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, optimizerRef(), ema_.get());
+  if (epochEnd) {
+    saveCheckpoint(cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth", state_,
+                   *model_, optimizerRef(), ema_.get());
+  }
+  saving_ = false;
+}
+
+std::optional<Trainer::Stop> Trainer::stepLimit() const {
+  if (cfg_.stopAfterSteps < 0 || state_.globalStep < cfg_.stopAfterSteps) return std::nullopt;
+  return Stop{"--stop-after-steps " + std::to_string(cfg_.stopAfterSteps), 0, ""};
+}
+
+std::optional<Trainer::Stop> Trainer::agreedStop() {
+  // Every rank must stop at the same step (rank 0 saves, all meet at a barrier), so the ranks
+  // agree on one signal: the highest-numbered one any rank got (SIGTERM before SIGINT before
+  // SIGHUP), whichever it is.
+  int signal = stopSignal();
+  if (comm_.worldSize() > 1) {
+    std::vector<double> got(NSIG, 0.0);  // ranks that got each signal
+    if (signal > 0 && signal < NSIG) got[static_cast<size_t>(signal)] = 1;
+    got = distributed::allReduceScalars(comm_, got);
+    signal = 0;
+    for (int s = 1; s < NSIG; ++s)
+      if (got[static_cast<size_t>(s)] > 0) signal = s;
+  }
+  if (signal == 0) return std::nullopt;
+  return Stop{signalName(signal), signal, ""};
+}
+
+}  // namespace fixres::engine
