@@ -27,6 +27,11 @@ double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// Seconds since the Unix epoch, the wall time of TensorBoard events.
+double unixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 // --nan-policy skip gives up after this many skipped steps in a row: the weights themselves are
 // then the problem, not a batch.
 constexpr int64_t kMaxSkippedInARow = 10;

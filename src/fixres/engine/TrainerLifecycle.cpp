@@ -17,7 +17,7 @@ namespace fixres::engine {
 namespace {
 
 // Seconds since the Unix epoch, the wall time of TensorBoard events.
-double unixSeconds() {
+double eventWallTime() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
@@ -82,7 +82,7 @@ void Trainer::startRunFolder(bool resumed) {
     if (resumed) at = MetricsLog::Position{state_.globalStep, state_.epoch};
     metrics_ = std::make_unique<MetricsLog>(cfg_.runDir + "/metrics.jsonl", at);
     if (cfg_.tensorboard) {
-      const double now = unixSeconds();
+      const double now = eventWallTime();
       events_ = std::make_unique<EventFile>(EventFile::newPath(cfg_.runDir, now), now);
       // TensorBoard drops the older files' points from the restart step on: those of steps past
       // the checkpoint, written before the run stopped.
