@@ -36,7 +36,7 @@ double Schedule::rate(int epoch, double progress) const {
   } else if (o_.kind == ScheduleKind::kCosine) {
     const double span = std::max(1e-9, o_.totalEpochs - o_.warmupEpochs);
     const double x = std::min(1.0, std::max(0.0, (t - o_.warmupEpochs) / span));
-    lr = 0.5 * o_.baseLr * (1.0 + std::cos(M_PI * x));
+    lr = o_.minLr + 0.5 * (o_.baseLr - o_.minLr) * (1.0 + std::cos(M_PI * x));
   }
   if (o_.warmupEpochs > 0 && t < o_.warmupEpochs) lr *= t / o_.warmupEpochs;
   return lr;

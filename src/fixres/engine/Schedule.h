@@ -21,6 +21,7 @@ struct ScheduleOptions {
   double gamma = 0.1;       // step: decay factor
   double warmupEpochs = 0;  // linear warm-up from 0, in (fractional) epochs
   int totalEpochs = 1;      // cosine: the horizon
+  double minLr = 0;         // cosine: the floor it falls to (torch's eta_min), not scaled
 
   // The settings of a run's schedule (baseLr and totalEpochs follow from others).
   template <typename Self, typename V>
@@ -35,6 +36,11 @@ struct ScheduleOptions {
       o.gamma);
     v(Setting{"warmup_epochs", "--warmup-epochs", g, "Linear warm-up (epochs)", Range::reals(0)},
       o.warmupEpochs);
+    v(Setting{"lr_min", "--lr-min", g,
+              "Floor of the cosine schedule: the rate falls to this instead of 0 (torch's "
+              "CosineAnnealingLR eta_min, the torchvision references' --lr-min; not scaled)",
+              Range::reals(0)},
+      o.minLr);
   }
 };
 

@@ -37,6 +37,28 @@ TEST(Schedule, CosineAndWarmup) {
   EXPECT_NEAR(s.rate(9, 0.999999), 0.0, 1e-6);
 }
 
+// torch's CosineAnnealingLR: eta_min + (eta_max - eta_min) (1 + cos(pi T_cur / T_max)) / 2, here
+// over the epochs after the warm-up (as the torchvision references chain them).
+TEST(Schedule, CosineFallsToItsFloor) {
+  ScheduleOptions o;
+  o.kind = ScheduleKind::kCosine;
+  o.baseLr = 0.5;
+  o.minLr = 0.02;
+  o.totalEpochs = 12;
+  o.warmupEpochs = 2;
+  Schedule s(o);
+  const double span = 10;
+  for (double t : {2.0, 3.0, 4.5, 7.0, 10.25, 11.0, 11.999}) {
+    const double expected = 0.02 + (0.5 - 0.02) * (1 + std::cos(M_PI * (t - 2) / span)) / 2;
+    EXPECT_NEAR(s.rate(static_cast<int>(t), t - std::floor(t)), expected, 1e-12) << t;
+  }
+  EXPECT_NEAR(s.rate(12), 0.02, 1e-12);      // the floor, not 0, at the horizon
+  EXPECT_NEAR(s.rate(1), 0.5 * 0.5, 1e-12);  // warm-up still ramps up to the base rate
+  o.kind = ScheduleKind::kStep;  // the floor is the cosine's only: StepLR every 10 epochs
+  o.stepEpochs = 10;
+  EXPECT_NEAR(Schedule(o).rate(11), 0.5 * 0.1, 1e-12);
+}
+
 TEST(Schedule, FixresLinearScaling) {
   EXPECT_DOUBLE_EQ(fixresScaledLr(0.02, 64, 8), 0.16);   // the FixRes scratch recipe
   EXPECT_DOUBLE_EQ(fixresScaledLr(1e-3, 64, 8), 0.008);  // ResNet-50 fine-tuning
