@@ -7,10 +7,13 @@
 
 namespace fixres::models {
 
+const ArchitectureFamily& resnextWslFamily();  // ResNeXtWslFamily.cpp
+
 const std::vector<const ArchitectureFamily*>& architectureFamilies() {
   static const std::vector<const ArchitectureFamily*> kFamilies = {
       &resnetFamily(),
       &efficientNetFamily(),
+      &resnextWslFamily(),
       &pnasnetFamily(),
   };
   return kFamilies;
