@@ -6,12 +6,8 @@
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
 #include "fixres/cli/RunOptions.h"
-#include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
-#include "fixres/data/Dataset.h"
-#include "fixres/engine/Calibrate.h"
-#include "fixres/engine/Export.h"
-#include "fixres/engine/ModelSpec.h"
+#include "fixres/engine/CalibrationJob.h"
 
 namespace fixres::cli {
 
@@ -21,58 +17,39 @@ Command addCalibrateCommand(CLI::App& parent) {
       "Re-estimate every BatchNorm's statistics at the test resolution from unlabelled images "
       "(no gradient, no labels) and write the weights");
   struct State {
-    engine::ModelSpec model;
-    EvalFlags eval;
-    std::string datasetPath, out;
-    int inputSize = 224;
-    int64_t maxImages = -1;
-    uint64_t seed = 0;
-    engine::ExportLayout format = engine::ExportLayout::kFixres;
+    engine::CalibrationJob job;
+    EvalFlags eval;  // the job's eval settings, numerics and --cpu
   };
   auto s = std::make_shared<State>();
+  engine::CalibrationJob& j = s->job;
   addConfigFile(*sub);
-  addModelOptions(*sub, s->model);
-  addShared(*sub, "--dataset-path", s->datasetPath)->required();
-  addShared(*sub, "--input-size", s->inputSize);
+  addModelOptions(*sub, j.model);
+  addShared(*sub, "--dataset-path", j.datasetPath)->required();
+  addShared(*sub, "--input-size", j.inputSize);
   addEvalFlags(*sub, s->eval);
   addSharedFlag(*sub, "--skip-bad-images", s->eval.settings.skipBadImages);
-  addShared(*sub, "--seed", s->seed);
-  sub->add_option("--max-images", s->maxImages,
+  addShared(*sub, "--seed", j.seed);
+  sub->add_option("--max-images", j.maxImages,
                   "Estimate from a random subset of this many images (-1: every image)")
       ->capture_default_str()
       ->check(allOrAtLeastOne(int64_t{1} << 40))
       ->group("Data");
-  addChoice(*sub, "--format", s->format, engine::exportLayouts(),
+  addChoice(*sub, "--format", j.layout, engine::exportLayouts(),
             "Layout written: fixres (the reference's loader), torchvision or timm")
       ->group("Output");
-  addShared(*sub, "--out", s->out)->required();
-  return {
-      sub, [s]() -> int {
-        FIXRES_CHECK(!s->model.weightPath.empty(), UsageError,
-                     "calibrate needs --weight-path (the trained weights to calibrate)");
-        auto dataset = data::openUnlabelledImages(s->datasetPath);
-        int64_t classes = s->model.numClasses;
-        // The classifier size the data declares (class folders, a shard index's classes).
-        if (classes == 0)
-          classes = static_cast<int64_t>(data::declaredClasses(s->datasetPath).size());
-        FIXRES_CHECK(
-            classes >= 1, UsageError, "calibrate: ", s->datasetPath,
-            " has no class folders and no shard index naming the classes: give --num-classes (the "
-            "classifier's size)");
-        auto run = engine::makeRunDevice(0, s->eval.cpu, s->eval.numerics);
-        auto built = engine::buildModel(s->model, classes, run, s->seed);
-        engine::CalibrateOptions o;
-        o.eval = engine::evalOptions(s->eval.settings, s->inputSize, s->model.preprocessing(), run,
-                                     s->seed);
-        o.maxImages = s->maxImages;
-        auto r = engine::calibrate(built.model, dataset, o);
-        built.model->to(torch::kCPU);
-        engine::exportWeights(*built.model, s->format, s->out);
-        std::cout << "calibrated " << r.layers << " BatchNorm layers of "
-                  << s->model.architectureName() << " at " << s->inputSize << " px on " << r.images
-                  << " images (" << r.batches << " batches) -> " << s->out << std::endl;
-        return 0;
-      }};
+  addShared(*sub, "--out", j.out)->required();
+  return {sub, [s]() -> int {
+            engine::CalibrationJob job = s->job;
+            job.eval = s->eval.settings;
+            job.numerics = s->eval.numerics;
+            job.cpu = s->eval.cpu;
+            const auto r = engine::runCalibration(job);
+            std::cout << "calibrated " << r.layers << " BatchNorm layers of "
+                      << job.model.architectureName() << " at " << job.inputSize << " px on "
+                      << r.images << " images (" << r.batches << " batches) -> " << job.out
+                      << std::endl;
+            return 0;
+          }};
 }
 
 }  // namespace fixres::cli

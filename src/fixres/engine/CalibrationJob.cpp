@@ -1,0 +1,29 @@
+// The calibrate subcommand's flow.
+#include "fixres/engine/CalibrationJob.h"
+
+#include "fixres/common/Error.h"
+#include "fixres/data/Dataset.h"
+
+namespace fixres::engine {
+
+CalibrationResult runCalibration(const CalibrationJob& job) {
+  FIXRES_CHECK(!job.model.weightPath.empty(), UsageError,
+               "calibrate needs --weight-path (the trained weights to calibrate)");
+  auto dataset = data::openUnlabelledImages(job.datasetPath);
+  int64_t classes = job.model.numClasses;
+  if (classes == 0) classes = static_cast<int64_t>(data::declaredClasses(job.datasetPath).size());
+  FIXRES_CHECK(classes >= 1, UsageError, "calibrate: ", job.datasetPath,
+               " has no class folders and no shard index naming the classes: give --num-classes "
+               "(the classifier's size)");
+  const auto run = makeRunDevice(0, job.cpu, job.numerics);
+  auto built = buildModel(job.model, classes, run, job.seed);
+  CalibrateOptions o;
+  o.eval = evalOptions(job.eval, job.inputSize, job.model.preprocessing(), run, job.seed);
+  o.maxImages = job.maxImages;
+  const CalibrationResult r = calibrate(built.model, dataset, o);
+  built.model->to(torch::kCPU);
+  exportWeights(*built.model, job.layout, job.out);
+  return r;
+}
+
+}  // namespace fixres::engine

@@ -1,0 +1,35 @@
+// `fixres calibrate` as one engine call: the trained weights, the unlabelled images, the test
+// resolution; the model is built (its classifier sized by --num-classes or the classes the data
+// declares), its BatchNorm statistics re-estimated (Calibrate.h) and the weights written in the
+// export layout asked for (Export.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fixres/engine/Calibrate.h"
+#include "fixres/engine/Evaluator.h"
+#include "fixres/engine/Export.h"
+#include "fixres/engine/ModelSpec.h"
+#include "fixres/engine/Numerics.h"
+
+namespace fixres::engine {
+
+struct CalibrationJob {
+  ModelSpec model;          // model.weightPath is required
+  std::string datasetPath;  // any root a dataset reader takes; labels unused
+  std::string out;          // the weight file written (atomically)
+  int inputSize = 224;      // the test resolution
+  int64_t maxImages = -1;   // >= 1: a random subset of this many images; -1: every image
+  uint64_t seed = 0;        // of the subset, the order and the model's initialisation
+  EvalSettings eval;        // batch, workers, resize mode, bad images
+  NumericsOptions numerics;
+  bool cpu = false;
+  ExportLayout layout = ExportLayout::kFixres;
+};
+
+// UsageError without weights or without a classifier size (the data declares no classes and
+// --num-classes is 0); then the errors of buildModel, calibrate and exportWeights.
+CalibrationResult runCalibration(const CalibrationJob& job);
+
+}  // namespace fixres::engine
