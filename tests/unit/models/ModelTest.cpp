@@ -8,6 +8,7 @@
 
 #include "../Reference.h"
 #include "ParameterCount.h"
+#include "Parity.h"
 #include "fixres/common/Error.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/ResNet.h"
@@ -144,50 +145,7 @@ TEST_P(ModelParity, MatchesTorchvisionInEvalAndTrainMode) {
   auto a = stateDict(*model), b = stateDict(*other);
   for (const auto& e : a) EXPECT_TRUE(torch::equal(e.value(), b.at(e.key()))) << e.key();
 
-  torch::NoGradGuard noGrad;
-  model->eval();
-  double worst = 0;
-  for (const std::string x : {"x0", "x1"}) {
-    at::Tensor input = referenceTensor(inputs, x);
-    for (bool channelsLast : {false, true}) {
-      at::Tensor in = channelsLast ? input.contiguous(at::MemoryFormat::ChannelsLast) : input;
-      auto [logits, emb] = model->forwardWithEmbedding(in);
-      double e1 = relErr(logits, referenceTensor(expected, "eval_logits_" + x));
-      double e2 = relErr(emb, referenceTensor(expected, "eval_embedding_" + x));
-      EXPECT_LT(e1, kTolerance) << arch << " " << x << " channels-last " << channelsLast;
-      EXPECT_LT(e2, kTolerance) << arch << " " << x << " channels-last " << channelsLast;
-      worst = std::max({worst, e1, e2});
-    }
-  }
-  std::cout << "[ parity ] " << arch << " eval: worst relative L2 error " << worst << "\n";
-
-  model->train();
-  auto [logits, emb] = model->forwardWithEmbedding(referenceTensor(inputs, "x0"));
-  double e1 = relErr(logits, referenceTensor(expected, "train_logits_x0"));
-  double e2 = relErr(emb, referenceTensor(expected, "train_embedding_x0"));
-  EXPECT_LT(e1, kTolerance) << arch << " train logits";
-  EXPECT_LT(e2, kTolerance) << arch << " train embedding";
-  double worstStat = 0;
-  size_t stats = 0;
-  auto sd = stateDict(*model);
-  for (const auto& e : expected.toGenericDict()) {
-    const std::string& key = e.key().toStringRef();
-    if (key.rfind("train_state.", 0) != 0) continue;
-    std::string name = key.substr(std::strlen("train_state."));
-    ASSERT_TRUE(sd.contains(name)) << name;
-    const at::Tensor& want = e.value().toTensor();
-    if (name.find("num_batches_tracked") != std::string::npos) {
-      EXPECT_EQ(sd.at(name).item<int64_t>(), want.item<int64_t>()) << name;
-    } else {
-      double err = relErr(sd.at(name), want);
-      EXPECT_LT(err, kTolerance) << name;
-      worstStat = std::max(worstStat, err);
-    }
-    ++stats;
-  }
-  EXPECT_GT(stats, 0u);
-  std::cout << "[ parity ] " << arch << " train: logits " << e1 << ", embedding " << e2
-            << ", worst of " << stats << " running stats " << worstStat << "\n";
+  testing::expectParity(*model, inputs, expected, arch, "x0", kTolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Model, ModelParity,

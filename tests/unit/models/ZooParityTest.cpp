@@ -12,6 +12,7 @@
 
 #include "../Reference.h"
 #include "ParameterCount.h"
+#include "Parity.h"
 #include "fixres/common/Error.h"
 #include "fixres/engine/FinetuneRecipe.h"
 #include "fixres/models/EfficientNet.h"
@@ -64,44 +65,7 @@ TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
       loadWeightsFile(*model, dir + "/" + arch + ".pth", loadOptionsFor(*model, false));
   EXPECT_EQ(report.loaded, stateDict(*model).size());
 
-  torch::NoGradGuard noGrad;
-  model->eval();
-  double worst = 0;
-  for (const std::string x : {"x0", "x1"}) {
-    at::Tensor input = referenceTensor(inputs, x);
-    for (bool channelsLast : {false, true}) {
-      at::Tensor in = channelsLast ? input.contiguous(at::MemoryFormat::ChannelsLast) : input;
-      auto [logits, emb] = model->forwardWithEmbedding(in);
-      double e1 = relErr(logits, referenceTensor(expected, "eval_logits_" + x));
-      double e2 = relErr(emb, referenceTensor(expected, "eval_embedding_" + x));
-      EXPECT_LT(e1, kZooTolerance) << arch << " " << x << " channels-last " << channelsLast;
-      EXPECT_LT(e2, kZooTolerance) << arch << " " << x << " channels-last " << channelsLast;
-      worst = std::max({worst, e1, e2});
-    }
-  }
-  std::cout << "[ parity ] " << arch << " eval: worst relative L2 error " << worst << "\n";
-
-  model->train();
-  at::Tensor logits = model->forward(referenceTensor(inputs, "x1"));
-  const double trainErr = relErr(logits, referenceTensor(expected, "train_logits_x1"));
-  EXPECT_LT(trainErr, kZooTolerance) << arch;
-  auto sd = stateDict(*model);
-  size_t stats = 0;
-  double worstStat = 0;
-  for (const auto& e : expected.toGenericDict()) {
-    const std::string key = e.key().toStringRef();
-    if (key.rfind("train_state.", 0) != 0) continue;
-    std::string name = key.substr(12);
-    if (const auto& foreign = model->family().foreignLayout) name = foreign->toOwn(*model, name);
-    ASSERT_TRUE(sd.contains(name)) << name;
-    const double err = relErr(sd.at(name), e.value().toTensor());
-    EXPECT_LT(err, kZooTolerance) << arch << " " << name;
-    worstStat = std::max(worstStat, err);
-    ++stats;
-  }
-  EXPECT_GT(stats, 20u);
-  std::cout << "[ parity ] " << arch << " train: logits relative L2 error " << trainErr
-            << ", worst of " << stats << " running statistics " << worstStat << "\n";
+  testing::expectParity(*model, inputs, expected, arch, "x1", kZooTolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(EfficientNet, ZooParity,
