@@ -117,34 +117,6 @@ std::vector<std::string> csvClassNames(const CsvRows& rows) {
   return classes;
 }
 
-class CsvListDataset : public Dataset {
- public:
-  CsvListDataset(std::string file, std::vector<std::string> classes, std::vector<std::string> paths,
-                 std::vector<int64_t> labels)
-      : file_(std::move(file)),
-        classes_(std::move(classes)),
-        paths_(std::move(paths)),
-        labels_(std::move(labels)) {}
-  size_t size() const override { return paths_.size(); }
-  int64_t label(size_t i) const override { return labels_.at(i); }
-  const std::vector<std::string>& classes() const override { return classes_; }
-  std::string name(size_t i) const override { return paths_.at(i); }
-  // A listed file that is missing or unreadable fails here (DataError naming it).
-  RawSample fetch(size_t i) const override {
-    RawSample s;
-    s.name = paths_.at(i);
-    s.bytes = std::make_shared<const std::vector<uint8_t>>(image::readFile(s.name));
-    return s;
-  }
-  std::string source() const override { return file_; }
-
- private:
-  std::string file_;
-  std::vector<std::string> classes_;
-  std::vector<std::string> paths_;
-  std::vector<int64_t> labels_;
-};
-
 class CsvListReader : public DatasetReader {
  public:
   std::string name() const override { return "CSV list"; }
@@ -160,16 +132,15 @@ class CsvListReader : public DatasetReader {
     labels.reserve(rows.labels.size());
     for (const auto& l : rows.labels)
       labels.push_back(std::lower_bound(classes.begin(), classes.end(), l) - classes.begin());
-    return std::make_shared<CsvListDataset>(file, std::move(classes), std::move(rows.paths),
-                                            std::move(labels));
+    return filesDataset(file, std::move(classes), std::move(rows.paths), std::move(labels));
   }
   // Rows may leave the label out; any label is ignored.
   std::shared_ptr<Dataset> openUnlabelled(const std::string& root) const override {
     const std::string file = csvFile(root);
     CsvRows rows = readCsvRows(file, /*labelled=*/false);
     std::vector<int64_t> labels(rows.paths.size(), 0);
-    return std::make_shared<CsvListDataset>(file, std::vector<std::string>{""},
-                                            std::move(rows.paths), std::move(labels));
+    return filesDataset(file, std::vector<std::string>{""}, std::move(rows.paths),
+                        std::move(labels));
   }
   // The label names the list holds (none when its rows are paths only).
   std::vector<std::string> declaredClasses(const std::string& root) const override {

@@ -387,6 +387,12 @@ class InMemoryDataset : public Dataset {
 
 }  // namespace
 
+std::shared_ptr<Dataset> filesDataset(std::string source, std::vector<std::string> classes,
+                                      std::vector<std::string> paths, std::vector<int64_t> labels) {
+  return std::make_shared<ImageFolderDataset>(std::move(source), std::move(classes),
+                                              std::move(paths), std::move(labels));
+}
+
 std::shared_ptr<Dataset> cacheInMemory(std::shared_ptr<const Dataset> dataset) {
   return std::make_shared<InMemoryDataset>(std::move(dataset));
 }

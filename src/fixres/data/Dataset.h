@@ -84,6 +84,12 @@ std::vector<std::string> declaredClasses(const std::string& root);
 // label. DataError on a bad magic number, truncated file, or count mismatch.
 std::shared_ptr<Dataset> openIdx(const std::string& imagesPath, const std::string& labelsPath);
 
+// Files on disk with their labels, in this order: what an image folder or a list of files is once
+// listed. fetch(i) reads paths[i] (DataError naming it when it cannot be read); source() is
+// `source` (the folder or list file, for messages).
+std::shared_ptr<Dataset> filesDataset(std::string source, std::vector<std::string> classes,
+                                      std::vector<std::string> paths, std::vector<int64_t> labels);
+
 // A dataset whose file bytes are read once into memory (for benchmarks and small datasets).
 std::shared_ptr<Dataset> cacheInMemory(std::shared_ptr<const Dataset> dataset);
 
