@@ -4,18 +4,32 @@
 #include "fixres/engine/Optimizer.h"
 
 #include <algorithm>
-
 #include <cmath>
-#include "fixres/models/BatchNorm.h"
+#include <sstream>
+#include <type_traits>
+#include <utility>
 
 #include "fixres/common/Error.h"
+#include "fixres/models/BatchNorm.h"
 
 namespace fixres::engine {
 namespace {
 
-// The key LibTorch's optimizers file a parameter's state under.
-std::string optimizerStateKey(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
+// The key LibTorch's optimizers file a parameter's state under: the TensorImpl's address, as
+// text in LibTorch 1.x (c10::guts::to_string), the pointer itself from 2.0 on.
+using StateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+template <typename Key>
+Key stateKeyOf(c10::TensorImpl* impl) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream os;
+    os << impl;
+    return os.str();
+  } else {
+    return impl;
+  }
+}
+StateKey optimizerStateKey(const torch::Tensor& p) {
+  return stateKeyOf<StateKey>(p.unsafeGetTensorImpl());
 }
 
 bool isNormLayer(const torch::nn::Module& m) {
