@@ -5,7 +5,7 @@ JOBS      ?= $(shell nproc)
 FIXRES    := $(BUILD_DIR)/bin/fixres
 CXX_SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build test test-long test-asan test-tsan test-tsan-c10d fuzz demo demo-seeds bench format format-check clean
+.PHONY: all deps configure build torch2-env torch2-python build-cuda test-cuda test test-long test-asan test-tsan test-tsan-c10d fuzz demo demo-seeds bench format format-check clean
 
 all: build
 
@@ -24,6 +24,25 @@ test: deps
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory format-check
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE long
+
+# The second build (docs/pytorch2.md): LibTorch inside PyTorch 2.11.0 (CUDA 13) from PyPI, in a
+# project-local environment (.venv-torch2, requirements-torch2.txt), built into build-cuda/ with
+# CUDA, cuDNN and NCCL. test-cuda runs the whole CPU suite against those binaries, the Python
+# references on that environment's torch 2.11 and torchvision.
+CUDA_BUILD_DIR ?= build-cuda
+
+torch2-env:
+	@scripts/torch2-env.sh
+
+torch2-python:
+	@scripts/torch2-env.sh >&2
+	@scripts/torch2-env.sh --python
+
+build-cuda: deps
+	scripts/build-cuda.sh --build-dir $(CUDA_BUILD_DIR) --jobs $(JOBS)
+
+test-cuda: build-cuda
+	cd $(CUDA_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE long
 
 test-long: deps
 	@scripts/install-deps.sh --fuzz

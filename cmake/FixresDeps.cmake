@@ -1,6 +1,7 @@
 # Dependency discovery: LibTorch (Debian's CPU build or a CUDA build from a PyTorch install on
 # CMAKE_PREFIX_PATH), libjpeg(-turbo), libpng, zlib, CLI11, nlohmann-json, Gloo headers when present,
 # libcurl (linked by the common layer only: the weight downloader).
+option(FIXRES_REQUIRE_CUDA "Fail the configure step unless the LibTorch found has CUDA" OFF)
 find_package(Threads REQUIRED)
 find_package(Torch REQUIRED)
 find_package(JPEG REQUIRED)
@@ -24,6 +25,19 @@ if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
   message(STATUS "fixres: CUDA LibTorch found, GPU paths enabled")
 else()
   set(FIXRES_WITH_CUDA OFF)
+  if(FIXRES_REQUIRE_CUDA)
+    message(FATAL_ERROR "fixres: FIXRES_REQUIRE_CUDA is set but the LibTorch at ${TORCH_INSTALL_PREFIX} "
+                        "has no CUDA (torch_cuda not found)")
+  endif()
   message(STATUS "fixres: CPU LibTorch")
+endif()
+# Gloo (the CPU collectives) is inside every LibTorch, but its headers come with Debian's LibTorch
+# only: the PyTorch wheels ship none, and a CUDA build then takes Debian's libgloo-dev headers
+# when they are installed (docs/pytorch2.md), NCCL alone when not.
+find_path(FIXRES_GLOO_INCLUDE gloo/algorithm.h)
+if(FIXRES_GLOO_INCLUDE)
+  message(STATUS "fixres: Gloo headers at ${FIXRES_GLOO_INCLUDE}")
+else()
+  message(STATUS "fixres: no Gloo headers: CPU collectives left out of this build")
 endif()
 message(STATUS "fixres: LibTorch ${Torch_VERSION} at ${TORCH_INSTALL_PREFIX}")

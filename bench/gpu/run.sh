@@ -54,14 +54,10 @@ if [ "$SKIP_BUILD" = 0 ]; then
   if ls "$DEBS"/*.deb >/dev/null 2>&1; then
     for d in "$DEBS"/*.deb; do dpkg -x "$d" "$PFX"; done
   fi
-  TORCH_PREFIX=$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')
-  log "configure (LibTorch from $TORCH_PREFIX)"
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$PFX/usr" -DFIXRES_BUILD_BENCH=OFF \
-    -DFIXRES_BUILD_TESTS=OFF >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-  grep -q "GPU paths enabled" "$OUT/configure.log" || { echo "CUDA LibTorch not found" >&2; exit 1; }
-  log "build ($NPROC jobs)"
-  cmake --build "$BUILD" -j "$NPROC" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  # The same build as `make build-cuda` (scripts/build-cuda.sh), on this host's own PyTorch.
+  log "build against $("$PY" -c 'import torch; print("PyTorch", torch.__version__)') ($NPROC jobs)"
+  "$ROOT/scripts/build-cuda.sh" --python "$PY" --build-dir "$BUILD" --prefix "$PFX/usr" --no-tests \
+    --jobs "$NPROC" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 fi
 "$FIXRES" version
 

@@ -3,7 +3,8 @@
 data, CPU. One rank of a job started by a torchrun-style launcher (RANK, WORLD_SIZE, MASTER_ADDR,
 MASTER_PORT: `fixres launch --nproc-per-node 2 -- /usr/bin/python3 ddp_train_peer.py ...`); without
 those variables, one process without DDP. Rank 0 prints the images per second of all ranks
-together (forward, loss, backward with DDP's overlapped bucketed all-reduce, SGD step).
+together (forward, loss, backward with DDP's overlapped bucketed all-reduce, SGD step). Runs on
+whichever interpreter starts it (Debian's torch 1.13, or torch 2.x from .venv-torch2).
 Usage: ddp_train_peer.py [--arch resnet18] [--size 64] [--batch 16] [--threads 1] [--steps 10]
 """
 import argparse, os, time
@@ -38,6 +39,6 @@ for _ in range(a.steps): step()
 if world > 1: dist.barrier()
 dt = time.perf_counter() - t
 if rank == 0:
-    print(f"peer pytorch {'DDP ' if world > 1 else ''}{a.arch} size={a.size} batch={a.batch} x {world} processes, threads={a.threads}: {a.steps * a.batch * world / dt:.2f} img/s")
+    print(f"peer pytorch {torch.__version__.split('+')[0]} {'DDP ' if world > 1 else ''}{a.arch} size={a.size} batch={a.batch} x {world} processes, threads={a.threads}: {a.steps * a.batch * world / dt:.2f} img/s")
 if world > 1:
     dist.destroy_process_group()

@@ -12,7 +12,7 @@ for sub in train finetune eval extract eval-softmax launch bench version; do
 done
 
 run "$FIXRES" version
-expect_code 0; expect_out "^fixres [0-9]+\.[0-9]+\.[0-9]+"; expect_out "^libtorch 1|^libtorch 2"
+expect_code 0; expect_out "^fixres [0-9]+\.[0-9]+\.[0-9]+"; expect_out "^libtorch (1|2)\.[0-9]+\.[0-9]+, (CPU|CUDA) build"; expect_out "^collectives "
 expect_out "^cuda "; expect_out "^threads [0-9]+"
 
 # Benchmarks end with one "<number> <unit>" line (bench/ reads it).

@@ -24,9 +24,9 @@ grep -q "polyline" "$WORK/out/sweep/sweep.svg" || bad "sweep.svg has no curve"
 grep -qE "^ +16 .*$" "$WORK/out/sweep.txt" && grep -qE "^ +40 " "$WORK/out/sweep.txt" &&
   ! grep -qE "^ +(12|20|28|36) " "$WORK/out/sweep.txt" || bad "sweep sizes are not 16,24,32,40"
 # The seed summary (make demo-seeds) reads the run: its test-set rows are the demo's own numbers.
-run /usr/bin/python3 "$SRC/scripts/demo_summary.py" "$WORK/out"
+run "$PY" "$SRC/scripts/demo_summary.py" "$WORK/out"
 expect_code 0
-top=$(/usr/bin/python3 -c "import json; print('%.2f' % json.load(open('$WORK/out/summary.json'))['rows'][0][2])")
+top=$("$PY" -c "import json; print('%.2f' % json.load(open('$WORK/out/summary.json'))['rows'][0][2])")
 expect_out "^\| train res, no fine-tuning \| 24 \| $top \| $top ± 0.00 \|$"
 expect_out "^FixRes gain .*mean [-+]?[0-9.]+ ± 0.00 points"
 # The import is cached: a second run finds it.

@@ -1,6 +1,6 @@
 # Helpers for integration tests. Usage: source lib.sh FIXRES_BIN SOURCE_DIR WORK_DIR
 FIXRES="$1"; SRC="$2"; WORK="$3"
-PY=/usr/bin/python3
+PY=${FIXRES_PYTHON:-/usr/bin/python3}
 rm -rf "$WORK"; mkdir -p "$WORK"
 OUT="$WORK/.out"; ERR="$WORK/.err"; CODE=0; FAILURES=0; CMD=""
 export FIXRES_THREADS=${FIXRES_THREADS:-1}

@@ -5,16 +5,30 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/common/Runtime.h"
+#include "fixres/distributed/ProcessGroupCommunicator.h"
 
 namespace fixres::cli {
+namespace {
+
+std::string cudaLine() {
+  const int n = cudaDeviceCount();
+  if (n > 0) return std::to_string(n) + (n == 1 ? " device" : " devices");
+#ifdef FIXRES_WITH_CUDA
+  return "no device";
+#else
+  return "unavailable (CPU build)";
+#endif
+}
+
+}  // namespace
 
 Command addVersionCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand("version", "Print versions, CUDA availability and threads");
   return {sub, []() {
             std::cout << "fixres " << fixresVersion() << "\n"
-                      << "libtorch " << libtorchVersion() << "\n"
-                      << "cuda " << (cudaAvailable() ? "available" : "unavailable") << " ("
-                      << cudaDeviceCount() << " devices)\n"
+                      << "libtorch " << libtorchVersion() << ", " << buildDescription() << "\n"
+                      << "collectives " << distributed::collectivesDescription() << "\n"
+                      << "cuda " << cudaLine() << "\n"
                       << "threads " << torch::get_num_threads() << "\n";
             return 0;
           }};

@@ -5,6 +5,9 @@
 #include <malloc.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
+#ifdef FIXRES_WITH_CUDA
+#include <ATen/detail/CUDAHooksInterface.h>
+#endif
 
 #include <algorithm>
 #include <csignal>
@@ -36,6 +39,27 @@ std::string fixresVersion() {
 std::string libtorchVersion() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
          std::to_string(TORCH_VERSION_PATCH);
+}
+
+std::string buildDescription() {
+#ifdef FIXRES_WITH_CUDA
+  // Both numbers are the ones libtorch_cuda was compiled with (CUDART_VERSION, CUDNN_VERSION),
+  // known without a device: 13000 is CUDA 13.0, 91900 cuDNN 9.19.0.
+  const auto& hooks = at::detail::getCUDAHooks();
+  const long cuda = hooks.versionCUDART();
+  std::string out =
+      "CUDA build (CUDA " + std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10);
+  try {
+    const long cudnn = hooks.versionCuDNN();
+    out += ", cuDNN " + std::to_string(cudnn / 10000) + "." + std::to_string(cudnn % 10000 / 100) +
+           "." + std::to_string(cudnn % 100);
+  } catch (const std::exception&) {
+    out += ", no cuDNN";
+  }
+  return out + ")";
+#else
+  return "CPU build";
+#endif
 }
 
 bool cudaAvailable() {

@@ -16,6 +16,9 @@ int configureThreads(int requested);
 
 std::string fixresVersion();
 std::string libtorchVersion();
+// "CPU build", or "CUDA build (CUDA 13.0, cuDNN 9.19.0)": what the LibTorch was compiled with,
+// whether or not a GPU is present.
+std::string buildDescription();
 bool cudaAvailable();
 int cudaDeviceCount();
 

@@ -82,6 +82,17 @@ class ProcessGroupCommunicator::Liveness {
   std::thread thread_;
 };
 
+std::string collectivesDescription() {
+  std::string out;
+#ifdef FIXRES_HAVE_GLOO
+  out = "gloo";
+#endif
+#ifdef USE_C10D_NCCL
+  out += (out.empty() ? "" : ", ") + std::string("nccl ") + c10d::getNcclVersion();
+#endif
+  return out.empty() ? "none" : out;
+}
+
 std::unique_ptr<ProcessGroupCommunicator> ProcessGroupCommunicator::create(
     c10::intrusive_ptr<c10d::Store> store, const WorldInfo& w, const ConnectOptions& options) {
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>(w.timeoutSeconds * 1000));

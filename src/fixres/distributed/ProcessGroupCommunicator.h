@@ -24,6 +24,10 @@
 
 namespace fixres::distributed {
 
+// The process groups this build has, for `fixres version`: "gloo" (when its headers were there
+// at build time), "nccl <version>" (CUDA builds), comma-separated; "none" when neither.
+std::string collectivesDescription();
+
 class ProcessGroupCommunicator : public Communicator {
  public:
 #if TORCH_VERSION_MAJOR >= 2

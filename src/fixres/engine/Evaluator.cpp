@@ -5,6 +5,7 @@
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/Loader.h"
 #include "fixres/data/Sampler.h"
+#include "fixres/engine/DevicePrefetcher.h"
 #include "fixres/engine/Metrics.h"
 #include "fixres/engine/ModelInput.h"
 
@@ -59,12 +60,13 @@ EvalResult evaluate(models::Model& model, std::shared_ptr<const data::Dataset> d
   loader.startEpoch(0);
   MetricSums sums;
   bool complete = true;
-  while (auto batch = loader.next()) {
+  DevicePrefetcher batches(loader, o.run, o.transform);
+  while (auto batch = batches.next()) {
     if (o.stopOnSignal && stopSignal() != 0) {
       complete = false;
       break;
     }
-    auto [x, y] = toModel(*batch, o.run, o.transform);
+    auto [x, y] = batch->model;
     torch::Tensor logits;
     {
       AutocastGuard autocast(o.run.device, o.run.numerics.precision);
@@ -101,8 +103,9 @@ Extraction extract(models::Model& model, std::shared_ptr<const data::Dataset> da
   auto loader = makeEvalLoader(dataset, o, comm);
   loader.startEpoch(0);
   std::vector<torch::Tensor> idx, logits, emb;
-  while (auto batch = loader.next()) {
-    auto x = toModel(*batch, o.run, o.transform).images;
+  DevicePrefetcher batches(loader, o.run, o.transform);
+  while (auto batch = batches.next()) {
+    auto x = batch->model.images;
     AutocastGuard autocast(o.run.device, o.run.numerics.precision);
     auto [l, e] = model->forwardWithEmbedding(x);
     if (o.testFlip) {

@@ -186,20 +186,20 @@ int64_t Trainer::startEpoch(data::Loader& loader) {
   return iterations;
 }
 
-Trainer::StepOutcome Trainer::trainStep(data::Loader& loader, double lr, double& loss,
+Trainer::StepOutcome Trainer::trainStep(DevicePrefetcher& batches, double lr, double& loss,
                                         StepTally& tally) {
   const int accumulation = cfg_.accumulationSteps;
   step_->begin(accumulation);
   loss = 0;
   for (int got = 0; got < accumulation; ++got) {
     const auto waitStart = Clock::now();
-    auto batch = loader.next();
+    auto batch = batches.next();
     tally.dataWaitSeconds += secondsSince(waitStart);
     if (!batch) {  // the loader ran dry (skipped images)
       step_->rollBack();
       return StepOutcome::kNoData;
     }
-    auto [x, y] = toModel(*batch, run_, trainTransform_);
+    auto [x, y] = batch->model;
     tally.images += y.size(0);
     if (mix_) {
       // Drawn from (seed, epoch, step, micro-batch, rank): the same on resume.
@@ -228,12 +228,13 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
   int64_t lossCount = 0;
   double lossSum = 0;
   int64_t skipped = 0, overflows = 0, done = 0;
+  DevicePrefetcher batches(loader, run_, trainTransform_);
   while (state_.iteration < iterations) {
     if (auto stop = stepLimit()) return stop;
     const double lr = schedule_->rate(static_cast<int>(state_.epoch),
                                       static_cast<double>(state_.iteration) / iterations);
     double loss = 0;
-    const StepOutcome outcome = trainStep(loader, lr, loss, windowTally);
+    const StepOutcome outcome = trainStep(batches, lr, loss, windowTally);
     if (outcome == StepOutcome::kNoData) break;
     if (outcome == StepOutcome::kNotFinite) {
       // Every rank has dropped the step (TrainStep::finish): the model is as before it.

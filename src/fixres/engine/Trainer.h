@@ -14,6 +14,7 @@
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/BatchMix.h"
 #include "fixres/engine/Checkpoint.h"
+#include "fixres/engine/DevicePrefetcher.h"
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/EventFile.h"
 #include "fixres/engine/MetricsLog.h"
@@ -63,7 +64,7 @@ class Trainer {
   // What the steps since the last progress line add up to.
   struct StepTally {
     int64_t images = 0;          // this rank's training images
-    double dataWaitSeconds = 0;  // time spent waiting in data::Loader::next()
+    double dataWaitSeconds = 0;  // time spent waiting for the next batch on the device
   };
 
   bool resume();
@@ -74,7 +75,7 @@ class Trainer {
   std::optional<Stop> train(data::Loader& loader);
   int64_t startEpoch(data::Loader& loader);  // returns the epoch's optimizer steps
   std::optional<Stop> trainEpoch(data::Loader& loader, int64_t iterations);
-  StepOutcome trainStep(data::Loader& loader, double lr, double& loss, StepTally& tally);
+  StepOutcome trainStep(DevicePrefetcher& batches, double lr, double& loss, StepTally& tally);
   void finishEpoch();
   RunSummary stopRun(const Stop& stop);
   void saveBeforeExit();
