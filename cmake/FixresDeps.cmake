@@ -15,6 +15,12 @@ add_library(fixres_deps INTERFACE)
 add_library(fixres::deps ALIAS fixres_deps)
 target_link_libraries(fixres_deps INTERFACE
   ${TORCH_LIBRARIES} JPEG::JPEG PNG::PNG ZLIB::ZLIB CLI11::CLI11 nlohmann_json::nlohmann_json Threads::Threads)
+# libstdc++ first among the shared libraries a program needs: the PyTorch wheels' libtorch.so and
+# libtorch_cpu.so carry (and export) their own copy of std::filesystem from the toolchain they
+# were built with, and a program listing them first binds its std::filesystem calls to that copy
+# (remove_all through it crashed at exit). Debian's LibTorch exports none; the order is harmless
+# there.
+target_link_options(fixres_deps INTERFACE "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 # TORCH_CXX_FLAGS carries the C++ ABI define of the LibTorch build.
 separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(fixres_deps INTERFACE ${_torch_flags})

@@ -40,14 +40,18 @@ inline void expectParity(models::ModelImpl& model, const c10::IValue& inputs,
   }
   std::cout << "[ parity ] " << arch << " eval: worst relative L2 error " << worst << "\n";
 
+  // Train mode normalises with the batch's own statistics, which amplifies rounding: against
+  // torch 2.11, ResNet-50 gives 1.6e-5 there while its eval logits agree to 1.2e-6
+  // (docs/pytorch2.md), so train mode has three times the eval bound.
+  const double trainTolerance = 3 * tolerance;
   model.train();
   auto [logits, emb] = model.forwardWithEmbedding(referenceTensor(inputs, trainInput));
   const double trainErr = relErr(logits, referenceTensor(expected, "train_logits_" + trainInput));
-  EXPECT_LT(trainErr, tolerance) << arch << " train logits";
+  EXPECT_LT(trainErr, trainTolerance) << arch << " train logits";
   const auto& dict = expected.toGenericDict();
   if (dict.contains("train_embedding_" + trainInput)) {
     const double e = relErr(emb, referenceTensor(expected, "train_embedding_" + trainInput));
-    EXPECT_LT(e, tolerance) << arch << " train embedding";
+    EXPECT_LT(e, trainTolerance) << arch << " train embedding";
   }
   const auto sd = models::stateDict(model);
   size_t stats = 0;
