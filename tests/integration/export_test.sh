@@ -4,33 +4,37 @@
 # timm's load_state_dict, and gives the logits of the model the source weights were written for
 # (relative L2 < 1e-5): timm EfficientNet -> torchvision, torchvision EfficientNet -> timm and
 # -> fixres, torchvision ResNet -> fixres. Refusals: no torchvision layout for tf_efficientnet
-# (exit 2), an unwritable output (exit 6, nothing written). timm cases skip without the oracle.
+# (exit 2), an unwritable output (exit 6, nothing written). The timm cases run with timm's source
+# (../shared/oracles) and with the timm package $PY has installed, each when present.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 ORACLES="$SRC/../shared/oracles"
 REF="$SRC/tests/reference"
+TIMMS=()  # the vendored timm source, and "pypi": the installed package (zoo_reference.import_timm)
+[ -f "$ORACLES/timm/__init__.py" ] && TIMMS+=("$ORACLES")
+env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && TIMMS+=(pypi)
 "$PY" "$REF/export_check.py" make-tv efficientnet_b0 "$WORK/tv_b0.pth" || bad "tv weights"
 "$PY" "$REF/export_check.py" make-tv resnet18 "$WORK/r18.pth" || bad "resnet weights"
 
-export_and_check() {  # format arch source [extra flags]
-  local fmt=$1 arch=$2 source=$3
+export_and_check() {  # format arch source [timm: a folder or pypi]
+  local fmt=$1 arch=$2 source=$3 timm=${4:-$ORACLES}
   run "$FIXRES" export --architecture "$arch" --num-classes 10 --weight-path "$source" \
     --format "$fmt" --out "$WORK/$arch.$fmt.pth"
   expect_code 0; expect_out "exported"
-  run "$PY" "$REF/export_check.py" check "$fmt" "$arch" "$source" "$WORK/$arch.$fmt.pth" "$ORACLES"
+  run "$PY" "$REF/export_check.py" check "$fmt" "$arch" "$source" "$WORK/$arch.$fmt.pth" "$timm"
   expect_code 0; expect_out "relative L2 error"; echo "$fmt $arch: $(cat "$OUT")"
 }
 
 export_and_check fixres resnet18 "$WORK/r18.pth"
 export_and_check torchvision resnet18 "$WORK/r18.pth"
-if [ -f "$ORACLES/timm/__init__.py" ]; then
-  "$PY" "$REF/zoo_reference.py" weights efficientnet_b0 "$WORK/timm_b0.pth" "$ORACLES" || bad "timm weights"
-  export_and_check torchvision efficientnet_b0 "$WORK/timm_b0.pth"
-  export_and_check timm efficientnet_b0 "$WORK/tv_b0.pth"
-  export_and_check fixres efficientnet_b0 "$WORK/tv_b0.pth"
-else
-  echo "timm cases skipped: no timm source at $ORACLES"
-fi
+for timm in ${TIMMS[@]+"${TIMMS[@]}"}; do
+  echo "timm cases with $("$PY" "$REF/zoo_reference.py" version "$timm")"
+  "$PY" "$REF/zoo_reference.py" weights efficientnet_b0 "$WORK/timm_b0.pth" "$timm" || bad "timm weights"
+  export_and_check torchvision efficientnet_b0 "$WORK/timm_b0.pth" "$timm"
+  export_and_check timm efficientnet_b0 "$WORK/tv_b0.pth" "$timm"
+  export_and_check fixres efficientnet_b0 "$WORK/tv_b0.pth" "$timm"
+done
+[ ${#TIMMS[@]} -gt 0 ] || echo "timm cases skipped: no timm source at $ORACLES, no timm package"
 
 run "$FIXRES" export --architecture tf_efficientnet_b0 --num-classes 10 --weight-path "$WORK/tv_b0.pth" \
   --format torchvision --out "$WORK/no.pth"

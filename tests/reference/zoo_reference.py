@@ -5,8 +5,9 @@ make OUTDIR ORACLES   for each case: random weights (BatchNorm statistics and af
                       randomised) saved as a state dict in the layout fixres must read, inputs,
                       and the reference model's outputs: eval logits and embeddings, train-mode
                       logits and the running statistics after that forward.
-                      ORACLES: the folder holding timm's source (cases that need timm are left
-                      out, and listed as skipped, when it is absent).
+                      ORACLES: the folder holding timm's source, or "pypi" for the installed
+                      timm package (cases that need timm are left out, and listed as skipped,
+                      when it is absent).
 weights ARCH OUT ORACLES
                       a timm ARCH with NUM_CLASSES outputs and randomised BatchNorm, saved as a
                       state dict to OUT.
@@ -15,6 +16,7 @@ logits WEIGHTS ARCH FOLDER SIZE OUT ORACLES [half|bicubic-half]
                       class folders, sorted files) through the FixRes val transform at SIZE
                       (Resize(int(SIZE * 256 / 224)) on the height, CenterCrop(SIZE), ImageNet
                       normalisation, bilinear): logits saved to OUT (.npy).
+version ORACLES       prints "timm VERSION (PATH)" of that timm; exit status 1 when it is absent.
 Prints one line per case written.
 """
 import os
@@ -42,6 +44,14 @@ CASES = {
 
 
 def import_timm(oracles):
+    """timm from the folder ORACLES (its source, first on sys.path), or the installed package when
+    ORACLES is "pypi"; None when that timm is absent."""
+    if oracles == "pypi":
+        try:
+            import timm  # noqa: E402
+        except ImportError:
+            return None
+        return timm
     if not oracles or not os.path.isdir(os.path.join(oracles, "timm")):
         return None
     sys.path.insert(0, oracles)
@@ -142,6 +152,11 @@ if __name__ == "__main__":
         m = build("timm", sys.argv[2], timm)
         randomize(m, torch.Generator().manual_seed(5))
         torch.save(m.state_dict(), sys.argv[3])
+    elif sys.argv[1] == "version":
+        timm = import_timm(sys.argv[2])
+        if timm is None:
+            sys.exit(f"no timm at {sys.argv[2]}")
+        print("timm", timm.__version__, f"({os.path.dirname(os.path.abspath(timm.__file__))})")
     elif sys.argv[1] == "logits":
         logits(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6],
                sys.argv[7] if len(sys.argv) > 7 else "", sys.argv[8] if len(sys.argv) > 8 else "")
