@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -296,9 +297,13 @@ TEST_F(AugmentReference, MagnitudeBinsAndOpListsAreTorchvisions) {
     EXPECT_EQ(augmentOpName(op), name);
     const auto ours = magnitudeBins(kind, op, w, h);
     ASSERT_EQ(ours.size(), expected.size()) << kindName << " " << name;
+    // torch.linspace: equal to the last bit in torch 1.13; torch 2.x's float32 kernel (the upper
+    // half counted down from the end) is up to one float32 step off (docs/pytorch2.md).
     for (size_t i = 0; i < ours.size(); ++i)
-      EXPECT_EQ(ours[i], expected[i])
-          << kindName << " " << name << " " << w << "x" << h << " bin " << i;
+      EXPECT_LE(std::abs(ours[i] - expected[i]),
+                2 * std::numeric_limits<float>::epsilon() * std::abs(expected[i]))
+          << kindName << " " << name << " " << w << "x" << h << " bin " << i << ": " << ours[i]
+          << " vs " << expected[i];
     ++binTables;
   }
   EXPECT_EQ(lists, 3 * 4);
