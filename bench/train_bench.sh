@@ -39,7 +39,7 @@ libtorch() { "$1" version 2>/dev/null | sed -n 's/^libtorch \([^,]*\),.*/\1/p'; 
 torchver() { "$1" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null; }
 V1=$(libtorch "$FIXRES" || true)
 [ -n "$V1" ] || { echo "train_bench: no working $FIXRES (build it first)" >&2; exit 1; }
-NA_B2=""; NA_P1=""; NA_P2=""; NA_C=""
+NA_B2=""; NA_P1=""; NA_P2=""; NA_C=""; V2=""; PV2=""
 if [ -x "$FIXRES2" ]; then V2=$(libtorch "$FIXRES2" || true); [ -n "$V2" ] || NA_B2="n/a ($FIXRES2 does not run)"
 else NA_B2="n/a (no $CUDA_BUILD)"; fi
 PV1=$(torchver "$PY" || true); [ -n "$PV1" ] || NA_P1="n/a (no torch in $PY)"
@@ -52,11 +52,11 @@ echo "## Training step on random data (forward, loss, backward, SGD), CPU, $THRE
 echo "Median of $REPEATS alternating runs of each (this machine's speed drifts between runs), 8 timed"
 echo "steps after 2 untimed; torch.compile: median of $COMPILE_REPEATS runs, its compile time apart."
 echo
-echo "- fixres A: $BUILD, LibTorch $V1"
-echo "- fixres B: ${NA_B2:-$CUDA_BUILD, LibTorch $V2, run with --cpu}"
-echo "- PyTorch $PV1 eager: ${NA_P1:-Debian's python3}"
+echo "- fixres on $V1: $BUILD/bin/fixres"
+echo "- fixres on ${V2:-2.x}: ${NA_B2:-$CUDA_BUILD/bin/fixres, with --cpu}"
+echo "- PyTorch ${PV1:-1.13} eager: ${NA_P1:-Debian python3}"
 echo "- PyTorch ${PV2:-2.x} eager: ${NA_P2:-.venv-torch2}"
-echo "- PyTorch ${PV2:-2.x} torch.compile: ${NA_C:-.venv-torch2, inductor (default mode), model compiled, SGD step eager}"
+echo "- PyTorch ${PV2:-2.x} torch.compile: ${NA_C:-.venv-torch2, inductor (default mode) on the model, SGD step eager}"
 echo
 
 peer() {  # peer OUTFILE LOGFILE PYTHON ARGS...
