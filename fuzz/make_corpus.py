@@ -96,3 +96,31 @@ jpg = encoded(rgb, "JPEG", quality=50)
 put("tar", "two_samples.tar", tar([("a/x1.jpg", jpg), ("a/x1.cls", b"3"), ("b/x2.png", encoded(rgb, "PNG")), ("b/x2.cls", b"0")]))
 put("tar", "pax_long_name.tar", tar([("d" * 120 + "/img.jpg", jpg), ("d" * 120 + "/img.cls", b"1")], tarfile.PAX_FORMAT))
 put("tar", "gnu_missing_cls.tar", tar([("k" * 110 + ".jpg", jpg), ("other.jpg", jpg), ("other.json", b"{}")], tarfile.GNU_FORMAT))
+
+# Image folder indexes (.fixres-index): first byte 0 = the whole file, 1 = the payload alone (the
+# target adds a valid header and CRC-32C).
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+def index_payload(root, classes, folders, files, left_out):
+    s = lambda t: struct.pack("<Q", len(t.encode())) + t.encode()
+    out = s(root) + struct.pack("<Q", len(classes)) + b"".join(s(c) for c in classes)
+    out += struct.pack("<Q", len(folders))
+    out += b"".join(s(p) + struct.pack("<Qqq", ino, m, c) for p, ino, m, c in folders)
+    out += struct.pack("<Q", len(files))
+    out += b"".join(s(p) + struct.pack("<qQq", label, size, m) for p, label, size, m in files)
+    out += b"".join(struct.pack("<q", n) + s(example) for n, example in left_out)
+    return out
+def index_file(payload):
+    return b"FXIDX\0\0\0" + struct.pack("<QQQ", 1, len(payload), crc32c(payload)) + payload
+tree = index_payload("/data/train", ["a", "b"], [("a", 11, 1700000000123456789, 1700000000987654321), ("b", 12, 5, 7), ("b/x", 13, 5, 7)],
+                     [("a/1.jpg", 0, 1234, 42), ("b/2.png", 1, 99, 43), ("b/x/3.jpeg", 1, 7, 44)], [(2, "a/4.bmp"), (0, "")])
+put("index", "tree_file", b"\0" + index_file(tree))
+put("index", "tree_payload", b"\1" + tree)
+escaping = index_payload("/data/train", ["a"], [("a", 11, 5, 7)], [("a/../../../other/b.jpg", 0, 1, 2)], [(0, ""), (0, "")])
+put("index", "escaping_payload", b"\1" + escaping)
+put("index", "empty_payload", b"\1" + index_payload("", [], [], [], [(0, ""), (0, "")]))

@@ -3,12 +3,12 @@
 # 600) from the committed seed corpus (copied, so the committed one stays small).
 # Prints one line per target: executions, corpus size, and whether anything was found.
 # Exit code 1 when a target crashed (the input is kept in build-fuzz/artifacts/).
-# Usage: fuzz/run.sh [SECONDS] [TARGET...]      (targets: decode torchfile idx npy tar)
+# Usage: fuzz/run.sh [SECONDS] [TARGET...]      (targets: decode torchfile idx npy tar index)
 set -euo pipefail
 SECONDS_PER_TARGET=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(decode torchfile idx npy tar)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(decode torchfile idx npy tar index)
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 B="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 if [ ! -f "$B/build.ninja" ]; then

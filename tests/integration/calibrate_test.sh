@@ -38,6 +38,23 @@ run "$FIXRES" calibrate --architecture resnet18 --weight-path "$WORK/w.pth" --da
   --input-size 56 --batch 4 --max-images 6 --workers 1 --out "$WORK/sub.pth"
 expect_code 0; expect_out "on 6 images \(2 batches\)"
 
+# A last batch of one image (6 images, --batch 5; at 32 px resnet18's last BatchNorms see 1x1 maps,
+# one value per channel) joins the batch before it: the same statistics as PyTorch from one batch
+# of the 6. One image in all, or --batch 1, is refused naming the flag.
+D6="$WORK/six"
+"$PY" "$REF/make_image_folder.py" "$D6" --classes 3 --train 2 --val 1 --size 40 >/dev/null || bad "data generation"
+run "$FIXRES" calibrate --architecture resnet18 --weight-path "$WORK/w.pth" --dataset-path "$D6/train" \
+  --input-size 32 --batch 5 --workers 1 --out "$WORK/six.pth"
+expect_code 0; expect_out "on 6 images \(1 batches\)"
+run "$PY" "$REF/finetune_reference.py" calibrate "$D6" "$WORK/w.pth" 32 "$WORK/six.pth"
+expect_code 0; echo "one-image last batch vs PyTorch: $(cat "$OUT")"
+for args in "--max-images 1" "--batch 1"; do
+  run "$FIXRES" calibrate --architecture resnet18 --weight-path "$WORK/w.pth" --dataset-path "$D6/train" \
+    --input-size 32 --workers 1 --out "$WORK/one.pth" $args
+  expect_code 2; expect_err_lines 1; expect_err "${args% *}"
+  [ ! -e "$WORK/one.pth" ] || bad "a refused calibrate wrote a file"
+done
+
 # Refusals: no weights (2), a missing folder (3), an empty one (3), bad flag values (2).
 run "$FIXRES" calibrate --architecture resnet18 --dataset-path "$D/train" --out "$WORK/x.pth"
 expect_code 2; expect_err "--weight-path"

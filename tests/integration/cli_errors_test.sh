@@ -2,7 +2,9 @@
 # Exit codes and messages of eval, extract, sweep, eval-softmax and the subcommand dispatch:
 # outputs that cannot be written (exit 6, checked before the work), tables printed only once
 # their first row is ready, eval-softmax inputs it cannot score (exit 3), SIGINT during eval
-# --json (partial results written, exit 130), --config through the binary, unknown subcommands.
+# --json (partial results written, exit 130), --config through the binary (a file's values
+# checked as the command line's, alone and together, before a run folder is made), output paths
+# (never empty, never inside an input or holding one), unknown subcommands.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 D="$WORK/data"
@@ -106,8 +108,59 @@ printf 'weight-path = "%s"\ndataset-path = "%s"\ninput-size = 24\nworkers = 1\nb
   "$W" "$D/val" >"$WORK/eval.toml"
 run "$FIXRES" eval --architecture resnet_tiny --config "$WORK/eval.toml"
 expect_code 2; expect_err_lines 1; expect_err "eval.toml: batch = 0: --batch: must be"
+# batch = 0 is a mistake even where --batch replaces it.
+run "$FIXRES" eval --architecture resnet_tiny --config "$WORK/eval.toml" --batch 4
+expect_code 2; expect_err_lines 1; expect_err "eval.toml: batch = 0: --batch: must be"
+sed -i 's/^batch = 0$/batch = 2/' "$WORK/eval.toml"
 run "$FIXRES" eval --architecture resnet_tiny --config "$WORK/eval.toml" --batch 4
 expect_code 0; expect_out "^ +24 "
+
+# Values of a run, from the command line or --config, are checked on their own and together
+# before anything is written: exit 2 naming the flag (and the file and key), no run folder.
+TRAIN=(train --imnet-path "$D" --architecture resnet_tiny --workers 1 --input-size 24 --batch 4
+  --epochs 1 --iteration-cap 1 --shared-folder-path "$WORK/checked")
+no_run_folder() { [ ! -e "$WORK/checked" ] || bad "a run folder was made: $(find "$WORK/checked")"; }
+run "$FIXRES" "${TRAIN[@]}" --job-id lr --learning-rate 1e300 --absolute-lr
+expect_code 2; expect_err_lines 1; expect_err "^fixres: error: --learning-rate 1e\+300 .*largest float32"
+no_run_folder
+printf 'learning-rate = 1e300\n' >"$WORK/lr.toml"
+run "$FIXRES" finetune "${TRAIN[@]:1}" --weight-path "$W" --job-id lr --config "$WORK/lr.toml"
+expect_code 2; expect_err_lines 1; expect_err "lr.toml: learning-rate = 1e300: --learning-rate"
+no_run_folder
+for kv in "log-every = 0" "epochs = -1" "learning-rate = -1" 'epochs = "two"' "momentum = 0"; do
+  printf '%s\nnesterov = true\n' "$kv" >"$WORK/run.toml"
+  run "$FIXRES" "${TRAIN[@]}" --job-id cfg --config "$WORK/run.toml"
+  expect_code 2; expect_err_lines 1; expect_err "run.toml: (${kv//\"/}|nesterov = true): --"
+  no_run_folder
+done
+printf 'pretrained = "FixResNet50"\n' >"$WORK/pre.toml"
+run "$FIXRES" "${TRAIN[@]}" --job-id pre --config "$WORK/pre.toml"
+expect_code 2; expect_err_lines 1
+expect_err "pre.toml: pretrained = FixResNet50: --pretrained: FixResNet50 is a ResNet50, not --architecture resnet_tiny"
+no_run_folder
+run "$FIXRES" "${TRAIN[@]}" --job-id ''
+expect_code 2; expect_err_lines 1; expect_err "^fixres: error: --job-id '' is not a valid job id: it is empty"
+no_run_folder
+run env FIXRES_JOB_ID= "$FIXRES" "${TRAIN[@]}"
+expect_code 2; expect_err_lines 1; expect_err "^fixres: error: FIXRES_JOB_ID '' is not a valid job id"
+no_run_folder
+
+# Output paths: never empty, never inside an input dataset, never holding one.
+before=$(find "$D" | sort | md5sum)
+run "$FIXRES" shard --dataset-path "$D/train" --out "$D/train/new"
+expect_code 2; expect_err_lines 1
+expect_err "^fixres: error: --out $D/train/new is inside --dataset-path $D/train"
+run "$FIXRES" shard --dataset-path "$D/train" --out "$D"
+expect_code 2; expect_err_lines 1; expect_err "^fixres: error: --dataset-path $D/train is inside --out $D"
+run "$FIXRES" calibrate --architecture resnet_tiny --weight-path "$W" --dataset-path "$D" \
+  --out "$D/val/w.pth"
+expect_code 2; expect_err_lines 1; expect_err "--out $D/val/w.pth is inside --dataset-path $D"
+[ "$(find "$D" | sort | md5sum)" = "$before" ] || bad "the dataset was changed"
+for cmd in "shard --dataset-path $D/train --out" "export --weight-path $W --out" \
+  "import --out" "plot $WORK/runs/train/w --out" "extract --weight-path $W --dataset-path $D/val --save-path"; do
+  run "$FIXRES" $cmd ''
+  expect_code 2; expect_err_lines 1; expect_err "^fixres: error: --(out|save-path): must not be empty"
+done
 printf '[eval]\nbogus = 1\n' >"$WORK/bogus.ini"
 run "$FIXRES" eval --config "$WORK/bogus.ini"
 expect_code 2; expect_err_lines 1; expect_err "bogus.ini: unknown key 'bogus'"

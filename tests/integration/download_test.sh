@@ -7,7 +7,11 @@
 # again from a server that ignores ranges) with the served bytes, as after SIGTERM to a train
 # run whose weights are downloading (exit 1, the .part kept); two processes fetching the
 # same file make one request; --pretrained uses the catalogue (architecture, cache path) and
-# refuses unknown names and conflicting flags with exit 2. Every command runs under a timeout.
+# refuses unknown names and conflicting flags with exit 2. URLs whose readable parts sanitise alike
+# (a~b and a_b, a%20b and a_20b) get a cache file each. A 200 with an HTML page, an empty body or a
+# body cut short without Content-Length is refused (exit 4, nothing cached); a cached file that is
+# not a weight file names its URL and `weights fetch --refresh`, which fetches it again and keeps
+# the cached copy when the new download fails. Every command runs under a timeout.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 T=(timeout 60)
@@ -28,7 +32,7 @@ torch.save({"model": {"module." + k: v for k, v in model.state_dict().items()}},
 EOF
 SHA=$(sha256sum "$SERVED/w.pth" | cut -d' ' -f1)
 
-timeout 150 "$PY" "$SRC/tests/reference/http_server.py" "$SERVED" "$LOG" --lifetime 140 \
+timeout 330 "$PY" "$SRC/tests/reference/http_server.py" "$SERVED" "$LOG" --lifetime 320 \
   >"$WORK/server.out" 2>"$WORK/server.err" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null' EXIT
@@ -39,6 +43,15 @@ URL="http://127.0.0.1:$PORT"
 ENTRY="127.0.0.1_$PORT"
 
 requests() { grep -c -- "$1" "$LOG"; }
+# The cache path of "$URL/$1" under cache folder $2 (docs/models.md, "The cache"): the URL's
+# folders, then the file's name reduced to [A-Za-z0-9._+-] with "-" and the first 16 hexadecimal
+# digits of the SHA-256 of the whole URL before its extension.
+cached() {
+  local rel=${1%%\?*} hash name
+  hash=$(printf %s "$URL/$1" | sha256sum | cut -c1-16)
+  name=$(basename "$rel" | sed 's/[^A-Za-z0-9._+-]/_/g')
+  echo "$2/$ENTRY/$(dirname "$rel")/${name%.*}-$hash.${name##*.}"
+}
 # No file at all under cache folder $1 (the folders made for a failed download are removed too).
 empty_cache() {
   local left
@@ -68,7 +81,8 @@ EVAL=(eval --dataset-path "$D/val" --architecture resnet_tiny --input-size 24 --
 FIXRES_CACHE="$C" run "${T[@]}" "$FIXRES" "${EVAL[@]}" --weight-path "$URL/files/w.pth"
 expect_code 0; expect_out "^ +24 "; expect_err "fetching $URL/files/w.pth"; expect_err "fetched "
 [ "$(requests /files/w.pth)" -eq 1 ] || bad "first eval: $(requests /files/w.pth) requests, expected 1"
-same_as_served "$C/$ENTRY/files/w.pth" "first eval"
+same_as_served "$(cached files/w.pth "$C")" "first eval"
+[ "$(cat "$(cached files/w.pth "$C").url")" = "$URL/files/w.pth" ] || bad "first eval: no URL file"
 no_temporaries "$C" "first eval"
 grep -q $'\r' "$ERR" && bad "a progress bar on a stderr that is not a terminal"
 
@@ -82,10 +96,10 @@ expect_code 0; expect_file "$WORK/x/resnet_tiny_logits.npy"
 [ "$(requests /files/w.pth)" -eq 1 ] || bad "cached runs made requests: $(requests /files/w.pth) in all"
 
 # 3. A cached file that fails its checksum is fetched again (and then matches).
-printf 'x' >>"$C/$ENTRY/files/w.pth"
+printf 'x' >>"$(cached files/w.pth "$C")"
 run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/files/w.pth#sha256=${SHA:0:8}"
-expect_code 0; expect_out "^$C/$ENTRY/files/w.pth$"; expect_err "does not match its checksum"
-same_as_served "$C/$ENTRY/files/w.pth" "re-fetch after a bad checksum"
+expect_code 0; expect_out "^$(cached files/w.pth "$C")$"; expect_err "does not match its checksum"
+same_as_served "$(cached files/w.pth "$C")" "re-fetch after a bad checksum"
 [ "$(requests /files/w.pth)" -eq 2 ] || bad "re-fetch: $(requests /files/w.pth) requests, expected 2"
 
 # 4. 404: exit 4 naming the URL and the status; nothing in the cache.
@@ -111,7 +125,7 @@ run "${T[@]}" "$FIXRES" "${EVAL[@]}" --cache-dir "$C" --weight-path "$URL/files/
 expect_code 4; expect_err "expected SHA-256 deadbeef\.\.\., got $SHA"
 empty_cache "$C" "wrong checksum prefix"
 run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/files/w.pth#sha256=${SHA:0:12}"
-expect_code 0; same_as_served "$C/$ENTRY/files/w.pth" "checksum prefix"
+expect_code 0; same_as_served "$(cached files/w.pth "$C")" "checksum prefix"
 run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/files/w.pth#sha256=nothex"
 expect_code 2; expect_err "sha256="
 
@@ -138,10 +152,11 @@ for kind in slow slow-norange; do
   kill -9 $PID 2>/dev/null
   wait $PID 2>/dev/null
   left=$(cd "$C" && find . -type f | sort | tr '\n' ' ')
-  [ "$left" = "./$ENTRY/$kind/.w.pth.part " ] || bad "$kind: after kill -9 the cache holds: $left"
+  [ "$left" = "./$ENTRY/$kind/.$(basename "$(cached "$kind/w.pth" "$C")").part " ] ||
+    bad "$kind: after kill -9 the cache holds: $left"
   run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/$kind/w.pth#sha256=$SHA"
-  expect_code 0; expect_out "^$C/$ENTRY/$kind/w.pth$"
-  same_as_served "$C/$ENTRY/$kind/w.pth" "$kind: resumed download"
+  expect_code 0; expect_out "^$(cached "$kind/w.pth" "$C")$"
+  same_as_served "$(cached "$kind/w.pth" "$C")" "$kind: resumed download"
   no_temporaries "$C" "$kind: resumed download"
   grep -q "^/$kind/w.pth bytes=[1-9][0-9]*-$" "$LOG" || bad "$kind: no Range request after kill -9"
   if [ $kind = slow ]; then expect_err "resuming $URL/slow/w.pth at"; else expect_err "does not resume downloads"; fi
@@ -161,7 +176,7 @@ c=$?
 [ $c -eq 1 ] || bad "SIGTERM during a download: exit $c, expected 1"
 grep -q "stopped by SIGTERM; .* kept in .*\.part, to be resumed by the next run" "$WORK/term.err" ||
   bad "SIGTERM during a download: $(tail -1 "$WORK/term.err")"
-[ -n "$(find "$C" -name '.w.pth-q*.part' -size +0)" ] || bad "SIGTERM: the .part was not kept"
+[ -n "$(find "$C" -name '.w-*.pth.part' -size +0)" ] || bad "SIGTERM: the .part was not kept"
 run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/slow/w.pth?term"
 expect_code 0; expect_err "resuming"
 same_as_served "$(cat "$OUT")" "SIGTERM: resumed download"
@@ -183,7 +198,9 @@ no_temporaries "$C" "two fetches"
 # 10. --pretrained: the catalogue's URL, cache path and architecture. A file already in the
 #     cache is used without any network access (FixRes publishes no checksum to check).
 C="$WORK/cpre"
-F="$C/dl.fbaipublicfiles.com/FixRes_data/FixRes_Pretrained_Models/ResNet50_v2.pth"
+PRE=https://dl.fbaipublicfiles.com/FixRes_data/FixRes_Pretrained_Models/ResNet50_v2.pth
+F="$C/dl.fbaipublicfiles.com/FixRes_data/FixRes_Pretrained_Models/ResNet50_v2-$(printf %s "$PRE" |
+  sha256sum | cut -c1-16).pth"
 mkdir -p "$(dirname "$F")"
 "$PY" - "$F" <<'EOF' || bad "ResNet-50 weights generation"
 import sys, torch, torchvision
@@ -213,5 +230,90 @@ expect_code 0; expect_out "^FixResNet50 +ResNet50 +224 +384 +79.1 +none +https:/
 expect_out "^tf_efficientnet_b0_aa +tf_efficientnet_b0 +224 +224 +- +827b6e33\.\.\. +https://github.com/"
 run "${T[@]}" "$FIXRES" weights fetch NoSuchWeights --cache-dir "$C"
 expect_code 2; expect_err "unknown name 'NoSuchWeights'"
+
+# 11. URLs that sanitise to the same name (a~b and a_b, a%20b and a_20b): each is requested and
+#     gets its own cache file with its own bytes, and a run evaluates its own URL's weights (the
+#     same loss as with the served file given by its local path).
+"$PY" - "$SRC/tests/reference" "$SERVED" <<'EOF' || bad "weights generation (alike names)"
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+from models_reference import TinyResNet
+for seed, name in enumerate(["a_b.pth", "a~b.pth", "a_20b.pth", "a b.pth"], 1):
+    torch.manual_seed(seed)
+    model = TinyResNet(num_classes=3)
+    torch.save({"model": {"module." + k: v for k, v in model.state_dict().items()}},
+               sys.argv[2] + "/" + name)
+EOF
+C="$WORK/calike"
+for pair in "a_b.pth:a_b.pth" "a~b.pth:a~b.pth" "a_20b.pth:a_20b.pth" "a%20b.pth:a b.pth"; do
+  name=${pair%%:*} file=${pair#*:}
+  run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/files/$name"
+  expect_code 0; expect_out "^$(cached "files/$name" "$C")$"
+  cmp -s "$(cat "$OUT")" "$SERVED/$file" || bad "alike names: $name: the cached file is not the served one"
+  n=$(requests "^/files/$name ")
+  [ "$n" -eq 1 ] || bad "alike names: $name requested $n times"
+done
+n=$(find "$C" -name '*.pth' | wc -l)
+[ "$n" -eq 4 ] || bad "alike names: $n cache files, expected 4"
+loss_of() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["loss"])' "$1"; }
+run "${T[@]}" "$FIXRES" "${EVAL[@]}" --cache-dir "$C" --weight-path "$URL/files/a~b.pth" --json "$WORK/url.json"
+expect_code 0
+run "${T[@]}" "$FIXRES" "${EVAL[@]}" --weight-path "$SERVED/a~b.pth" --json "$WORK/local.json"
+expect_code 0
+[ "$(loss_of "$WORK/url.json")" = "$(loss_of "$WORK/local.json")" ] ||
+  bad "alike names: eval of $URL/files/a~b.pth did not use its own weights"
+
+# 12. Bodies that are not weight files: an HTML page, an empty body, a body cut short without
+#     Content-Length. Exit 4 naming the URL and what was sent; nothing cached, so the next try
+#     asks the server again.
+C="$WORK/cbody"
+run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/html/w.pth"
+expect_code 4; expect_err_lines 2  # the "fetching" line, the error
+expect_err "^fixres: error: cannot download $URL/html/w.pth: the server sent an HTML page \([0-9]+ bytes, text/html"
+empty_cache "$C" "HTML page"
+run "${T[@]}" "$FIXRES" "${EVAL[@]}" --cache-dir "$C" --weight-path "$URL/html/w.pth"
+expect_code 4; expect_err "cannot download $URL/html/w.pth: the server sent an HTML page"
+n=$(requests '^/html/w.pth ')
+[ "$n" -eq 2 ] || bad "HTML page: $n requests, expected 2"
+empty_cache "$C" "HTML page (eval)"
+run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/empty/w.pth"
+expect_code 4; expect_err_lines 2; expect_err "cannot download $URL/empty/w.pth: the server sent 0 bytes"
+empty_cache "$C" "empty body"
+run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/cut/w.pth"
+expect_code 4; expect_err_lines 2
+expect_err "cannot download $URL/cut/w.pth: the server sent [0-9]+ bytes .*, which fixres cannot read as weights \(it is a truncated zip"
+empty_cache "$C" "body cut short"
+
+# 13. A cached copy that is not a weight file (damaged, or written by hand): exit 4 naming the URL
+#     and the way out, with no request; `weights fetch --refresh` fetches it again. A refresh that
+#     fails keeps the cached copy.
+C="$WORK/crefresh"
+run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/files/w.pth?refresh"
+expect_code 0
+W=$(cat "$OUT")
+[ -f "$W" ] && printf '<html>gone</html>\n' >"$W"
+run "${T[@]}" "$FIXRES" "${EVAL[@]}" --cache-dir "$C" --weight-path "$URL/files/w.pth?refresh"
+expect_code 4; expect_err_lines 1
+expect_err "the cached copy of $URL/files/w.pth\?refresh cannot be used \($W "
+expect_err "'fixres weights fetch --refresh $URL/files/w.pth\?refresh' downloads it again"
+run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/files/w.pth?refresh"
+expect_code 4; expect_err "weights fetch --refresh"
+n=$(requests '^/files/w.pth?refresh ')
+[ "$n" -eq 1 ] || bad "a damaged cached copy: $n requests, expected 1"
+run "${T[@]}" "$FIXRES" weights fetch --refresh --cache-dir "$C" "$URL/files/w.pth?refresh"
+expect_code 0; expect_out "^$W$"; same_as_served "$W" "--refresh"
+n=$(requests '^/files/w.pth?refresh ')
+[ "$n" -eq 2 ] || bad "--refresh: $n requests, expected 2"
+run "${T[@]}" "$FIXRES" "${EVAL[@]}" --cache-dir "$C" --weight-path "$URL/files/w.pth?refresh"
+expect_code 0; expect_out "^ +24 "
+cp "$SERVED/w.pth" "$SERVED/gone.pth"
+run "${T[@]}" "$FIXRES" weights fetch --cache-dir "$C" "$URL/files/gone.pth"
+expect_code 0
+G=$(cat "$OUT")
+rm "$SERVED/gone.pth"
+run "${T[@]}" "$FIXRES" weights fetch --refresh --cache-dir "$C" "$URL/files/gone.pth"
+expect_code 4; expect_err "cannot download $URL/files/gone.pth: HTTP 404"
+same_as_served "$G" "a failed --refresh"
+no_temporaries "$C" "a failed --refresh"
 
 finish

@@ -36,6 +36,14 @@ run "$FIXRES" eval --imnet-path "$D" --architecture resnet_tiny --use-ema
 expect_code 2; expect_err "weight-path"
 [ -e "$RUNS" ] && bad "a refused command wrote $RUNS"
 
+# 1b. Vanishing alphas (Beta(a, a) tends to a fair coin on {0, 1}): each run takes its steps and
+# ends; the sampler used to retry for ever when both Gamma draws underflowed.
+for flag in --mixup-alpha --cutmix-alpha; do
+  run timeout 300 "$FIXRES" "${T[@]}" --job-id "tiny$flag" "$flag" 1e-300 --stop-after-steps 3
+  expect_code 0; expect_err "iter 3/6"
+done
+rm -rf "$RUNS"
+
 # 2. The uninterrupted run.
 run "$FIXRES" "${T[@]}" "${E[@]}" --job-id ref
 expect_code 0; expect_err "EMA top-1"; expect_out "after \(EMA\): size 24"

@@ -71,6 +71,15 @@ expect_code 0; expect_out "\[rank 0\] +32 +$TOP1 .* 12$"
 run "$FIXRES" launch --nproc-per-node 2 -- train --imnet-path "$D" "${COMMON[@]}" --input-size 32 \
   --epochs 1 --batch 2 --shared-folder-path "$WORK/runs" --job-id t2
 expect_code 0; expect_file "$WORK/runs/train/t2/checkpoint.pth"
+# launch without a job id, stopped, then the same command again: the ranks name the job as a lone
+# run does ("local"), so the rerun resumes the stopped run instead of starting a new folder.
+LJ=(launch --nproc-per-node 2 -- train --imnet-path "$D" "${COMMON[@]}" --input-size 32 --epochs 1
+  --batch 2 --shared-folder-path "$WORK/runs_launch")
+run "$FIXRES" "${LJ[@]}" --stop-after-steps 1
+expect_code 0; expect_file "$WORK/runs_launch/train/local/checkpoint.pth"
+run "$FIXRES" "${LJ[@]}"
+expect_code 0; expect_err "resumed from"
+[ "$(ls "$WORK/runs_launch/train")" = local ] || bad "the rerun made another run folder: $(ls "$WORK/runs_launch/train")"
 
 # gradient accumulation, bf16 autocast and channels-last through the whole loop (CPU autocast):
 # the run counts optimizer steps (6 batches of 4 = 3 steps of 2 x 4 images) and records options.

@@ -52,7 +52,9 @@ mkdir -p "$WORK/cwd/sub"; echo keep > "$WORK/cwd/sub/file"; echo keep > "$WORK/c
 before=$(snap "$WORK/cwd")
 (cd "$WORK/cwd" && imp --out .); refused "\\."
 (cd "$WORK/cwd/sub" && imp --out ..); refused "\\.\\."
-(cd "$WORK/cwd/sub" && imp --out "$WORK"); refused "$WORK"
+# (The test's own folder holds the source: refused as an output holding an input.)
+(cd "$WORK/cwd/sub" && imp --out "$WORK")
+expect_code 2; expect_err_lines 1; expect_err "^fixres: error: --source .* is inside --out $WORK: "
 HOME="$WORK/cwd" imp --out "$WORK/cwd"; refused "$WORK/cwd"
 [ "$(snap "$WORK/cwd")" = "$before" ] || bad "the current folder was changed"
 
@@ -72,6 +74,20 @@ imp --out "$WORK/new"; expect_code 0; expect_out "^already imported"
 ln -s "$WORK/new" "$WORK/newlink"
 imp --out "$WORK/newlink"; expect_code 0; expect_out "^already imported"
 
+# The marker is fixres's own text: it names fixres import and the counts.
+[ "$(cat "$WORK/new/.fixres-import")" = "$(printf 'fixres import\ntrain 10\nholdout 2\nval 6')" ] ||
+  bad "marker: $(cat "$WORK/new/.fixres-import")"
+
+# Anything import does not make inside the splits it would replace refuses replacing them (exit 2
+# naming --out and the first such entry), and stays; the user's own files beside the splits are
+# kept.
+echo photo > "$WORK/new/train/1/mine.jpg"
+before=$(snap "$WORK/new")
+run "$FIXRES" import --source "$WORK/idx" --numeric-classes --holdout 4 --out "$WORK/new"
+refused "$WORK/new"; expect_err "holds train/1/mine.jpg, which"
+[ "$(snap "$WORK/new")" = "$before" ] || bad "the earlier import with mine.jpg was changed"
+rm "$WORK/new/train/1/mine.jpg"
+
 # Other sizes replace the earlier import's entries, and only those.
 echo notes > "$WORK/new/NOTES"
 run "$FIXRES" import --source "$WORK/idx" --numeric-classes --holdout 4 --out "$WORK/new"
@@ -79,6 +95,20 @@ expect_code 0; expect_out "^imported: .*\(train 8, holdout 4, val 6\)$"
 [ "$(find "$WORK/new/holdout" -name '*.png' | wc -l)" -eq 4 ] || bad "holdout/ not replaced"
 [ "$(cat "$WORK/new/NOTES")" = notes ] || bad "a file of the user's in new/ was removed"
 no_temporaries "$WORK"
+
+# A file named like the marker that fixres did not write makes no earlier import: the folder is
+# the user's, refused and left as it was (its files, an image folder's included, stay).
+for text in "mine" "10 2 6 extra" "fixres import" "$(printf 'fixres import\ntrain 1\nholdout 2\nval -3')"; do
+  rm -rf "$WORK/fake"; mkdir -p "$WORK/fake/train/1"; echo photo > "$WORK/fake/train/1/000001.png"
+  printf '%s\n' "$text" > "$WORK/fake/.fixres-import"
+  before=$(snap "$WORK/fake")
+  imp --out "$WORK/fake"; refused "$WORK/fake"; expect_err "not made by fixres import"
+  [ "$(snap "$WORK/fake")" = "$before" ] || bad "a folder with marker '$text' was changed"
+done
+# The marker of earlier versions ("N N N") still names an import of theirs.
+rm -rf "$WORK/old"; cp -r "$WORK/new" "$WORK/old"; printf '8 4 6\n' > "$WORK/old/.fixres-import"
+run "$FIXRES" import --source "$WORK/idx" --numeric-classes --holdout 4 --out "$WORK/old"
+expect_code 0; expect_out "^already imported"
 
 # An empty folder, given as "." from inside it.
 mkdir -p "$WORK/empty"

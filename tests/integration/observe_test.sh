@@ -4,7 +4,8 @@
 # framing and both masked CRC-32Cs with its own CRC, Event protos decoded by hand) and equal to
 # metrics.jsonl; the data-wait share on every progress record and line; the training top-1 per
 # epoch; --no-tensorboard; `fixres plot` on a train and a finetune run folder (an SVG that parses
-# as XML with every series), and its errors on bad input (exit code, one line naming the problem).
+# as XML with every series) and on values up to +-1.7e308 (axes in units of 1e308), and its errors
+# on bad input (exit code, one line naming the problem).
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 D="$WORK/data"
@@ -113,6 +114,25 @@ expect_code 3; expect_err_lines 1; expect_err "no progress record"
 printf '{"step":1,"loss":2,"lr":0.1}\n{"step":2,"lo' >"$WORK/broken/metrics.jsonl"
 run "$FIXRES" plot "$WORK/broken"
 expect_code 0; expect_err "unfinished last line"
+# Values up to the largest doubles plot: the axes in units of 1e308, every label a number.
+mkdir -p "$WORK/huge"
+printf '{"step":1,"loss":1.7e308,"lr":-1.7e308}\n{"step":2,"loss":-1.7e308,"lr":1.7e308}\n{"step":3,"loss":0,"lr":0.1}\n' \
+  >"$WORK/huge/metrics.jsonl"
+run "$FIXRES" plot "$WORK/huge"
+expect_code 0; expect_file "$WORK/huge/curves.svg"
+run "$PY" - "$WORK/huge/curves.svg" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+ns = '{http://www.w3.org/2000/svg}'
+root = ET.parse(sys.argv[1]).getroot()
+for panel in root.findall(ns + 'svg'):
+    ticks = [float(t.text) for t in panel.iter(ns + 'text') if t.get('class') == 'ytick']
+    assert min(ticks) <= -1.7e308 and max(ticks) >= 1.7e308, ticks
+    assert all(t.text and 'e308' in t.text or float(t.text) == 0 for t in panel.iter(ns + 'text')
+               if t.get('class') == 'ytick'), 'labels not in units of 1e308'
+assert 'nan' not in open(sys.argv[1]).read() and 'inf' not in open(sys.argv[1]).read()
+PY
+expect_code 0
 run "$FIXRES" plot "$R" --out "$WORK/no/such/folder/x.svg"
 expect_code 6; expect_err_lines 1; expect_err "cannot write the plot"
 run "$FIXRES" plot

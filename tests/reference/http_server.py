@@ -15,8 +15,12 @@ Paths (NAME: a file of FOLDER):
                       a client to kill meanwhile); later ones are /files/NAME
   /slow-norange/NAME  the same, but later ones are /norange/NAME
   /stall/NAME         headers and 1 KiB, then nothing (up to 60 s)
+  /html/NAME          200 with an HTML page (a sign-in or error page served in place of a file)
+  /empty/NAME         200 with an empty body (Content-Length: 0)
+  /cut/NAME           200 without Content-Length: half the file, then the connection closed
   anything else       404
-A query string (?...) is ignored: the same file under another URL.
+A query string (?...) is ignored: the same file under another URL. NAME is percent-decoded
+("a%20b.pth" is the file "a b.pth").
 """
 import argparse
 import os
@@ -24,6 +28,7 @@ import re
 import sys
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOCK = threading.Lock()
@@ -42,9 +47,9 @@ class Handler(BaseHTTPRequestHandler):
             with open(self.server.request_log, "a") as log:
                 log.write("%s %s\n" % (self.path, rng or "-"))
         route = self.path.split("?", 1)[0]  # a query names another cache entry, the same file
-        m = re.fullmatch(r"/(files|norange|truncated|slow|slow-norange|stall)/([A-Za-z0-9._-]+)",
-                         route)
-        path = m and os.path.join(self.server.folder, m.group(2))
+        m = re.fullmatch(r"/(files|norange|truncated|slow|slow-norange|stall|html|empty|cut)/"
+                         r"([A-Za-z0-9._~%-]+)", route)
+        path = m and os.path.join(self.server.folder, urllib.parse.unquote(m.group(2)))
         if not m or not os.path.isfile(path):
             body = b"not found\n"
             self.send_response(404)
@@ -65,6 +70,8 @@ class Handler(BaseHTTPRequestHandler):
             kind = "files" if kind == "slow" else "norange"
         if kind == "stall":
             return self.send_then_stall(data, 1024)
+        if kind in ("html", "empty", "cut"):
+            return self.send_wrong_body(kind, data)
         if kind == "truncated":
             self.send_headers(200, len(data))
             self.wfile.write(data[: len(data) // 2])
@@ -97,6 +104,25 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Range", content_range)
         self.send_header("Connection", "close")
         self.end_headers()
+
+    def send_wrong_body(self, kind, data):
+        self.send_response(200)
+        if kind == "html":
+            body = b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body></body></html>\n"
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+        elif kind == "empty":
+            body = b""
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", "0")
+        else:  # cut: no length announced, so only the file's own structure tells it is short
+            body = data[: len(data) // 2]
+            self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+        self.close_connection = True
 
     def send_then_stall(self, data, sent):
         self.send_headers(200, len(data))

@@ -39,6 +39,7 @@ Command addCalibrateCommand(CLI::App& parent) {
       ->group("Output");
   addShared(*sub, "--out", j.out)->required();
   return {sub, [s]() -> int {
+            checkOutputPath("--out", s->job.out, {{"--dataset-path", s->job.datasetPath}});
             engine::CalibrationJob job = s->job;
             job.eval = s->eval.settings;
             job.numerics = s->eval.numerics;

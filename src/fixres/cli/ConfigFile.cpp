@@ -1,14 +1,17 @@
 // Config files applied to the chosen subcommand.
 #include "fixres/cli/ConfigFile.h"
 
-#include <sys/stat.h>
+#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <cstdint>
+
+#include "fixres/common/Files.h"
 
 namespace fixres::cli {
 namespace {
+
+// The largest config file read: 1 MiB (a file setting every flag takes a few KB).
+constexpr uint64_t kConfigFileMaxBytes = uint64_t(1) << 20;
 
 // The deepest subcommand parsed ("bench train" -> train), and its names from the top.
 CLI::App* chosenSubcommand(CLI::App& root, std::vector<std::string>& path) {
@@ -37,12 +40,13 @@ std::string joined(const std::vector<std::string>& parts, const char* sep) {
 CLI::Validator configFileCheck() {
   return CLI::Validator(
       [](std::string& path) -> std::string {
-        struct stat st {};
-        if (::stat(path.c_str(), &st) != 0)
-          return "cannot read config file " + path + ": " + std::strerror(errno);
-        if (!S_ISREG(st.st_mode)) return "cannot read config file " + path + ": not a file";
-        std::ifstream in(path);
-        if (!in.good()) return "cannot read config file " + path + ": " + std::strerror(errno);
+        // A regular file of at most kConfigFileMaxBytes, checked without blocking (a FIFO) before
+        // CLI11 reads it.
+        uint64_t size = 0;
+        std::string why;
+        const int fd = openRegularFile(path, kConfigFileMaxBytes, "config file", &size, &why);
+        if (fd < 0) return why;
+        ::close(fd);
         return "";
       },
       "FILE");
@@ -88,7 +92,12 @@ void SubcommandConfig::apply(CLI::App& sub, const std::string& file,
                            " has no --" + item.name + ")");
   if (!op->get_configurable())
     throw CLI::ConfigError(where + "'" + item.name + "' cannot be set in a config file");
-  if (!op->empty()) return;  // given on the command line: it wins
+  const std::string setting = item.name + " = " + joined(item.inputs, ",");
+  // Given on the command line, the flag wins; the file's value is checked all the same (a
+  // mistake in the file is one whatever else is given), then the command line's is put back.
+  const std::vector<std::string> given = op->results();
+  const bool givenRan = op->get_callback_run();
+  op->clear();
   try {
     if (op->get_expected_min() == 0)
       op->add_result(op->get_flag_value(item.name, to_flag(item)));
@@ -96,8 +105,20 @@ void SubcommandConfig::apply(CLI::App& sub, const std::string& file,
       op->add_result(item.inputs);
     op->run_callback();
   } catch (const CLI::Error& e) {
-    throw CLI::ConfigError(where + item.name + " = " + joined(item.inputs, ",") + ": " + e.what());
+    throw CLI::ConfigError(where + setting + ": " + e.what());
   }
+  if (given.empty()) {
+    origins_[op->get_name()] = where + setting;
+    return;
+  }
+  op->clear();
+  op->add_result(given);
+  if (givenRan) op->run_callback();
+}
+
+std::string SubcommandConfig::origin(const std::string& name) const {
+  const auto it = origins_.find(name);
+  return it == origins_.end() ? "" : it->second;
 }
 
 std::string SubcommandConfig::to_config(const CLI::App* app, bool defaults, bool descriptions,

@@ -37,14 +37,20 @@ Command addEvalCommand(CLI::App& parent) {
   addSharedFlag(*sub, "--skip-bad-images", s->eval.settings.skipBadImages);
   addIndexCacheFlag(*sub, s->fileIndex);
   addEvalFlags(*sub, s->eval);
-  sub->add_option("--json", s->json, "Also write the results to this JSON file")->group("Output");
+  sub->add_option("--json", s->json, "Also write the results to this JSON file")
+      ->check(outputPathValidator("--json"))
+      ->group("Output");
   addClusterOptions(*sub, s->cluster);
   return {sub, [s]() -> int {
             FIXRES_CHECK(!s->imnetPath.empty() || !s->datasetPath.empty(), UsageError,
                          "eval needs --imnet-path or --dataset-path");
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "eval needs --weight-path");
             auto sizes = parseSizes(s->sizes, "--input-size");
-            if (!s->json.empty()) checkOutputFolder(s->json, "--json");
+            if (!s->json.empty()) {
+              checkOutputPath("--json", s->json,
+                              {{"--imnet-path", s->imnetPath}, {"--dataset-path", s->datasetPath}});
+              checkOutputFolder(s->json, "--json");
+            }
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
             auto dataset = data::openDataset(
                 s->datasetPath.empty() ? s->imnetPath + "/val" : s->datasetPath, s->fileIndex);

@@ -31,6 +31,7 @@ Command addExportCommand(CLI::App& parent) {
   addShared(*sub, "--out", s->out)->required();
   return {sub, [s]() -> int {
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "export needs --weight-path");
+            checkOutputPath("--out", s->out);
             FIXRES_CHECK(s->model.numClasses >= 1, UsageError,
                          "export needs --num-classes >= 1 (the classifier's size)");
             engine::RunDevice cpu;

@@ -77,6 +77,7 @@ Command addExtractCommand(CLI::App& parent) {
   addClusterOptions(*sub, s->cluster);
   return {sub, [s]() -> int {
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "extract needs --weight-path");
+            checkOutputPath("--save-path", s->savePath, {{"--dataset-path", s->datasetPath}});
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
             auto dataset = data::openDataset(s->datasetPath);
             // The output folder exists before the work whose results it takes.

@@ -1,11 +1,14 @@
 // The table of shared flags, the value checks and --config.
 #include "fixres/cli/Flags.h"
 
+#include <algorithm>
 #include <cstdint>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -97,6 +100,52 @@ CLI::Validator rangeValidator(const Range& range) {
         return "must be " + text + ", got '" + v + "'";
       },
       range.brief());
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Absolute, normalised, links resolved as far as the path exists, no trailing "/".
+fs::path resolved(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) p = fs::absolute(path, ec).lexically_normal();
+  if (!p.has_filename() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+  return p;
+}
+
+bool isInside(const fs::path& path, const fs::path& dir) {
+  return std::mismatch(dir.begin(), dir.end(), path.begin(), path.end()).first == dir.end();
+}
+
+}  // namespace
+
+void checkOutputPath(const std::string& flag, const std::string& path,
+                     const std::vector<NamedPath>& inputs) {
+  FIXRES_CHECK(!path.empty(), UsageError, flag, " must not be empty");
+  const fs::path out = resolved(path);
+  for (const auto& in : inputs) {
+    if (in.path.empty()) continue;
+    const fs::path p = resolved(in.path);
+    FIXRES_CHECK(!isInside(out, p), UsageError, flag, " ", path, " is inside ", in.flag, " ",
+                 in.path, ": an output must not be written into an input");
+    FIXRES_CHECK(!isInside(p, out), UsageError, in.flag, " ", in.path, " is inside ", flag, " ",
+                 path, ": an output must not hold an input");
+  }
+}
+
+CLI::Validator outputPathValidator(const std::string& flag) {
+  return CLI::Validator(
+      [flag](std::string& v) -> std::string {
+        try {
+          checkOutputPath(flag, v);
+          return "";
+        } catch (const UsageError&) {
+          return "must not be empty";
+        }
+      },
+      "");
 }
 
 namespace {
@@ -238,6 +287,8 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, bool& target) {
 
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::string& target) {
   auto* opt = finish(app.add_option(row.flags, target, row.help)->capture_default_str(), row);
+  if (row.flag() == "--out" || row.flag() == "--save-path")
+    opt->check(outputPathValidator(row.flag()));
   if (row.range.kind == Range::Kind::kInteger)
     opt->check(intListIn(static_cast<int64_t>(row.range.lo), static_cast<int64_t>(row.range.hi)));
   return opt;
@@ -284,6 +335,32 @@ CLI::Option* addConfigFile(CLI::App& app) {
       ->configurable(false)
       ->check(configFileCheck())
       ->group(f.group);
+}
+
+void checkMerged(CLI::App& app, const std::function<void()>& check) {
+  std::string message;
+  try {
+    check();
+    return;
+  } catch (const UsageError& e) {
+    message = e.what();
+  } catch (const CLI::ValidationError& e) {
+    message = e.what();
+  }
+  const CLI::App* root = &app;
+  while (root->get_parent() != nullptr) root = root->get_parent();
+  const auto config = std::dynamic_pointer_cast<SubcommandConfig>(root->get_config_formatter());
+  // The flags the message names, in order: "--" then letters, digits and dashes.
+  for (size_t at = message.find("--"); config && at != std::string::npos;
+       at = message.find("--", at + 2)) {
+    size_t end = at + 2;
+    while (end < message.size() &&
+           (std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '-'))
+      ++end;
+    const std::string origin = config->origin(message.substr(at, end - at));
+    if (!origin.empty()) throw CLI::ValidationError(origin + ": " + message);
+  }
+  throw CLI::ValidationError(message);
 }
 
 }  // namespace fixres::cli

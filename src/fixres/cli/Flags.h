@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -33,6 +34,19 @@ CLI::Validator intListIn(int64_t lo, int64_t hi);
 // "must be <range>, got '<value>'" for a value outside `range` (a number; for a string target with
 // an integer range, a comma-separated list of such integers).
 CLI::Validator rangeValidator(const Range& range);
+
+// The one check of every output path flag (--out, --save-path, --json): UsageError naming `flag`
+// when `path` is empty, and naming both when the output is inside one of `inputs` (an input
+// dataset or source folder, by its flag) or one of them is inside the output (compared with
+// links resolved as far as the paths exist). The output flags' rows run it with no inputs while
+// parsing; each subcommand runs it with its inputs before it writes anything.
+struct NamedPath {
+  std::string flag, path;
+};
+void checkOutputPath(const std::string& flag, const std::string& path,
+                     const std::vector<NamedPath>& inputs = {});
+// checkOutputPath(flag, value) as a validator: "must not be empty".
+CLI::Validator outputPathValidator(const std::string& flag);
 
 // Every shared row, each flag name once: the run settings' rows in RunConfig order, then the
 // invocation flags.
@@ -70,6 +84,12 @@ CLI::Option* addSharedFlag(CLI::App& app, const std::string& name, bool& target)
 // the command line is read and before required flags are checked; a missing or unreadable file,
 // an unknown key or section, or a bad value is refused with exit 2 naming the file and the key.
 CLI::Option* addConfigFile(CLI::App& app);
+
+// Runs `check`, a check of values that the command line and --config have both set (as a final
+// callback of subcommand `app`, which runs after both): a UsageError or CLI::ValidationError it
+// throws becomes a CLI::ValidationError (exit 2) led, when the first flag the message names that
+// --config set, by the file and the key: "--config F: momentum = 0: --nesterov needs ...".
+void checkMerged(CLI::App& app, const std::function<void()>& check);
 
 // A validator listing the table's names ("{a,b,c}" in --help) and refusing others with
 // "unknown <noun> 'x' (valid: ...)".

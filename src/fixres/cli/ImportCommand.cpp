@@ -26,6 +26,7 @@ Command addImportCommand(CLI::App& parent) {
                 "Name class folders by label number (MNIST) instead of "
                 "Fashion-MNIST's names");
   return {sub, [o, generic]() -> int {
+            checkOutputPath("--out", o->outDir, {{"--source", o->sourceDir}});
             if (!*generic) o->classNames = data::fashionMnistClassNames();
             installStopHandlers();  // Ctrl-C removes the partly written folder
             auto r = data::importIdx(*o);

@@ -124,7 +124,9 @@ Command addLaunchCommand(CLI::App& parent) {
   sub->add_option("--master-port", s->launch.masterPort,
                   "Rendezvous port (0: a free port, single node only)")
       ->capture_default_str();
-  sub->add_option("--launch-job-id", s->launch.jobId, "Job id passed to the ranks (FIXRES_JOB_ID)");
+  sub->add_option("--launch-job-id", s->launch.jobId,
+                  "Job id passed to the ranks (FIXRES_JOB_ID); default: the ranks' own "
+                  "(--job-id, else local), so that the same command again resumes the run");
   sub->add_option("--grace-seconds", s->launch.graceSeconds,
                   "Delay between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str();

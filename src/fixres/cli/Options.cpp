@@ -22,7 +22,10 @@ void addClusterOptions(CLI::App& app, ClusterOptions& o) {
   addOptionalInt(app, "--global-rank", o.flags.globalRank, "Rank of this process", intIn(0, 65535));
   addOptionalInt(app, "--local-rank", o.flags.localRank, "Rank on this node (GPU index)",
                  intIn(0, 65535));
-  app.add_option("--job-id", o.flags.jobId, "Job id: names the run folder and the rendezvous")
+  auto& jobId = o.flags.jobId;
+  app.add_option_function<std::string>(
+         "--job-id", [&jobId](const std::string& v) { jobId = v; },
+         "Job id: names the run folder and the rendezvous")
       ->group("Cluster");
   app.add_option("--shared-folder-path", o.flags.sharedFolderPath,
                  "Folder seen by every rank: checkpoints, and the rendezvous file when no URL")

@@ -31,6 +31,7 @@ Command addPlotCommand(CLI::App& parent) {
             FIXRES_CHECK(fileExists(metrics), DataError, s->runDir,
                          " has no metrics.jsonl (not the run folder of fixres train or finetune)");
             const std::string out = s->out.empty() ? s->runDir + "/curves.svg" : s->out;
+            checkOutputPath("--out", out);
             checkOutputFolder(out, "the plot");
             const auto curves = engine::readRunCurves(metrics);
             std::string title = s->runDir;

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -52,59 +54,59 @@ std::string canonicalArchitecture(const std::string& name) {
   }
 }
 
-// --pretrained NAME and the download options, after the model's rows are bound on `app`.
-void completeModelOptions(CLI::App& app, engine::ModelSpec& m) {
-  auto* architecture = app.get_option("--architecture");
+// The published weights `name` completing `m`, once the command line and --config are both
+// applied: their URL and checksum become the weight path; their architecture, filter and
+// normalisation apply where not given (`app`'s options say which were). An --architecture that
+// was given must be theirs.
+void applyPretrained(CLI::App& app, const std::string& name, engine::ModelSpec& m) {
+  const models::PublishedWeights* w = nullptr;
+  try {
+    w = &models::publishedWeights(name);
+    models::architectureInfo(w->architecture);
+  } catch (const UsageError& e) {
+    if (w == nullptr) throw CLI::ValidationError(e.what());
+    throw CLI::ValidationError("--pretrained", name + " is a " + w->architecture +
+                                                   ", an architecture fixres does not build yet "
+                                                   "('fixres weights fetch " +
+                                                   name + "' downloads the file)");
+  }
+  const auto given = [&app](const char* flag) { return app.get_option(flag)->count() > 0; };
+  if (given("--architecture") || given("--EfficientNet-models")) {
+    const std::string arch =
+        m.architecture == "EfficientNet" ? m.efficientNetModel : m.architecture;
+    if (canonicalArchitecture(arch) != canonicalArchitecture(w->architecture))
+      throw CLI::ValidationError(
+          "--pretrained", name + " is a " + w->architecture + ", not --architecture " + arch +
+                              " (leave --architecture out, or name the same one)");
+  } else {
+    m.architecture = w->architecture;
+  }
+  m.weightPath = remoteFileSpec({w->url, w->sha256});
+  if (!given("--interpolation"))
+    m.interpolation = w->bicubic ? image::Filter::kBicubic : image::Filter::kBilinear;
+  if (w->halfNormalization && !given("--mean")) m.mean = {0.5f, 0.5f, 0.5f};
+  if (w->halfNormalization && !given("--std")) m.std = {0.5f, 0.5f, 0.5f};
+}
+
+// --pretrained NAME and the download options, after the model's rows are bound on `app`. The
+// returned step applies the name (applyPretrained): the caller runs it on the merged values.
+std::function<void()> completeModelOptions(CLI::App& app, engine::ModelSpec& m) {
   auto* weightPath = app.get_option("--weight-path");
-  auto* efficientNet = app.get_option("--EfficientNet-models");
-  auto* interpolation = app.get_option("--interpolation");
-  auto* mean = app.get_option("--mean");
-  auto* std = app.get_option("--std");
   addDownloadOptions(app, m.download);
-  // Declared after the options it completes: CLI11 runs the callbacks in declaration order, so
-  // the explicit values (command line or --config) are in `m` when this one runs.
+  auto name = std::make_shared<std::string>();
   const Setting& f = sharedFlag("--pretrained");
-  app.add_option_function<std::string>(
-         f.flags,
-         [&m, architecture, efficientNet, interpolation, mean, std](const std::string& name) {
-           const models::PublishedWeights* w = nullptr;
-           try {
-             w = &models::publishedWeights(name);
-             models::architectureInfo(w->architecture);
-           } catch (const UsageError& e) {
-             if (w == nullptr) throw CLI::ValidationError(e.what());
-             throw CLI::ValidationError("--pretrained",
-                                        name + " is a " + w->architecture +
-                                            ", an architecture fixres does not build yet ('fixres "
-                                            "weights fetch " +
-                                            name + "' downloads the file)");
-           }
-           if (architecture->count() > 0 || efficientNet->count() > 0) {
-             const std::string given =
-                 m.architecture == "EfficientNet" ? m.efficientNetModel : m.architecture;
-             if (canonicalArchitecture(given) != canonicalArchitecture(w->architecture))
-               throw CLI::ValidationError(
-                   "--pretrained", name + " is a " + w->architecture + ", not --architecture " +
-                                       given + " (leave --architecture out, or name the same one)");
-           } else {
-             m.architecture = w->architecture;
-           }
-           m.weightPath = remoteFileSpec({w->url, w->sha256});
-           if (interpolation->count() == 0)
-             m.interpolation = w->bicubic ? image::Filter::kBicubic : image::Filter::kBilinear;
-           if (w->halfNormalization && mean->count() == 0) m.mean = {0.5f, 0.5f, 0.5f};
-           if (w->halfNormalization && std->count() == 0) m.std = {0.5f, 0.5f, 0.5f};
-         },
-         f.help)
-      ->group(f.group)
-      ->excludes(weightPath);
+  app.add_option(f.flags, *name, f.help)->group(f.group)->excludes(weightPath);
+  return [&app, &m, name] {
+    if (!name->empty()) applyPretrained(app, *name, m);
+  };
 }
 
 }  // namespace
 
 void addModelOptions(CLI::App& app, engine::ModelSpec& m) {
   engine::ModelSpec::visitSettings(m, SettingsBinder{app, app.get_name()});
-  completeModelOptions(app, m);
+  auto pretrained = completeModelOptions(app, m);
+  app.callback([&app, pretrained] { checkMerged(app, pretrained); });
 }
 
 void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n, bool normalizeOn) {
@@ -117,21 +119,18 @@ void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n, bool normaliz
 void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetPath, bool& cpu) {
   // Every row of the run's settings (its model's included) that this subcommand offers.
   engine::RunConfig::visitSettings(c, SettingsBinder{app, app.get_name()});
-  // --pretrained and the download options complete the model's rows: declared after them,
-  // since CLI11 runs the callbacks in declaration order.
-  completeModelOptions(app, c.model);
+  auto pretrained = completeModelOptions(app, c.model);
   addShared(app, "--imnet-path", imnetPath)->required();
   addIndexCacheFlag(app, c.fileIndex);
   addSharedFlag(app, "--no-tensorboard", c.tensorboard);
   addSharedFlag(app, "--cpu", cpu);
-  // Every value on its own is checked once parsing is done, before any file is opened: the same
-  // checks (and messages) as the engine's.
-  app.parse_complete_callback([&c] {
-    try {
+  // Once the command line and --config are both applied, before any file is opened: --pretrained,
+  // then every value and what the values imply, with the engine's checks and messages.
+  app.callback([&app, &c, pretrained] {
+    checkMerged(app, [&c, &pretrained] {
+      pretrained();
       c.validateValues();
-    } catch (const UsageError& e) {
-      throw CLI::ValidationError(e.what());
-    }
+    });
   });
 }
 

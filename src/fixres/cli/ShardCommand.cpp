@@ -31,6 +31,7 @@ Command addShardCommand(CLI::App& parent) {
       ->capture_default_str();
   addShared(*sub, "--seed", s->seed);
   return {sub, [s]() -> int {
+            checkOutputPath("--out", s->write.outDir, {{"--dataset-path", s->datasetPath}});
             s->write.shardBytes = std::max<uint64_t>(1, static_cast<uint64_t>(s->shardMb * 1e6));
             s->write.seed = static_cast<uint64_t>(s->seed);
             auto dataset = data::openDataset(s->datasetPath);

@@ -81,6 +81,10 @@ Command addSweepCommand(CLI::App& parent) {
   return {sub, [s]() -> int {
             engine::SweepOptions o = s->sweep;
             FIXRES_CHECK(!o.model.weightPath.empty(), UsageError, "sweep needs --weight-path");
+            // What it reads: the split, and train/ for the fine-tuning.
+            checkOutputPath("--out", o.out,
+                            {{"--imnet-path", o.imnetPath + "/" + o.split},
+                             {"--imnet-path", o.finetune ? o.imnetPath + "/train" : ""}});
             o.sizes = s->sizes.empty()
                           ? engine::sweepSizes(o.trainSize,
                                                models::outputStride(o.model.architectureName()))

@@ -41,6 +41,8 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
             c.trainPath = s->imnetPath + "/train";
             c.valPath = s->imnetPath + "/val";
             auto rank = connectRank(s->cluster, s->cpu, c.numerics);
+            // Parsing checked one process; the world's size scales the rate further.
+            c.checkLearningRate(rank.world.worldSize);
             c.runDir = engine::runFolder(s->cluster.flags.sharedFolderPath, mode, rank.world.jobId);
             // Before anything is written there, and held until the run ends.
             const auto lock = engine::lockRunFolder(c.runDir, *rank.comm);

@@ -1,5 +1,5 @@
 // `fixres weights list` (the catalogue of published weights) and `fixres weights fetch NAME|URL`
-// (into the cache, printing the local path).
+// (into the cache, printing the local path; --refresh downloads it again).
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -9,6 +9,7 @@
 #include "fixres/common/Download.h"
 #include "fixres/common/Error.h"
 #include "fixres/models/Catalogue.h"
+#include "fixres/models/WeightCache.h"
 
 namespace fixres::cli {
 namespace {
@@ -49,6 +50,9 @@ Command addWeightsFetch(CLI::App& parent) {
                   "A name of 'fixres weights list', or an http(s) URL (URL#sha256=HEX: checked "
                   "against that SHA-256 or its first 8+ digits)")
       ->required();
+  sub->add_flag("--refresh", s->download.refresh,
+                "Download the file again even when the cache holds it; the cached copy is "
+                "replaced only once the new one is checked");
   addDownloadOptions(*sub, s->download);
   return {sub, [s]() -> int {
             RemoteFile file;
@@ -58,7 +62,7 @@ Command addWeightsFetch(CLI::App& parent) {
               const auto& w = models::publishedWeights(s->what);
               file = {w.url, w.sha256};
             }
-            std::cout << fetchToCache(file, s->download) << std::endl;
+            std::cout << models::fetchWeightFile(file, s->download) << std::endl;
             return 0;
           }};
 }

@@ -18,6 +18,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/HttpResponse.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/Sha256.h"
 #include "fixres/common/StopSignal.h"
@@ -118,12 +119,11 @@ struct Transfer {
   std::string url;
   std::string partPath;
   int fd = -1;
-  int64_t offset = 0;        // bytes of the part file this response continues from
-  bool firstBody = true;     // no body byte seen yet
-  std::string statusLine;    // of the last response (redirects have their own)
-  std::string contentRange;  // its Content-Range header, "" when none
-  std::string failure;       // why the write callback refused data
-  bool writeFailed = false;  // the cache could not be written (an OutputError)
+  int64_t offset = 0;         // bytes of the part file this response continues from
+  bool firstBody = true;      // no body byte seen yet
+  HttpResponseHead response;  // of the last response (redirects have their own)
+  std::string failure;        // why the write callback refused data
+  bool writeFailed = false;   // the cache could not be written (an OutputError)
   // Progress display.
   bool bar = false;
   std::string name;
@@ -133,27 +133,8 @@ struct Transfer {
 };
 
 size_t onHeader(char* data, size_t size, size_t count, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  std::string line(data, size * count);
-  while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
-  if (line.rfind("HTTP/", 0) == 0) {
-    t->statusLine = line;
-    t->contentRange.clear();
-  } else if (detail::toLower(line.substr(0, 14)) == "content-range:") {
-    t->contentRange = line.substr(14);
-    while (!t->contentRange.empty() && t->contentRange.front() == ' ') t->contentRange.erase(0, 1);
-  }
+  static_cast<Transfer*>(user)->response.addLine(std::string(data, size * count));
   return size * count;
-}
-
-// "bytes START-END/TOTAL" -> START and TOTAL (-1 for "*"); false when it is not that.
-bool parseContentRange(const std::string& text, int64_t& start, int64_t& total) {
-  long long s = 0, e = 0;
-  char totalText[32] = {0};
-  if (std::sscanf(text.c_str(), "bytes %lld-%lld/%31s", &s, &e, totalText) != 3) return false;
-  start = s;
-  total = std::strcmp(totalText, "*") == 0 ? -1 : std::atoll(totalText);
-  return true;
 }
 
 size_t onBody(char* data, size_t size, size_t count, void* user) {
@@ -163,12 +144,13 @@ size_t onBody(char* data, size_t size, size_t count, void* user) {
     t->firstBody = false;
     // The status decides whether these bytes continue the part file or replace it.
     if (t->offset > 0) {
-      const bool partial = t->statusLine.find(" 206") != std::string::npos;
+      const bool partial = t->response.statusLine.find(" 206") != std::string::npos;
       int64_t start = -1, total = -1;
-      if (partial && parseContentRange(t->contentRange, start, total) && start == t->offset) {
+      if (partial && parseContentRange(t->response.contentRange, start, total) &&
+          start == t->offset) {
         log::info("resuming ", t->url, " at ", megabytes(t->offset));
       } else if (partial) {
-        t->failure = "the server resumed at '" + t->contentRange + "', not at byte " +
+        t->failure = "the server resumed at '" + t->response.contentRange + "', not at byte " +
                      std::to_string(t->offset);
         return 0;
       } else {
@@ -287,9 +269,9 @@ Outcome transfer(Transfer& t, const DownloadOptions& o) {
     // The size the server announced: Content-Range's total for a 206, Content-Length for a 200.
     int64_t expected = -1, start = 0;
     if (status == 206) {
-      FIXRES_CHECK(parseContentRange(t.contentRange, start, expected), WeightsError,
+      FIXRES_CHECK(parseContentRange(t.response.contentRange, start, expected), WeightsError,
                    "cannot download ", t.url, ": HTTP 206 without a usable Content-Range ('",
-                   t.contentRange, "')");
+                   t.response.contentRange, "')");
     } else {
       curl_off_t length = -1;
       curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
@@ -305,14 +287,8 @@ Outcome transfer(Transfer& t, const DownloadOptions& o) {
                 stopSignalName(stopSignal()), "; ", megabytes(have), " kept in ", t.partPath,
                 ", to be resumed by the next run");
   if (t.writeFailed) FIXRES_FAIL(OutputError, t.failure);
-  if (rc == CURLE_HTTP_RETURNED_ERROR) {
-    std::string reason = t.statusLine;
-    // "HTTP/1.1 404 Not Found" -> "404 Not Found"
-    const auto space = reason.find(' ');
-    reason = space == std::string::npos ? "HTTP " + std::to_string(status)
-                                        : "HTTP " + reason.substr(space + 1);
-    FIXRES_FAIL(WeightsError, "cannot download ", t.url, ": ", reason);
-  }
+  if (rc == CURLE_HTTP_RETURNED_ERROR)
+    FIXRES_FAIL(WeightsError, "cannot download ", t.url, ": ", t.response.statusText(status));
   if (rc == CURLE_PARTIAL_FILE)
     FIXRES_FAIL(WeightsError, "download of ", t.url, " is truncated: the connection closed early (",
                 why, ")");
@@ -328,11 +304,61 @@ bool digestMatches(const std::string& actual, const std::string& expected) {
   return expected.empty() || actual.compare(0, expected.size(), expected) == 0;
 }
 
-// Publishes the finished part file: fsync, rename over the target, fsync of the folder.
-void publish(int fd, const std::string& part, const std::string& target) {
+// Refuses a finished download that is empty or that o.checkFile refuses, saying what was sent.
+void checkBody(const Transfer& t, const RemoteFile& file, const DownloadOptions& o) {
+  struct stat st {};
+  FIXRES_CHECK(::fstat(t.fd, &st) == 0, OutputError, "cannot read ", t.partPath, ": ", sysText());
+  FIXRES_CHECK(st.st_size > 0, WeightsError, "cannot download ", file.url,
+               ": the server sent 0 bytes (", t.response.statusText(200),
+               "), not a weight file; the download was not kept");
+  if (!o.checkFile) return;
+  try {
+    o.checkFile(t.partPath);
+  } catch (const Error& e) {
+    char bytes[256];
+    const ssize_t n = ::pread(t.fd, bytes, sizeof(bytes), 0);
+    const std::string head(bytes, n > 0 ? static_cast<size_t>(n) : 0);
+    // The reader names the temporary, which is about to go: say "it" instead.
+    std::string why = oneLine(e.what());
+    for (auto at = why.find(t.partPath); at != std::string::npos; at = why.find(t.partPath, at))
+      why.replace(at, t.partPath.size(), "it");
+    FIXRES_FAIL(WeightsError, "cannot download ", file.url, ": the server sent ",
+                describeBody(head, t.response.contentType, st.st_size),
+                ", which fixres cannot read as weights (", why, "); the download was not kept");
+  }
+}
+
+// `target`, a cached copy of `file`, unless it is empty or o.checkFile refuses it: then a
+// WeightsError naming the URL, the reason and the command that fetches it again.
+std::string checkedCached(const std::string& target, const RemoteFile& file,
+                          const DownloadOptions& o) {
+  std::string why;
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0 && st.st_size == 0) {
+    why = target + " is empty";
+  } else if (o.checkFile) {
+    try {
+      o.checkFile(target);
+    } catch (const Error& e) {
+      why = oneLine(e.what());
+    }
+  }
+  FIXRES_CHECK(why.empty(), WeightsError, "the cached copy of ", file.url, " cannot be used (", why,
+               "): 'fixres weights fetch --refresh ", remoteFileSpec(file), "' downloads it again");
+  return target;
+}
+
+// Publishes the finished part file: fsync, its URL beside the target, rename over the target,
+// fsync of the folder.
+void publish(int fd, const std::string& part, const std::string& target, const std::string& url) {
   FIXRES_CHECK(::fsync(fd) == 0, OutputError, "cannot write ", part, ": fsync: ", sysText());
-  FIXRES_CHECK(::rename(part.c_str(), target.c_str()) == 0, OutputError, "cannot rename ", part,
-               " to ", target, ": ", sysText());
+  const std::string urlFile = cacheUrlFile(target);
+  writeFileAtomic(urlFile, url + "\n");
+  if (::rename(part.c_str(), target.c_str()) != 0) {
+    const std::string why = sysText();
+    if (!isRegularFile(target)) ::unlink(urlFile.c_str());
+    FIXRES_FAIL(OutputError, "cannot rename ", part, " to ", target, ": ", why);
+  }
   const int dir = ::open(folderOf(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);  // best effort: some file systems refuse fsync on folders
@@ -349,7 +375,10 @@ void fetchLocked(const RemoteFile& file, const std::string& target, const std::s
   t.bar = o.progressBar && log::level() <= log::Level::kInfo;
   t.name = baseName(target);
   t.fd = fd;
-  // A part file with bytes belongs to a process that died: the lock is ours. Continue it.
+  // A part file with bytes belongs to a process that died: the lock is ours. Continue it, unless
+  // the file is to be fetched afresh.
+  if (o.refresh)
+    FIXRES_CHECK(::ftruncate(t.fd, 0) == 0, OutputError, "cannot truncate ", part, ": ", sysText());
   const off_t have = ::lseek(t.fd, 0, SEEK_END);
   FIXRES_CHECK(have >= 0, OutputError, "cannot read ", part, ": ", sysText());
   t.offset = have;
@@ -367,6 +396,7 @@ void fetchLocked(const RemoteFile& file, const std::string& target, const std::s
     FIXRES_CHECK(transfer(t, o) == Outcome::kDone, WeightsError, "cannot download ", file.url,
                  ": the server refused a request for the whole file (HTTP 416)");
   }
+  checkBody(t, file, o);
   struct stat st {};
   ::fstat(t.fd, &st);
   if (!file.sha256.empty()) {
@@ -375,7 +405,7 @@ void fetchLocked(const RemoteFile& file, const std::string& target, const std::s
                  file.url, ": expected SHA-256 ", file.sha256, file.sha256.size() < 64 ? "..." : "",
                  ", got ", actual, " (the file was not kept)");
   }
-  publish(t.fd, part, target);
+  publish(t.fd, part, target, file.url);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   char rate[64];
   std::snprintf(rate, sizeof(rate), " in %.1f s", seconds);
@@ -398,9 +428,9 @@ std::string fetchToCache(const RemoteFile& file, const DownloadOptions& o) {
                " into: give --cache-dir, or set FIXRES_CACHE, XDG_CACHE_HOME or HOME");
   const std::string target = cachePathFor(o.cacheDir, file.url);
   // A cached file without a known checksum is used as it is, without taking the lock.
-  if (file.sha256.empty() && isRegularFile(target)) {
+  if (!o.refresh && file.sha256.empty() && isRegularFile(target)) {
     log::debug("using the cached ", target, " for ", file.url);
-    return target;
+    return checkedCached(target, file, o);
   }
   detail::initCurl();
   const std::string folder = folderOf(target), name = baseName(target);
@@ -409,7 +439,7 @@ std::string fetchToCache(const RemoteFile& file, const DownloadOptions& o) {
     EntryLock lock(part, file.url);
     // The part file leaves while the lock is held: the next holder may be resuming it.
     try {
-      if (isRegularFile(target)) {
+      if (!o.refresh && isRegularFile(target)) {
         bool good = file.sha256.empty();  // fetched by another process while we waited
         if (!good) {
           const std::string actual = sha256File(target);
@@ -420,10 +450,11 @@ std::string fetchToCache(const RemoteFile& file, const DownloadOptions& o) {
         }
         if (good) {
           ::unlink(part.c_str());  // the empty one this process created to lock
-          return target;
+          return checkedCached(target, file, o);
         }
         FIXRES_CHECK(::unlink(target.c_str()) == 0, OutputError, "cannot remove ", target, ": ",
                      sysText());
+        ::unlink(cacheUrlFile(target).c_str());
       }
       fetchLocked(file, target, part, lock.fd(), o);
       return target;

@@ -1,4 +1,4 @@
-// Atomic and plain whole-file writes, whole appends, whole-file reads, folders.
+// Atomic and plain whole-file writes, whole appends, bounded whole-file reads, folders.
 #include "fixres/common/Files.h"
 
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <new>
 
 #include "fixres/common/AtomicFile.h"
 #include "fixres/common/Error.h"
@@ -67,17 +67,81 @@ void appendWhole(int fd, const std::string& path, const std::string& bytes,
   }
 }
 
+namespace {
+// What a non-regular file is, for messages.
+const char* fileKind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a folder";
+  return "not a plain file";
+}
+}  // namespace
+
+int openRegularFile(const std::string& path, uint64_t maxBytes, const std::string& what,
+                    uint64_t* size, std::string* why) {
+  const std::string prefix = "cannot read " + (what.empty() ? "" : what + " ") + path + ": ";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    *why = prefix + sysError();
+    return -1;
+  }
+  struct stat st {};
+  std::string problem;
+  if (::fstat(fd, &st) != 0) {
+    problem = sysError();
+  } else if (!S_ISREG(st.st_mode)) {
+    problem = std::string(fileKind(st.st_mode)) + ", not a regular file";
+  } else if (static_cast<uint64_t>(st.st_size) > maxBytes) {
+    problem = std::to_string(st.st_size) + " bytes, more than the " + std::to_string(maxBytes) +
+              " a" + (what.empty() ? " file read whole" : " " + what) + " may have";
+  } else {
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) problem = sysError();
+  }
+  if (!problem.empty()) {
+    ::close(fd);
+    *why = prefix + problem;
+    return -1;
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+bool tryReadRegularFile(const std::string& path, uint64_t maxBytes, const std::string& what,
+                        std::string* bytes, std::string* why) {
+  uint64_t size = 0;
+  const int fd = openRegularFile(path, maxBytes, what, &size, why);
+  if (fd < 0) return false;
+  const std::string prefix = "cannot read " + (what.empty() ? "" : what + " ") + path + ": ";
+  try {
+    bytes->assign(static_cast<size_t>(size), '\0');
+  } catch (const std::bad_alloc&) {
+    ::close(fd);
+    *why = prefix + "its " + std::to_string(size) + " bytes do not fit in memory";
+    return false;
+  }
+  size_t done = 0;
+  while (done < bytes->size()) {
+    const ssize_t n = ::read(fd, bytes->data() + done, bytes->size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *why = prefix + sysError();
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;  // the file shrank since fstat
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes->resize(done);
+  return true;
+}
+
 std::vector<char> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  FIXRES_CHECK(in.good(), DataError, "cannot open ", path, ": ", sysError());
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  FIXRES_CHECK(size >= 0, DataError, "cannot read ", path);
-  in.seekg(0);
-  std::vector<char> data(static_cast<size_t>(size));
-  in.read(data.data(), size);
-  FIXRES_CHECK(in.gcount() == size, DataError, "cannot read ", path, ": short read");
-  return data;
+  const std::string bytes = readRegularFile<DataError>(path, kReadFileMaxBytes, "");
+  return std::vector<char>(bytes.begin(), bytes.end());
 }
 
 void makeDirectories(const std::string& path) {

@@ -2,9 +2,12 @@
 // OutputError, exit code 6, whatever the output: one rule for disk full, permission denied, a
 // read-only file system or a path through a regular file. File helpers: atomic writes (temp file in
 // the same folder, created exclusively without following symlinks, fsync, rename, fsync of the
-// folder) and whole-file reads.
+// folder) and whole-file reads: every file fixres reads whole goes through readRegularFile, which
+// refuses, without blocking, anything but a regular file (a FIFO, socket, device or folder) and a
+// file above the caller's bound, before a byte is loaded.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,7 +30,33 @@ void writeFile(const std::string& path, const std::string& bytes);
 void appendWhole(int fd, const std::string& path, const std::string& bytes,
                  const std::string& what);
 
-// Reads a whole file; DataError naming the path when it cannot be read.
+// Opens `path` for reading when it is a regular file of at most `maxBytes` bytes: opened with
+// O_NONBLOCK (a FIFO in its place cannot block the open), checked with fstat, then switched back
+// to blocking reads. Returns the descriptor (the caller closes it) and sets *size; -1 otherwise,
+// with the reason, one line naming `what` and the path, in *why ("cannot read shard index
+// /d/shards.json: a FIFO, not a regular file").
+int openRegularFile(const std::string& path, uint64_t maxBytes, const std::string& what,
+                    uint64_t* size, std::string* why);
+
+// The whole of the regular file at `path` (openRegularFile's checks) into *bytes; false with the
+// reason in *why when it is refused or cannot be read (also when it does not fit in memory).
+bool tryReadRegularFile(const std::string& path, uint64_t maxBytes, const std::string& what,
+                        std::string* bytes, std::string* why);
+
+// The same, throwing ErrorType (the caller's context decides: DataError for a data set's file,
+// OutputError for a run's own output read back, ...) with the one-line reason.
+template <typename ErrorType>
+std::string readRegularFile(const std::string& path, uint64_t maxBytes, const std::string& what) {
+  std::string bytes, why;
+  if (!tryReadRegularFile(path, maxBytes, what, &bytes, &why)) throw ErrorType(why);
+  return bytes;
+}
+
+// The bound of readFile: 4 GiB.
+inline constexpr uint64_t kReadFileMaxBytes = uint64_t(4) << 30;
+
+// Reads a whole regular file of at most kReadFileMaxBytes; DataError naming the path when it cannot
+// be read, is not a regular file or is larger.
 std::vector<char> readFile(const std::string& path);
 
 // mkdir -p; OutputError naming the path on failure.

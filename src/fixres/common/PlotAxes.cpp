@@ -1,8 +1,10 @@
-// Axis scales of a plot: nice ticks and the dense y range that leaves low outliers out.
+// Axis scales of a plot: nice ticks, the dense y range that leaves low outliers out, and the
+// power-of-ten units of axes whose values come near the largest double.
 #include "fixres/common/PlotAxes.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "fixres/common/Error.h"
 
@@ -66,6 +68,24 @@ DenseRange denseRange(const std::vector<double>& values, double madFactor) {
   r.lo = *kept;
   r.clipped = true;
   return r;
+}
+
+int axisExponent(const std::vector<double>& values) {
+  double largest = 0;
+  for (double x : values)
+    if (std::isfinite(x)) largest = std::max(largest, std::fabs(x));
+  return largest < 1e15 ? 0 : static_cast<int>(std::floor(std::log10(largest)));
+}
+
+double inUnits(double x, int exponent) {
+  return exponent == 0 ? x : x / std::pow(10.0, exponent);
+}
+
+std::string unitLabel(const std::string& text, int exponent) {
+  if (exponent == 0 || text.find_first_not_of("-0.") == std::string::npos) return text;
+  const auto e = text.find_first_of("eE");
+  if (e == std::string::npos) return text + "e" + std::to_string(exponent);
+  return text.substr(0, e) + "e" + std::to_string(std::atoi(text.c_str() + e + 1) + exponent);
 }
 
 }  // namespace fixres

@@ -1,6 +1,8 @@
-// The axis scales of a plot (SvgPlot.h): nice ticks, and the low-outlier rule for the y range.
+// The axis scales of a plot (SvgPlot.h): nice ticks, the low-outlier rule for the y range, and
+// the power-of-ten units of axes whose values come near the largest double.
 #pragma once
 
+#include <string>
 #include <vector>
 
 namespace fixres {
@@ -25,5 +27,15 @@ struct DenseRange {
   bool clipped = false;
 };
 DenseRange denseRange(const std::vector<double>& values, double madFactor = 6.0);
+
+// Axes in units of a power of ten. Values near the largest double (+-1.7e308) would overflow an
+// axis' span, its padding and its ticks one step beyond the data, and print as 309 digits: such an
+// axis is drawn in units of 10^exponent. axisExponent: 0 while every finite |value| is below 1e15
+// (values print in full), else floor(log10) of the largest finite |value| (the scaled values are
+// then below 10). inUnits: x / 10^exponent. unitLabel: the label of a value printed in those units
+// ("1.5" -> "1.5e308", "2.5e-05" -> "2.5e303"; "0", and any label with exponent 0, unchanged).
+int axisExponent(const std::vector<double>& values);
+double inUnits(double x, int exponent);
+std::string unitLabel(const std::string& text, int exponent);
 
 }  // namespace fixres

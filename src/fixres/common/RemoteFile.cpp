@@ -93,10 +93,9 @@ std::string cachePathFor(const std::string& cacheDir, const std::string& url) {
   const std::string port = part(CURLUPART_PORT);
   if (!port.empty()) host += "_" + safeName(port);
   const std::string path = part(CURLUPART_PATH);
-  const std::string query = part(CURLUPART_QUERY);
   FIXRES_CHECK(!host.empty() && !path.empty() && path.back() != '/', UsageError, "'", url,
                "' names no file (the URL's path must end in a file name)");
-  std::string out = cacheDir + "/" + host;
+  std::string out = cacheDir + "/" + host, name;
   size_t from = 0;
   while (from < path.size()) {
     auto to = path.find('/', from);
@@ -105,10 +104,19 @@ std::string cachePathFor(const std::string& cacheDir, const std::string& url) {
     from = to + 1;
     if (piece.empty() || piece == ".") continue;
     FIXRES_CHECK(piece != "..", UsageError, "'", url, "': '..' in the path of a URL to fetch");
-    out += "/" + safeName(piece);
+    if (!name.empty()) out += "/" + name;
+    name = safeName(piece);
   }
-  if (!query.empty()) out += "-q" + sha256Hex(query).substr(0, 16);
-  return out;
+  // Sanitising maps distinct URLs to one name (a~b and a_b, a%20b and a_20b, queries): the hash
+  // of the whole URL keeps them apart. It goes before the extension, which stays the file's.
+  const auto dot = name.rfind('.');
+  const size_t stemEnd = dot == std::string::npos || dot == 0 ? name.size() : dot;
+  return out + "/" + name.substr(0, stemEnd) + "-" + sha256Hex(url).substr(0, 16) +
+         name.substr(stemEnd);
+}
+
+std::string cacheUrlFile(const std::string& cachePath) {
+  return cachePath + ".url";
 }
 
 }  // namespace fixres

@@ -20,12 +20,17 @@ RemoteFile parseRemoteFile(const std::string& spec);
 // "URL" or "URL#sha256=HEX": the inverse of parseRemoteFile.
 std::string remoteFileSpec(const RemoteFile& file);
 
-// Where `url` is kept under `cacheDir`: `<cacheDir>/<host>[_<port>]/<path of the URL>`, each
-// part reduced to [A-Za-z0-9._+-] (other bytes become '_', a leading '.' becomes '_', so no
-// cached name starts with a dot: the dot names are the cache's own temporaries). A query string
-// adds "-q<16 hex digits of its SHA-256>" to the file name. UsageError for a URL that names no
-// file (no path, a path ending in '/') or that curl cannot parse.
+// Where `url` is kept under `cacheDir`: `<cacheDir>/<host>[_<port>]/<folders of the URL's
+// path>/<stem>-<hash><extension>`, each part reduced to [A-Za-z0-9._+-] (other bytes become '_',
+// a leading '.' becomes '_', so no cached name starts with a dot: the dot names are the cache's
+// own temporaries); <stem> and <extension> (from its last '.', if any) are those of the last path
+// segment, and <hash> is the first 16 hexadecimal digits of the SHA-256 of the whole `url` (query
+// included), so two URLs never share a file even where their readable parts sanitise alike.
+// UsageError for a URL that names no file (no path, a path ending in '/') or that curl cannot
+// parse.
 std::string cachePathFor(const std::string& cacheDir, const std::string& url);
+// The file beside a cache entry that records its URL (one line): `<cachePath>.url`.
+std::string cacheUrlFile(const std::string& cachePath);
 
 namespace detail {
 // For Download.cpp: libcurl's global initialisation, once per process (cachePathFor parses URLs

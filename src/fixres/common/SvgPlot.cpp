@@ -190,6 +190,7 @@ struct ChartFrame {
   double L = 70, R = 170, B = 55;  // margins left, right and below the plot
   double pw = 0, T = 0, ph = 0, height = 0, bottom = 0;
   AxisTicks xt, yt;
+  int xExp = 0, yExp = 0;  // the axes' units are 10^xExp and 10^yExp (axisExponent)
 
   double px(double x) const { return L + (x - xt.first) / (xt.last - xt.first) * pw; }
   double py(double y) const { return T + (1 - (y - yt.first) / (yt.last - yt.first)) * ph; }
@@ -207,15 +208,33 @@ AxisTicks xTicksFor(const ChartData& d, const std::vector<PlotMark>& marks, doub
                    std::max(2, static_cast<int>(pw / 60)), d.integerX);
 }
 
+// The series and marks in the units of the axes (axisExponent), which set f.xExp and f.yExp.
+void toAxisUnits(std::vector<PlotSeries>& series, std::vector<PlotMark>& marks, ChartFrame& f) {
+  std::vector<double> xs, ys;
+  for (const PlotSeries& s : series)
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
+        xs.push_back(s.x[i]), ys.push_back(s.y[i]);
+  for (const PlotMark& m : marks) xs.push_back(m.x);
+  f.xExp = axisExponent(xs);
+  f.yExp = axisExponent(ys);
+  for (PlotSeries& s : series) {
+    for (double& x : s.x) x = inUnits(x, f.xExp);
+    for (double& y : s.y) y = inUnits(y, f.yExp);
+  }
+  for (PlotMark& m : marks) m.x = inUnits(m.x, f.xExp);
+}
+
 // The marks of the highlighted series' best points, labelled with their x and y.
 std::vector<PlotMark> bestMarksOf(const std::vector<PlotSeries>& series, const ChartData& d,
-                                  int valueDecimals, const PlotOptions& o) {
+                                  int valueDecimals, const ChartFrame& f, const PlotOptions& o) {
   std::vector<PlotMark> bestMarks;
   for (size_t si = 0; si < series.size(); ++si) {
     if (!d.best[si]) continue;
-    bestMarks.push_back({d.best[si]->x,
-                         "best " + withUnit(shortNum(d.best[si]->x), o.xUnit) + " (" +
-                             withUnit(fixed(d.best[si]->y, valueDecimals), o.yUnit) + ")",
+    const Point& p = *d.best[si];
+    bestMarks.push_back({p.x,
+                         "best " + withUnit(unitLabel(shortNum(p.x), f.xExp), o.xUnit) + " (" +
+                             withUnit(unitLabel(fixed(p.y, valueDecimals), f.yExp), o.yUnit) + ")",
                          series[si].color, MarkStyle::kDashed});
   }
   return bestMarks;
@@ -261,13 +280,13 @@ void writeFrame(std::ostringstream& s, const ChartFrame& f, const PlotOptions& o
     s << "<line x1=\"" << num(f.px(v)) << "\" x2=\"" << num(f.px(v)) << "\" y1=\"" << num(T)
       << "\" y2=\"" << num(bottom) << "\" stroke=\"#eee\"/>\n"
       << "<text class=\"xtick\" x=\"" << num(f.px(v)) << "\" y=\"" << num(bottom + 18)
-      << "\" text-anchor=\"middle\">" << fixed(v, xDecimals) << "</text>\n";
+      << "\" text-anchor=\"middle\">" << unitLabel(fixed(v, xDecimals), f.xExp) << "</text>\n";
   }
   for (double v : f.yt.values) {
     s << "<line x1=\"" << L << "\" x2=\"" << num(L + pw) << "\" y1=\"" << num(f.py(v)) << "\" y2=\""
       << num(f.py(v)) << "\" stroke=\"#ddd\"/>\n"
       << "<text class=\"ytick\" x=\"" << L - 6 << "\" y=\"" << num(f.py(v) + 4)
-      << "\" text-anchor=\"end\">" << fixed(v, yDecimals) << "</text>\n";
+      << "\" text-anchor=\"end\">" << unitLabel(fixed(v, yDecimals), f.yExp) << "</text>\n";
   }
   s << "<rect x=\"" << L << "\" y=\"" << num(T) << "\" width=\"" << num(pw) << "\" height=\""
     << num(ph) << "\" fill=\"none\" stroke=\"#333\"/>\n"
@@ -313,8 +332,8 @@ std::vector<Outlier> placeOutliers(const ChartData& d, const ChartFrame& f, int 
   });
   std::vector<std::pair<int, Interval>> taken;  // level, label extent
   for (Outlier& u : outliers) {
-    u.text = withUnit(fixed(u.p->y, valueDecimals), o.yUnit) + " at " +
-             withUnit(shortNum(u.p->x), o.xUnit);
+    u.text = withUnit(unitLabel(fixed(u.p->y, valueDecimals), f.yExp), o.yUnit) + " at " +
+             withUnit(unitLabel(shortNum(u.p->x), f.xExp), o.xUnit);
     const double w = textWidth(u.text, kMarkFont);
     u.left = u.x + 10 + w > f.L + f.pw;
     const Interval box = u.left ? Interval{u.x - 10 - w, u.x + 6} : Interval{u.x - 6, u.x + 10 + w};
@@ -417,29 +436,41 @@ void writeLegend(std::ostringstream& s, const std::vector<PlotSeries>& series,
   }
 }
 
+// The number in attribute `name` of the first tag of `svg` (its root element).
+double rootAttribute(const std::string& svg, const std::string& name) {
+  const size_t tagEnd = svg.find('>');
+  const size_t at = svg.find(" " + name + "=\"");
+  FIXRES_CHECK(svg.rfind("<svg ", 0) == 0 && at != std::string::npos && at < tagEnd, InternalError,
+               "not a chart document: no ", name, " on its <svg> element");
+  return std::strtod(svg.c_str() + at + name.size() + 3, nullptr);
+}
+
 }  // namespace
 
-std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOptions& o) {
+std::string lineChartSvg(const std::vector<PlotSeries>& input, const PlotOptions& o) {
   FIXRES_CHECK(o.width >= 320 && o.height >= 150, UsageError,
                "plot size must be at least 320x150, got ", o.width, "x", o.height);
   FIXRES_CHECK(o.outlierMadFactor > 0, UsageError, "plot outlierMadFactor must be positive, got ",
                o.outlierMadFactor);
 
+  ChartFrame f;
+  std::vector<PlotSeries> series = input;
+  std::vector<PlotMark> marks = o.marks;
+  toAxisUnits(series, marks, f);
   const ChartData d = collectData(series);
   DenseRange dense = denseRange(d.ys, o.clipLowOutliers ? o.outlierMadFactor : 0);
   if (d.ys.empty()) dense.lo = 0, dense.hi = 1;
 
   // The label band above the plot depends on the x scale only.
-  ChartFrame f;
   f.pw = o.width - f.L - f.R;
-  f.xt = xTicksFor(d, o.marks, f.pw);
+  f.xt = xTicksFor(d, marks, f.pw);
   // Generated labels print y values to a tenth of the order of magnitude of the y span, at
   // least one decimal: 88.4 for a 2-point span, 0.8812 for 0.881..0.889.
   const double ySpan = dense.hi - dense.lo;
   const int valueDecimals =
       ySpan > 0 ? std::clamp(1 - static_cast<int>(std::floor(std::log10(ySpan))), 1, 9) : 1;
-  const std::vector<PlotMark> bestMarks = bestMarksOf(series, d, valueDecimals, o);
-  const std::vector<PlacedMark> placed = placeMarks(o.marks, bestMarks, f, o.width);
+  const std::vector<PlotMark> bestMarks = bestMarksOf(series, d, valueDecimals, f, o);
+  const std::vector<PlacedMark> placed = placeMarks(marks, bestMarks, f, o.width);
   fitHeight(f, placed, dense, o.height);
 
   std::ostringstream s;
@@ -452,17 +483,6 @@ std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOption
   s << "</svg>\n";
   return s.str();
 }
-
-namespace {
-// The number in attribute `name` of the first tag of `svg` (its root element).
-double rootAttribute(const std::string& svg, const std::string& name) {
-  const size_t tagEnd = svg.find('>');
-  const size_t at = svg.find(" " + name + "=\"");
-  FIXRES_CHECK(svg.rfind("<svg ", 0) == 0 && at != std::string::npos && at < tagEnd, InternalError,
-               "not a chart document: no ", name, " on its <svg> element");
-  return std::strtod(svg.c_str() + at + name.size() + 3, nullptr);
-}
-}  // namespace
 
 std::string stackedSvg(const std::vector<std::string>& charts) {
   double width = 0, height = 0;

@@ -3,7 +3,9 @@
 // Axes. Both axes carry "nice" ticks: the step is 1, 2, 2.5 or 5 times a power of ten, every tick
 // is an integer multiple of the step, and the axis is widened to the enclosing ticks (see
 // niceTicks). When every x value of every series is an integer (resolutions in pixels), the
-// x step is an integer too, so x ticks fall on whole resolutions.
+// x step is an integer too, so x ticks fall on whole resolutions. An axis with a value of 1e15 or
+// more in magnitude (up to +-1.7e308, the largest doubles) is drawn in units of a power of ten and
+// labelled in them ("1.5e308"; axisExponent), so that its span and ticks never overflow.
 //
 // Y range and low outliers. A sweep often has one resolution that fails (16 px at 41 % top-1
 // while the others sit at 88-90 %); drawn to scale, it flattens the region where the curves
@@ -73,9 +75,8 @@ struct PlotOptions {
 };
 
 // The SVG document (UTF-8 text). Points with a non-finite x or y are skipped and break the line;
-// series with no finite points are listed in the legend only. Throws UsageError when width or
-// height is too small
-// (< 320 x 150), outlierMadFactor <= 0, or the data span overflows a double.
+// series with no finite points are listed in the legend only; every finite value is plotted.
+// Throws UsageError when width or height is too small (< 320 x 150) or outlierMadFactor <= 0.
 std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOptions& options);
 
 // One SVG document holding `charts` (documents made by lineChartSvg) one below the other, each

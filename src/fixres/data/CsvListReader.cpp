@@ -8,14 +8,15 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/Files.h"
 #include "fixres/data/DatasetReader.h"
 #include "fixres/image/Decode.h"
 
@@ -23,6 +24,9 @@ namespace fixres::data {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The largest list read: 1 GiB (an ImageNet list, 1.28 M rows, is about 60 MB).
+constexpr uint64_t kCsvListMaxBytes = uint64_t(1) << 30;
 
 // The CSV file `root` stands for: root itself when it is a regular file named `*.csv` (any case),
 // `<root>.csv` when root does not exist and that is a regular file; "" otherwise.
@@ -73,8 +77,7 @@ struct CsvRows {
 // Reads `file`; with `labelled`, every row is `path,label`, else `path` or `path,label`.
 // DataError naming the file and line of a bad row, or the file when it holds no row.
 CsvRows readCsvRows(const std::string& file, bool labelled) {
-  std::ifstream in(file, std::ios::binary);
-  FIXRES_CHECK(in.is_open(), DataError, file, ": cannot open the CSV list");
+  std::istringstream in(readRegularFile<DataError>(file, kCsvListMaxBytes, "CSV list"));
   const fs::path base = fs::path(file).parent_path();
   CsvRows rows;
   std::vector<std::string> fields;

@@ -2,6 +2,7 @@
 #include "fixres/data/Dataset.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -12,7 +13,9 @@
 #include <system_error>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
+#include "fixres/data/ShardIndex.h"
 #include "fixres/image/Decode.h"
 
 namespace fixres::data {
@@ -167,12 +170,31 @@ std::vector<std::string> classFolders(const std::string& root) {
   std::vector<std::string> classes;
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code ec2;
-    if (it->is_directory(ec2)) classes.push_back(it->path().filename().string());
+    const std::string name = it->path().filename().string();
+    if (it->is_directory(ec2) && !isShardWorkFolderName(name)) classes.push_back(name);
   }
   FIXRES_CHECK(!ec, DataError, root, ": cannot list folder: ", ec.message());
   std::sort(classes.begin(), classes.end());
   return classes;
 }
+
+namespace {
+
+// " (the N .tar file(s) in root are not read: ...)" when `root` holds tar files, else "".
+std::string tarFilesNote(const std::string& root) {
+  std::error_code ec;
+  size_t tars = 0;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (!it->is_directory(ec2) && lowerCase(it->path().extension().string()) == ".tar") ++tars;
+  }
+  if (tars == 0) return "";
+  return "; its " + std::to_string(tars) +
+         " .tar file(s) are not read: a folder with sub-folders holding images is an image "
+         "folder, not a shard folder";
+}
+
+}  // namespace
 
 std::shared_ptr<Dataset> openImageFolder(const std::string& root) {
   return openImageFolder(root, FileIndexOptions{});
@@ -239,7 +261,7 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileInde
     std::string list;
     for (const auto& e : empty) list += (list.empty() ? "" : ", ") + e;
     FIXRES_FAIL(DataError, root, ": found no valid file for the classes ", list,
-                " (supported extensions: ", kReadList, ")");
+                " (supported extensions: ", kReadList, ")", tarFilesNote(root));
   }
   if (index.enabled) {
     scanned.classes = classes;
@@ -277,14 +299,26 @@ std::shared_ptr<Dataset> openImageFiles(const std::string& root) {
 // ---- IDX -------------------------------------------------------------------------------------
 namespace {
 
-// Whole file through zlib, which reads gzip and plain files alike.
+// Whole file through zlib, which reads gzip and plain files alike: a regular file (refused without
+// blocking otherwise) of at most 4 GiB, and at most 4 GiB once decompressed.
 std::vector<uint8_t> readMaybeGzipped(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
+  uint64_t size = 0;
+  std::string why;
+  const int fd = openRegularFile(path, kReadFileMaxBytes, "IDX file", &size, &why);
+  FIXRES_CHECK(fd >= 0, DataError, why);
+  gzFile f = gzdopen(fd, "rb");
+  if (f == nullptr) ::close(fd);
   FIXRES_CHECK(f != nullptr, DataError, path, ": cannot open file");
   std::vector<uint8_t> out;
   uint8_t buf[1 << 16];
   int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.insert(out.end(), buf, buf + n);
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) {
+    if (out.size() + static_cast<size_t>(n) > kReadFileMaxBytes) {
+      gzclose(f);
+      FIXRES_FAIL(DataError, path, ": more than ", kReadFileMaxBytes, " bytes once decompressed");
+    }
+    out.insert(out.end(), buf, buf + n);
+  }
   int err = 0;
   const char* msg = n < 0 ? gzerror(f, &err) : nullptr;
   const std::string message = msg ? msg : "";

@@ -56,7 +56,8 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileInde
                                          FileIndexReport* report = nullptr);
 
 // The sorted names of root's sub-folders (symlinks followed): ImageFolder's classes, read
-// without listing their files. DataError when root cannot be listed.
+// without listing their files; `fixres shard`'s working folders (`.partial-XXXXXX`, ShardIndex.h)
+// are never classes. DataError when root cannot be listed.
 std::vector<std::string> classFolders(const std::string& root);
 
 // Every image under root, unlabelled: the files an image folder would take (the same extensions

@@ -1,17 +1,20 @@
 // The folder index: its binary form, where it lives, and when it is still current.
 #include "fixres/data/FileIndex.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
+#include <unordered_set>
 
 #include "fixres/common/AtomicFile.h"
 #include "fixres/common/Crc32c.h"
+#include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/Sha256.h"
 
@@ -85,24 +88,71 @@ std::string absoluteRootOf(const std::string& root) {
   return ec ? fs::absolute(root).lexically_normal().string() : abs.string();
 }
 
-// The whole of a regular file; false (never an exception) for anything else.
-bool readIndexFile(const std::string& path, std::string& out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
-  struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  if (ok) {
-    out.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (ok && done < out.size()) {
-      const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      ok = n > 0;
-      if (ok) done += static_cast<size_t>(n);
-    }
+constexpr size_t kIndexHeaderBytes = 32;  // magic, version, payload size, CRC
+
+// Copies the `n` bytes at `offset` of `fd` to `dst`; false when they cannot all be read.
+bool preadAll(int fd, char* dst, size_t n, uint64_t offset) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, dst + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += static_cast<size_t>(got);
   }
+  return true;
+}
+
+// The index file at `path` into `out`; false (never an exception) when there is none, and false
+// with the reason in *refusal when it is not a regular file (refused without blocking), is larger
+// than kFolderIndexMaxBytes or cannot be read. The payload is read only when the header announces
+// exactly the file's size: any other file costs one 32-byte read (decodeFolderIndex says why).
+bool readIndexFile(const std::string& path, std::string& out, std::string* refusal) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  uint64_t size = 0;
+  const int fd = openRegularFile(path, kFolderIndexMaxBytes, "file index", &size, refusal);
+  if (fd < 0) return false;
+  out.assign(static_cast<size_t>(std::min<uint64_t>(size, kIndexHeaderBytes)), '\0');
+  errno = 0;
+  bool ok = preadAll(fd, out.data(), out.size(), 0);
+  uint64_t payload = 0;
+  for (int i = 0; ok && out.size() == kIndexHeaderBytes && i < 8; ++i)
+    payload |= uint64_t(static_cast<unsigned char>(out[16 + i])) << (8 * i);
+  if (ok && out.size() == kIndexHeaderBytes && payload == size - kIndexHeaderBytes) {
+    out.resize(static_cast<size_t>(size));
+    ok = preadAll(fd, out.data() + kIndexHeaderBytes, payload, kIndexHeaderBytes);
+  }
+  const int err = errno;
   ::close(fd);
+  if (!ok)
+    *refusal = "cannot read file index " + path + ": " +
+               (err != 0 ? std::strerror(err) : "it shrank while being read");
   return ok;
+}
+
+// Why `rel` is not a plain path below a folder: "" when it is relative, without empty, "." or
+// ".." components and without NUL characters.
+std::string relativePathProblem(std::string_view rel) {
+  if (rel.empty()) return "is empty";
+  if (rel.find('\0') != std::string_view::npos) return "holds a NUL character";
+  if (rel.front() == '/') return "is absolute";
+  for (size_t b = 0; b <= rel.size();) {
+    const size_t e = std::min(rel.find('/', b), rel.size());
+    const std::string_view part = rel.substr(b, e - b);
+    if (part.empty()) return "has an empty component";
+    if (part == "." || part == "..") return "has a '" + std::string(part) + "' component";
+    b = e + 1;
+  }
+  return "";
+}
+
+std::string_view firstComponent(std::string_view rel) {
+  return rel.substr(0, rel.find('/'));
+}
+
+std::string_view parentOf(std::string_view rel) {
+  const size_t slash = rel.rfind('/');
+  return slash == std::string_view::npos ? std::string_view() : rel.substr(0, slash);
 }
 
 // Why `index` no longer describes the tree at `root` with `classes`, or "" when it does.
@@ -173,7 +223,50 @@ std::string encodeFolderIndex(const FolderIndex& index) {
   return head.bytes() + payload;
 }
 
-std::optional<FolderIndex> decodeFolderIndex(const std::string& bytes, std::string* why) {
+std::string folderIndexEntryProblem(const FolderIndex& index) {
+  auto entry = [](const char* kind, std::string_view path, const std::string& problem) {
+    return std::string(kind) + " entry '" + std::string(path) + "' " + problem;
+  };
+  std::unordered_set<std::string_view> classes, folders;
+  for (const std::string& c : index.classes) {
+    std::string problem = relativePathProblem(c);
+    if (problem.empty() && c.find('/') != std::string::npos) problem = "is not a single name";
+    if (!problem.empty()) return entry("class", c, problem);
+    classes.insert(c);
+  }
+  auto inClassFolder = [&](const char* kind, std::string_view path) {
+    const std::string problem = relativePathProblem(path);
+    if (!problem.empty()) return entry(kind, path, problem);
+    if (!classes.count(firstComponent(path))) return entry(kind, path, "is in no class folder");
+    return std::string();
+  };
+  for (const FolderStamp& f : index.folders) {
+    const std::string problem = inClassFolder("folder", f.path);
+    if (!problem.empty()) return problem;
+    folders.insert(f.path);
+  }
+  for (const IndexedFile& f : index.files) {
+    const std::string problem = relativePathProblem(f.path);
+    if (!problem.empty()) return entry("file", f.path, problem);
+    if (f.label < 0 || static_cast<size_t>(f.label) >= index.classes.size())
+      return entry("file", f.path, "has a label outside the classes");
+    const std::string& cls = index.classes[static_cast<size_t>(f.label)];
+    if (firstComponent(f.path) != cls)
+      return entry("file", f.path, "is not in the folder of its class '" + cls + "'");
+    if (!folders.count(parentOf(f.path)))
+      return entry("file", f.path, "is in a folder the index does not stamp");
+  }
+  for (const LeftOutFiles* l : {&index.undecoded, &index.notRegular}) {
+    const std::string problem = l->count > 0 ? inClassFolder("left-out file", l->example) : "";
+    if (!problem.empty()) return problem;
+  }
+  return "";
+}
+
+namespace {
+
+// decodeFolderIndex without the entry check.
+std::optional<FolderIndex> decodeUnchecked(const std::string& bytes, std::string* why) {
   auto fail = [why](const char* reason) -> std::optional<FolderIndex> {
     if (why) *why = reason;
     return std::nullopt;
@@ -212,6 +305,22 @@ std::optional<FolderIndex> decodeFolderIndex(const std::string& bytes, std::stri
   return index;
 }
 
+std::string unsafeIndexReason(const FolderIndex& index) {
+  const std::string problem = folderIndexEntryProblem(index);
+  return problem.empty() ? "" : problem + " (it could lead outside the dataset folder)";
+}
+
+}  // namespace
+
+std::optional<FolderIndex> decodeFolderIndex(const std::string& bytes, std::string* why) {
+  auto index = decodeUnchecked(bytes, why);
+  if (!index) return index;
+  const std::string unsafe = unsafeIndexReason(*index);
+  if (unsafe.empty()) return index;
+  if (why) *why = unsafe;
+  return std::nullopt;
+}
+
 std::optional<FolderIndex> loadFolderIndex(const std::string& root,
                                            const std::vector<std::string>& classes,
                                            const FileIndexOptions& options,
@@ -220,10 +329,22 @@ std::optional<FolderIndex> loadFolderIndex(const std::string& root,
   const std::string cached = indexPathInCache(root, options.cacheDir);
   std::string why = "no index";
   for (const std::string& path : {next, cached}) {
-    std::string bytes;
-    if (path.empty() || !readIndexFile(path, bytes)) continue;
+    std::string bytes, refusal;
+    if (path.empty()) continue;
+    if (!readIndexFile(path, bytes, &refusal)) {
+      if (refusal.empty()) continue;  // none there
+      why = refusal;
+      log::warn("data: ", root, ": index not used: ", refusal, "; scanning the folder");
+      continue;
+    }
     std::string reason;
-    auto index = decodeFolderIndex(bytes, &reason);
+    auto index = decodeUnchecked(bytes, &reason);
+    const std::string unsafe = index ? unsafeIndexReason(*index) : "";
+    if (!unsafe.empty()) {
+      why = path + ": " + unsafe;
+      log::warn("data: ", root, ": index ", why, "; not used, scanning the folder");
+      continue;
+    }
     // An index in the shared cache folder must be the one of this root (not a hash collision
     // or a copied file); next to the tree, the folder stamps alone decide, so a tree mounted
     // at another path keeps its index.
@@ -257,6 +378,12 @@ void saveFolderIndex(const std::string& root, FolderIndex index, const FileIndex
   }
   index.absoluteRoot = absoluteRootOf(root);
   const std::string bytes = encodeFolderIndex(index);
+  if (bytes.size() > kFolderIndexMaxBytes) {
+    report.why = "the index would take " + std::to_string(bytes.size()) + " bytes, more than " +
+                 std::to_string(kFolderIndexMaxBytes);
+    log::debug("data: ", root, ": no index written: ", report.why);
+    return;
+  }
   std::string failures;
   for (const std::string& path :
        {indexPathNextTo(root), indexPathInCache(root, options.cacheDir)}) {

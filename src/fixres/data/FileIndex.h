@@ -11,7 +11,9 @@
 // Where it lives: `<root>/.fixres-index` when the root is writable, else
 // `<cacheDir>/<sha256 of the root's absolute path>.index` (cacheDir from the options; the CLI
 // uses $XDG_CACHE_HOME/fixres or ~/.cache/fixres). A missing, corrupt, foreign or stale index is
-// never an error: the tree is scanned again (a debug line says why) and the index rewritten.
+// never an error: the tree is scanned again (a debug line says why) and the index rewritten. An
+// index that is not a regular file, is larger than kFolderIndexMaxBytes or lists a path that
+// leaves the root is not an error either, but one warning names it.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,10 @@
 #include <vector>
 
 namespace fixres::data {
+
+// The largest index read or written: 1 GiB. An index takes about 60 bytes per file (an ImageNet
+// train folder, 1.28 M files, about 80 MB), so this allows some 17 million files.
+inline constexpr uint64_t kFolderIndexMaxBytes = uint64_t(1) << 30;
 
 struct FileIndexOptions {
   bool enabled = false;  // library default: plain scans; the CLI turns it on
@@ -78,9 +84,16 @@ std::string indexPathNextTo(const std::string& root);
 std::string indexPathInCache(const std::string& root, const std::string& cacheDir);
 
 // Serialised form (magic, version, payload, CRC-32C) and back; nullopt (with `why`) for bytes
-// that are not an intact index of this version.
+// that are not an intact index of this version, and for an index with an entry that could lead
+// outside the root (folderIndexEntryProblem).
 std::string encodeFolderIndex(const FolderIndex& index);
 std::optional<FolderIndex> decodeFolderIndex(const std::string& bytes, std::string* why);
+
+// Why `index` cannot be trusted to stay inside its root, naming the entry ("" when it can). Every
+// path must be relative, without empty, "." or ".." components or NUL characters; classes are
+// single names; every folder and left-out file lies in a class folder; every file lies in the
+// folder of its label's class, in a folder the index stamps.
+std::string folderIndexEntryProblem(const FolderIndex& index);
 
 // The index of `root` that is still current for its present `classes` (first the one next to
 // the tree, then the one in the cache folder), or nullopt; report says which and why not.

@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
+#include <optional>
 #include <system_error>
 
 #include "fixres/common/Error.h"
@@ -74,20 +76,86 @@ struct OutFolder {
   std::string stamp;  // kImported: the marker's contents
 };
 
-// Our marker is a regular file (not a link) named kMarker.
-bool hasMarker(const fs::path& dir) {
-  std::error_code ec;
-  return fs::is_regular_file(fs::symlink_status(dir / kMarker, ec));
+// The marker names its writer, then the counts of a complete import ("fixres import\ntrain 10\n
+// holdout 2\nval 6\n") or "replacing" while a replacement moves entries.
+constexpr const char* kMarkerHead = "fixres import\n";
+constexpr const char* kReplacing = "fixres import\nreplacing\n";
+
+std::string stampOf(int64_t train, int64_t holdout, int64_t val) {
+  return std::string(kMarkerHead) + "train " + std::to_string(train) + "\nholdout " +
+         std::to_string(holdout) + "\nval " + std::to_string(val) + "\n";
 }
 
-// The marker's contents, or "" when it is larger than any stamp (then it never matches).
-std::string readMarker(const fs::path& dir) {
+// Whether `text` is a marker fixres writes: a stamp, "replacing", or either as earlier versions
+// wrote them ("10 2 6\n", "replacing\n"). An earlier stamp is returned in today's form.
+bool parseMarker(const std::string& text, std::string& stamp) {
+  if (text == kReplacing || text == "replacing\n") {
+    stamp = kReplacing;
+    return true;
+  }
+  long long n[3];
+  const bool head = text.rfind(kMarkerHead, 0) == 0;
+  const std::string body = head ? text.substr(std::strlen(kMarkerHead)) : text;
+  const char* form = head ? "train %lld holdout %lld val %lld" : "%lld %lld %lld";
+  if (std::sscanf(body.c_str(), form, &n[0], &n[1], &n[2]) != 3 || n[0] < 0 || n[1] < 0 || n[2] < 0)
+    return false;
+  stamp = stampOf(n[0], n[1], n[2]);
+  // Only the exact text: no signs, spaces or anything else around the numbers.
+  const std::string legacy = detail::concat(n[0], " ", n[1], " ", n[2], "\n");
+  return head ? text == stamp : text == legacy;
+}
+
+// The marker's text when `dir` holds a marker fixres wrote (a regular file, not a link, of a
+// marker's exact form: parseMarker), else nothing.
+std::optional<std::string> readMarker(const fs::path& dir) {
   std::error_code ec;
   const fs::path marker = dir / kMarker;
+  if (!fs::is_regular_file(fs::symlink_status(marker, ec))) return std::nullopt;
   const uintmax_t size = fs::file_size(marker, ec);
-  if (ec || size > kMaxMarkerBytes) return "";
+  if (ec || size > kMaxMarkerBytes) return std::nullopt;
   const auto bytes = readFile(marker.string());
-  return std::string(bytes.begin(), bytes.end());
+  std::string stamp;
+  if (!parseMarker(std::string(bytes.begin(), bytes.end()), stamp)) return std::nullopt;
+  return stamp;
+}
+
+// The names in `dir`, sorted.
+std::vector<std::string> sortedNames(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The first entry (relative to `dir`, sorted) that replacing an earlier import would remove but
+// import did not make: inside train/, holdout/ and val/, anything but class folders of
+// <digits>.png images (and the file index fixres keeps in an image folder), or a split that is
+// not a folder; "" when there is none. Other entries beside the splits are kept by a replacement.
+std::string firstForeignEntry(const fs::path& dir) {
+  const auto type = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::symlink_status(p, ec).type();
+  };
+  const auto isImage = [](const std::string& n) {
+    return n.size() > 4 && n.compare(n.size() - 4, 4, ".png") == 0 &&
+           std::all_of(n.begin(), n.end() - 4, [](char c) { return c >= '0' && c <= '9'; });
+  };
+  for (const auto& top : sortedNames(dir)) {
+    const bool split =
+        std::find(std::begin(kEntries), std::end(kEntries), top) != std::end(kEntries);
+    if (!split) continue;  // the marker, and the user's own files beside the splits: kept
+    if (type(dir / top) != fs::file_type::directory) return top;
+    for (const auto& cls : sortedNames(dir / top)) {
+      const fs::path c = dir / top / cls;
+      if (cls == ".fixres-index" && type(c) == fs::file_type::regular) continue;
+      if (type(c) != fs::file_type::directory) return top + "/" + cls;
+      for (const auto& file : sortedNames(c)) {
+        if (!isImage(file) || type(c / file) != fs::file_type::regular)
+          return top + "/" + cls + "/" + file;
+      }
+    }
+  }
+  return "";
 }
 
 // What is at --out, refusing (UsageError naming it) anything import must not write into.
@@ -109,16 +177,16 @@ OutFolder inspectOut(const std::string& out) {
                "one it made");
   OutFolder r{fs::canonical(given, ec), OutState::kEmpty, ""};
   FIXRES_CHECK(!ec, UsageError, "--out ", out, ": ", ec.message());
-  if (hasMarker(r.path)) {
+  if (auto stamp = readMarker(r.path)) {
     r.state = OutState::kImported;
-    r.stamp = readMarker(r.path);
+    r.stamp = *stamp;
     return r;
   }
   const bool empty = fs::is_empty(r.path, ec);
   FIXRES_CHECK(!ec, UsageError, "--out ", out, ": cannot list folder: ", ec.message());
   FIXRES_CHECK(empty, UsageError, "--out ", out,
                " is a folder that is not empty and was not made by fixres import (no ", kMarker,
-               " inside): give a new or empty folder");
+               " of fixres import inside): give a new or empty folder");
   return r;
 }
 
@@ -142,10 +210,21 @@ void checkNotInUse(const OutFolder& out, const std::string& given) {
 
 // True when `out` holds this very import; refuses (UsageError) to replace an earlier one that
 // the current folder is in.
+// Replacing it would also remove what the user put inside its splits: anything import does not
+// make there refuses the replacement (UsageError naming it).
 bool holdsImport(const OutFolder& out, const std::string& stamp, const std::string& given) {
   if (out.state != OutState::kImported) return false;
   if (out.stamp == stamp) return true;
   checkNotInUse(out, given);
+  std::string foreign;
+  try {
+    foreign = firstForeignEntry(out.path);
+  } catch (const fs::filesystem_error& e) {
+    FIXRES_FAIL(UsageError, "--out ", given, ": cannot list the earlier import: ", e.what());
+  }
+  FIXRES_CHECK(foreign.empty(), UsageError, "--out ", given, " holds ", foreign,
+               ", which fixres import did not make: replacing the earlier import would remove "
+               "it (move it elsewhere, or give a new or empty folder)");
   return false;
 }
 
@@ -204,7 +283,7 @@ bool publish(const OutFolder& out, TempSibling& tmp) {
   }
   if (out.state == OutState::kImported) {
     // Still ours, but marked incomplete until the new entries are in place.
-    writeFileAtomic((out.path / kMarker).string(), "replacing\n");
+    writeFileAtomic((out.path / kMarker).string(), kReplacing);
     const fs::path old = tmp.path() / ".replaced";
     makeDirectories(old.string());
     for (const char* e : kEntries) {
@@ -255,8 +334,7 @@ ImportReport importIdx(const ImportOptions& o) {
   r.train = nTrain - o.holdout;
   r.holdout = o.holdout;
   r.val = nVal;
-  const std::string stamp = std::to_string(r.train) + " " + std::to_string(r.holdout) + " " +
-                            std::to_string(r.val) + "\n";
+  const std::string stamp = stampOf(r.train, r.holdout, r.val);
   r.alreadyThere = holdsImport(out, stamp, o.outDir);
   if (r.alreadyThere) return r;
   TempSibling tmp(out.path.parent_path());

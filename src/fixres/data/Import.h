@@ -28,10 +28,12 @@ struct ImportReport {
 // Idempotent: a complete earlier import with the same counts is left as it is. Written into a
 // temporary folder of its own beside outDir (removed on failure), then moved into place: a new
 // outDir appears by one rename, an empty one receives train/, holdout/, val/ and the marker
-// file `.fixres-import` (last), and a folder an earlier import made (it holds the marker) has
-// those entries replaced. Anything else at outDir (a regular file, a link to nothing, a folder
-// without the marker that is not empty) is refused with a UsageError naming it, before the
-// source is read; nothing is ever deleted that import did not write. DataError naming the
+// file `.fixres-import` (last), and a folder an earlier import made (it holds the marker, whose
+// exact text names fixres import and the counts) has those entries replaced, unless it holds
+// anything import does not make (refused, naming the first such entry). Anything else at outDir
+// (a regular file, a link to nothing, a folder that is not empty without the marker, or with a
+// file of that name that fixres did not write) is refused with a UsageError naming it, before
+// the source is read; nothing is ever deleted that import did not write. DataError naming the
 // missing file and the package to install when the source is absent. With the stop handlers
 // installed (common/StopSignal.h), a signal ends the import between two images with nothing
 // written (report.stopSignal).

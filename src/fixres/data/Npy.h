@@ -13,8 +13,13 @@ namespace fixres::data {
 void writeNpy(const std::string& path, const torch::Tensor& tensor);
 std::string encodeNpy(const torch::Tensor& tensor);
 
-// DataError naming the file for a missing file, a bad header, an unsupported dtype, Fortran
-// order, or a size that does not match the header.
+// The largest .npy file readNpy loads: 16 GiB (a float32 softmax of 50,000 images x 80,000
+// classes).
+inline constexpr uint64_t kNpyFileMaxBytes = uint64_t(16) << 30;
+
+// DataError naming the file for a missing file, one that is not a regular file (a FIFO, a folder:
+// refused without blocking) or larger than kNpyFileMaxBytes, a bad header, an unsupported dtype,
+// Fortran order, or a size that does not match the header.
 torch::Tensor readNpy(const std::string& path);
 torch::Tensor decodeNpy(const char* data, size_t size, const std::string& nameForErrors);
 

@@ -23,6 +23,11 @@ std::string lowerCase(std::string s) {
   return s;
 }
 
+bool isShardWorkFolderName(const std::string& name) {
+  const std::string prefix = kShardWorkPrefix;
+  return name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0;
+}
+
 bool isImageExtension(const std::string& ext) {
   return ext == "jpg" || ext == "jpeg" || ext == "png";
 }
@@ -239,7 +244,7 @@ bool readMatchingShardIndex(const std::string& dir, const std::vector<std::strin
   const std::string path = (fs::path(dir) / kShardIndexName).string();
   if (!fileExists(path)) return false;
   try {
-    const std::vector<char> text = readFile(path);
+    const std::string text = readRegularFile<DataError>(path, kShardIndexMaxBytes, "shard index");
     *index = parseShardIndex(text.data(), text.data() + text.size(), path);
   } catch (const DataError& e) {
     *why = oneLine(e.what());

@@ -10,6 +10,14 @@ namespace fixres::data {
 
 // The index file written beside the shards.
 inline constexpr const char* kShardIndexName = "shards.json";
+// The largest index read: 1 GiB. An ImageNet index (1.28 M samples) takes about 60 bytes a sample,
+// 80 MB; this allows some 17 million samples.
+inline constexpr uint64_t kShardIndexMaxBytes = uint64_t(1) << 30;
+
+// The largest class index a `.cls` member may hold: 999,999 (at most a million classes;
+// ImageNet-21k has 21,841). Without an index the classes are "0" ... the largest label, so a larger
+// one is a bad label of its sample, never that many class names.
+inline constexpr int64_t kMaxShardLabel = 999999;
 
 // One sample of a shard: where its image lies in the file and its label.
 struct ShardMember {
@@ -33,6 +41,11 @@ struct ShardIndex {
   std::vector<ShardInfo> shards;
 };
 
+// The working folder `fixres shard` writes into inside --out, `.partial-` and mkdtemp's six
+// characters (ShardWriter.h): never a class folder, never a reason not to read a folder as shards.
+inline constexpr const char* kShardWorkPrefix = ".partial-";
+bool isShardWorkFolderName(const std::string& name);
+
 // `s` in lower case, character by character (std::tolower): extensions match whatever their case.
 std::string lowerCase(std::string s);
 // The extensions (in lower case) of the images a shard holds: "jpg", "jpeg" and "png".
@@ -44,7 +57,8 @@ ShardIndex shardIndexFromJson(const std::string& text, const std::string& what);
 
 // Reads the index of the shard folder `dir` into *index when it lists exactly `tars` (the
 // folder's tar files, sorted) with their sizes. false without an index file, and false with the
-// reason in *why when the index is malformed or does not match.
+// reason in *why when the index is malformed or does not match, is not a regular file (a FIFO is
+// refused without blocking) or is larger than kShardIndexMaxBytes.
 bool readMatchingShardIndex(const std::string& dir, const std::vector<std::string>& tars,
                             ShardIndex* index, std::string* why);
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <system_error>
 #include <unordered_set>
 #include <utility>
@@ -19,6 +20,8 @@
 #include "fixres/common/AtomicFile.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/FolderLock.h"
+#include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/ShardIndex.h"
 #include "fixres/data/TarCodec.h"
@@ -102,15 +105,59 @@ class ShardFile {
   uint64_t bytes_ = 0;
 };
 
-// Checks that `outDir` is missing or an empty folder (UsageError otherwise); true when it exists.
+// Removes from `outDir` the working folders of `fixres shard` runs that were killed: a
+// `.partial-XXXXXX` folder (not a link) holding the lock file of its writer (FolderLock), which no
+// process holds any more. UsageError naming the folder while a live writer holds it; a folder
+// without the lock file, or on a file system without locks, is left (and named by checkOutDir).
+void removeStaleWorkFolders(const std::string& outDir) {
+  std::error_code ec;
+  std::vector<fs::path> candidates;
+  for (fs::directory_iterator it(outDir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (isShardWorkFolderName(it->path().filename().string()) &&
+        fs::is_directory(fs::symlink_status(it->path(), ec2)) &&
+        fs::is_regular_file(fs::symlink_status(it->path() / ".lock", ec2)))
+      candidates.push_back(it->path());
+  }
+  for (const fs::path& dir : candidates) {
+    std::string holder;
+    bool busy = false;
+    try {
+      const auto lock = FolderLock::tryLock(dir.string(), &holder);
+      busy = !lock;
+      if (lock && lock->held()) {
+        log::warn("shard: removing ", dir.string(),
+                  ", left by a fixres shard that was interrupted");
+        fs::remove_all(dir, ec);
+      }
+    } catch (const Error&) {
+      continue;  // cannot tell: left in place
+    }
+    FIXRES_CHECK(!busy, UsageError, "--out ", outDir,
+                 ": another fixres shard (pid and host: ", holder.empty() ? "unknown" : holder,
+                 ") is writing into ", dir.string());
+  }
+}
+
+// Checks that `outDir` is missing or an empty folder once stale working folders are removed
+// (UsageError naming its first entries otherwise); true when it exists.
 bool checkOutDir(const std::string& outDir) {
   std::error_code ec;
   const bool existed = fs::exists(fs::symlink_status(outDir, ec));
   if (existed) {
     FIXRES_CHECK(fs::is_directory(outDir, ec), UsageError, "--out ", outDir,
                  " exists and is not a folder");
-    FIXRES_CHECK(fs::is_empty(outDir, ec) && !ec, UsageError, "--out ", outDir,
-                 " is not empty (shards go to a new or empty folder)");
+    removeStaleWorkFolders(outDir);
+    std::vector<std::string> names;
+    for (fs::directory_iterator it(outDir, ec), end; !ec && it != end; it.increment(ec))
+      names.push_back(it->path().filename().string());
+    FIXRES_CHECK(!ec, UsageError, "--out ", outDir, ": cannot list folder: ", ec.message());
+    std::sort(names.begin(), names.end());
+    std::string list;
+    for (size_t k = 0; k < names.size() && k < 3; ++k) list += (k ? ", " : "") + names[k];
+    if (names.size() > 3) list += ", ... (" + std::to_string(names.size()) + " entries)";
+    FIXRES_CHECK(names.empty(), UsageError, "--out ", outDir, " is not empty: it holds ", list,
+                 " (shards go to a new or empty folder)");
   }
   return existed;
 }
@@ -160,7 +207,7 @@ ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o)
   // Everything is written into a hidden folder inside OUT, then moved up, the index last: until
   // then OUT holds a sub-folder, so it never reads as a (partial) shard folder.
   if (!existed) makeDirectories(o.outDir);
-  std::string tmp = (fs::path(o.outDir) / ".partial-XXXXXX").string();
+  std::string tmp = (fs::path(o.outDir) / (std::string(kShardWorkPrefix) + "XXXXXX")).string();
   if (::mkdtemp(tmp.data()) == nullptr) {
     const std::string why = std::strerror(errno);
     if (!existed) fs::remove(o.outDir, ec);
@@ -173,7 +220,9 @@ ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o)
   ShardWriteResult result;
   ShardIndex index;
   index.classes = dataset.classes();
+  std::optional<FolderLock> workLock;  // marks tmp as a live writer's (removeStaleWorkFolders)
   try {
+    workLock.emplace(tmp);
     std::unordered_set<std::string> keys;
     const int digits = std::max<int>(6, static_cast<int>(std::to_string(n - 1).size()));
     std::unique_ptr<ShardFile> shard;
@@ -213,7 +262,7 @@ ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& o)
     finish();
     writeFileAtomic((fs::path(tmp) / kShardIndexName).string(), shardIndexToJson(index));
     moveUp(tmp, o.outDir, index);
-    fs::remove(tmp, ec);
+    fs::remove_all(tmp, ec);  // its lock file
   } catch (...) {
     // Shards already moved up are ours too: OUT was empty or new.
     for (const auto& sh : index.shards) fs::remove(fs::path(o.outDir) / sh.name, ec);

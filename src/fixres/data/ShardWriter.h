@@ -24,13 +24,16 @@ struct ShardWriteResult {
 
 // Writes `dataset`'s samples (encoded bytes, copied as they are, not decoded) in the order of
 // torch.randperm(N) with a generator seeded `seed`, into shards of about `shardBytes` (each holds
-// at least one sample), then the index. The files are written into a hidden folder inside outDir
-// and moved up when all are done, the index last (so outDir never looks like a finished shard
-// folder before it is one); on failure or a stop signal (installStopHandlers) nothing is kept and
-// an outDir this call created is removed. Keys: the sample's path relative to the dataset's source
+// at least one sample), then the index. The files are written into a hidden working folder inside
+// outDir (`.partial-XXXXXX`, locked by a FolderLock while it is written) and moved up when all are
+// done, the index last (so outDir never looks like a finished shard folder before it is one); on
+// failure or a stop signal (installStopHandlers) nothing is kept and an outDir this call created is
+// removed. A working folder left by a writer that was killed (its lock free) is removed first,
+// with a warning. Keys: the sample's path relative to the dataset's source
 // without its extension, '.' replaced by '_' (WebDataset splits keys at the first dot); a key that
 // would repeat one or not fit a ustar header is the sample's zero-padded index in the source.
-// UsageError when outDir is not an empty folder; DataError for samples without encoded bytes.
+// UsageError when outDir is not an empty folder (naming its first entries) or a live writer's
+// working folder is in it; DataError for samples without encoded bytes.
 ShardWriteResult writeShards(const Dataset& dataset, const ShardWriteOptions& options);
 
 }  // namespace fixres::data

@@ -183,8 +183,12 @@ class TarScanner {
     FIXRES_CHECK(file_.readExact(dataOffset, text.data(), text.size()), DataError, path_,
                  ": cannot read at byte ", dataOffset);
     int64_t label = -1;
-    if (size <= 64 && parseLabel(text, &label)) {
+    const bool parsed = size <= 64 && parseLabel(text, &label);
+    if (parsed && label <= kMaxShardLabel) {
       p->member.label = label;
+    } else if (parsed) {
+      p->clsProblem = "bad label (.cls holds " + std::to_string(label) + ", above " +
+                      std::to_string(kMaxShardLabel) + ", the largest class index read)";
     } else {
       p->clsProblem = "bad label (.cls holds '" + text.substr(0, 20) + "', not a class index)";
     }

@@ -20,16 +20,43 @@ namespace fixres::data {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Whether the folder `dir` holds an image (.jpg, .jpeg, .png) at any depth; folders that cannot
+// be listed (lost+found for a user) hold none.
+bool holdsImages(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    if (it.depth() > 64) it.disable_recursion_pending();
+    const std::string ext = lowerCase(it->path().extension().string());
+    if (ext.size() > 1 && isImageExtension(ext.substr(1))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool isShardFolder(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return false;
   bool tar = false;
+  std::vector<fs::path> folders;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code ec2;
-    if (it->is_directory(ec2)) return false;
-    if (lowerCase(it->path().extension().string()) == ".tar") tar = true;
+    if (it->is_directory(ec2)) {
+      if (!isShardWorkFolderName(it->path().filename().string())) folders.push_back(it->path());
+    } else if (lowerCase(it->path().extension().string()) == ".tar") {
+      tar = true;
+    }
   }
-  return tar && !ec;
+  if (!tar || ec) return false;
+  // Sub-folders without images (lost+found, a folder of notes) do not make it an image folder.
+  for (const fs::path& f : folders) {
+    if (holdsImages(f)) return false;
+  }
+  return true;
 }
 
 namespace {
@@ -152,9 +179,14 @@ std::shared_ptr<Dataset> openTarShards(const std::string& dir, bool labelled) {
     int64_t maxLabel = -1;
     for (const auto& t : tars) {
       index.shards.push_back(scanShard((fs::path(dir) / t).string(), labelled));
-      for (const auto& m : index.shards.back().members) maxLabel = std::max(maxLabel, m.label);
+      for (const auto& m : index.shards.back().members) {
+        if (m.problem.empty()) maxLabel = std::max(maxLabel, m.label);
+      }
     }
-    for (int64_t c = 0; c <= std::max<int64_t>(maxLabel, 0); ++c)
+    // The scanner leaves no label above kMaxShardLabel: at most a million class names.
+    FIXRES_CHECK(maxLabel <= kMaxShardLabel, InternalError, dir, ": label ", maxLabel, " above ",
+                 kMaxShardLabel);
+    for (int64_t c = 0; labelled && c <= std::max<int64_t>(maxLabel, 0); ++c)
       index.classes.push_back(std::to_string(c));
   }
   if (!labelled) {

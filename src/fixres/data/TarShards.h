@@ -15,7 +15,9 @@
 
 namespace fixres::data {
 
-// A folder holding at least one `*.tar` file and no sub-folder.
+// A folder holding at least one `*.tar` file and no sub-folder with images (.jpg, .jpeg, .png, at
+// any depth): sub-folders without images (lost+found) and `fixres shard`'s working folders
+// (`.partial-XXXXXX`) are ignored; a sub-folder with images makes it an image folder.
 bool isShardFolder(const std::string& dir);
 
 // The shards of `dir` as one dataset: shard after shard in file-name order, each in tar order.

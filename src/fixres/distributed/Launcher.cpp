@@ -409,7 +409,9 @@ int launchLocalRanks(const LaunchOptions& in) {
                "--master-port ", o.masterPort,
                " leaves no port for the launchers' store (--master-port + 1, with --max-restarts "
                "on several nodes)");
-  if (o.jobId.empty()) o.jobId = "launch-" + std::to_string(::getpid());
+  // Without --launch-job-id the ranks name their job as a lone run does (their --job-id, else
+  // FIXRES_JOB_ID from the environment, else "local"), so that the same command run again finds
+  // and resumes the same run folder.
   const int worldSize = o.nprocPerNode * o.nnodes;
 
   // Several nodes with restarts: the launchers meet first (before any signal is taken over, so
@@ -452,7 +454,7 @@ int launchLocalRanks(const LaunchOptions& in) {
 
   log::info("launch: starting ", o.nprocPerNode, " rank(s) of ", o.executable, " on node ",
             o.nodeRank, "/", o.nnodes, ", world ", worldSize, ", master ", o.masterAddr, ":",
-            o.masterPort, ", job ", o.jobId,
+            o.masterPort, ", job ", o.jobId.empty() ? "named by the ranks" : o.jobId,
             o.maxRestarts > 0 ? detail::concat(", up to ", o.maxRestarts, " restart(s)") : "");
   RestartCoordinator* const nodes = coordinator ? &*coordinator : nullptr;
   for (int generation = 0;; ++generation) {

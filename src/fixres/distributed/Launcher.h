@@ -17,7 +17,8 @@ struct LaunchOptions {
   int nodeRank = 0;
   std::string masterAddr = "127.0.0.1";
   int masterPort = 0;                  // 0: a free local port (single node only)
-  std::string jobId;                   // default: "launch-<pid>"
+  std::string jobId;                   // FIXRES_JOB_ID of the ranks; empty: not set (the ranks'
+                                       // own --job-id, else "local", as for a lone run)
   double graceSeconds = 10;            // SIGTERM -> SIGKILL delay when stopping ranks
   int maxRestarts = 0;                 // restarts of every rank after a failure, in [0, 1000]
   double timeoutSeconds = 300;         // several nodes with restarts: the launchers' waits

@@ -4,6 +4,8 @@
 
 #include "fixres/distributed/SharedMemoryAllReduce.h"
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -26,7 +28,10 @@
 namespace fixres::distributed {
 
 // Each rank bumps its counter in the store every second; after a failed collective the
-// counters that stopped moving name the lost ranks.
+// counters that stopped moving name the lost ranks. The rank that hosts a TCP store (rank 0)
+// publishes its verdict and keeps the store up until every rank it found alive has read it
+// (bounded): a rank still blocked on rank 0 then names the rank that died, not rank 0, when rank
+// 0's exit closes the store.
 class ProcessGroupCommunicator::Liveness {
  public:
   Liveness(c10::intrusive_ptr<c10d::Store> store, int rank, int world)
@@ -42,31 +47,66 @@ class ProcessGroupCommunicator::Liveness {
     thread_.join();
   }
 
-  std::string diagnose() {
+  // The lost ranks' description; `lost` gets their numbers.
+  std::string diagnose(std::vector<int>& lost) {
     try {
       std::vector<int64_t> before(world_), after(world_);
       for (int r = 0; r < world_; ++r) before[r] = store_->add(key(r), 0);
       std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-      std::string lost;
+      std::string names;
       for (int r = 0; r < world_; ++r) {
         if (r == rank_) continue;
         after[r] = store_->add(key(r), 0);
-        if (after[r] == before[r]) lost += (lost.empty() ? "" : ", ") + std::to_string(r);
+        if (after[r] == before[r]) {
+          names += (names.empty() ? "" : ", ") + std::to_string(r);
+          lost.push_back(r);
+        }
       }
-      return lost.empty() ? "no rank identified as lost (all still alive: a timeout?)"
-                          : "lost rank(s): " + lost;
+      return names.empty() ? "no rank identified as lost (all still alive: a timeout?)"
+                           : "lost rank(s): " + names;
     } catch (const std::exception&) {
+      std::lock_guard<std::mutex> lock(verdictMutex_);
+      if (!verdict_.empty()) return verdict_ + " (found by rank 0 before its store closed)";
       return "lost rank(s): 0 (its rendezvous store no longer answers)";
     }
   }
 
+  // Rank 0 with the store in its process: publish the verdict, then wait until each rank not in
+  // `lost` has read it, at most `bound`.
+  void publish(const std::string& verdict, const std::vector<int>& lost,
+               std::chrono::milliseconds bound) {
+    try {
+      store_->set(kVerdictKey, std::vector<uint8_t>(verdict.begin(), verdict.end()));
+      const auto deadline = std::chrono::steady_clock::now() + bound;
+      for (int r = 1; r < world_; ++r) {
+        if (std::find(lost.begin(), lost.end(), r) != lost.end()) continue;
+        while (store_->add(seenKey(r), 0) == 0 && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    } catch (const std::exception&) {
+      // The store is ours; nothing more can be done for the others.
+    }
+  }
+
  private:
+  static constexpr const char* kVerdictKey = "fixres/lost-verdict";
   std::string key(int r) const { return "fixres/alive/" + std::to_string(r); }
+  std::string seenKey(int r) const { return "fixres/lost-verdict-seen/" + std::to_string(r); }
   void run() {
     std::unique_lock<std::mutex> lock(mutex_);
+    bool seen = false;
     while (!stop_) {
       try {
         store_->add(key(rank_), 1);
+        if (!seen && rank_ != 0 && store_->check({kVerdictKey})) {
+          const auto v = store_->get(kVerdictKey);
+          {
+            std::lock_guard<std::mutex> guard(verdictMutex_);
+            verdict_.assign(v.begin(), v.end());
+          }
+          store_->add(seenKey(rank_), 1);
+          seen = true;
+        }
       } catch (const std::exception&) {
         return;  // the store is gone; the next collective reports it
       }
@@ -80,6 +120,8 @@ class ProcessGroupCommunicator::Liveness {
   std::condition_variable cv_;
   bool stop_ = false;
   std::thread thread_;
+  std::mutex verdictMutex_;
+  std::string verdict_;  // rank 0's, read from the store
 };
 
 std::string collectivesDescription() {
@@ -184,7 +226,10 @@ void ProcessGroupCommunicator::waitFor(const char* what,
 }
 
 void ProcessGroupCommunicator::fail(const char* what, const std::string& cause) {
-  std::string who = liveness_->diagnose();
+  std::vector<int> lost;
+  std::string who = liveness_->diagnose(lost);
+  if (world_.rank == 0 && world_.store == StoreKind::kTcp && !lost.empty())
+    liveness_->publish(who, lost, std::min(timeout_, std::chrono::milliseconds(10000)));
   FIXRES_FAIL(DistributedError, what, " failed on rank ", world_.rank, " of ", world_.worldSize,
               ": ", who, " (", oneLine(cause).substr(0, 200), ")");
 }

@@ -56,7 +56,7 @@ pid_t spawn(const LaunchOptions& o, const RankProcess& c, int worldSize,
   env["GROUP_RANK"] = std::to_string(o.nodeRank);
   env["MASTER_ADDR"] = o.masterAddr;
   env["MASTER_PORT"] = std::to_string(o.masterPort);
-  env["FIXRES_JOB_ID"] = o.jobId;
+  if (!o.jobId.empty()) env["FIXRES_JOB_ID"] = o.jobId;
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(generation);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(o.maxRestarts);
   if (!localStore.empty()) env["FIXRES_LOCAL_STORE"] = localStore;

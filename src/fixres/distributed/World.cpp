@@ -181,13 +181,13 @@ WorldInfo detectWorld(const ClusterFlags& flags, const Environment& env) {
   }
   // Where the job id comes from, for messages: the flag or the environment variable.
   std::string jobIdFrom;
+  // Set but empty counts as set (and is refused below): an empty id names no folder.
   auto jobIdFromEnv = [&](const char* key) {
-    if (auto v = get(env, key)) {
-      w.jobId = *v;
-      jobIdFrom = key;
-      return true;
-    }
-    return false;
+    const auto v = env.find(key);
+    if (v == env.end()) return false;
+    w.jobId = v->second;
+    jobIdFrom = key;
+    return true;
   };
   if (w.source == "torchrun") {
     if (!jobIdFromEnv("TORCHELASTIC_RUN_ID")) jobIdFromEnv("FIXRES_JOB_ID");
@@ -223,14 +223,14 @@ WorldInfo detectWorld(const ClusterFlags& flags, const Environment& env) {
       w.localWorldSize = w.worldSize;
     }
   }
-  if (!flags.jobId.empty()) {
-    checkJobId(flags.jobId, "--job-id");
-    FIXRES_CHECK(w.jobId.empty() || w.jobId == flags.jobId || w.source == "torchrun", UsageError,
-                 "--job-id ", flags.jobId, " disagrees with the ", w.source, " job id ", w.jobId);
-    w.jobId = flags.jobId;
+  if (flags.jobId) {
+    checkJobId(*flags.jobId, "--job-id");
+    FIXRES_CHECK(w.jobId.empty() || w.jobId == *flags.jobId || w.source == "torchrun", UsageError,
+                 "--job-id ", *flags.jobId, " disagrees with the ", w.source, " job id ", w.jobId);
+    w.jobId = *flags.jobId;
     jobIdFrom.clear();  // checked above
   }
-  if (w.jobId.empty() && !jobIdFromEnv("FIXRES_JOB_ID")) w.jobId = "local";
+  if (w.jobId.empty() && jobIdFrom.empty() && !jobIdFromEnv("FIXRES_JOB_ID")) w.jobId = "local";
   if (!jobIdFrom.empty()) checkJobId(w.jobId, jobIdFrom);
   chooseStore(flags, env, w);
   checkRanks(w);

@@ -11,13 +11,13 @@ namespace fixres::distributed {
 
 // FixRes's own cluster flags (all optional; unset = not given).
 struct ClusterFlags {
-  std::optional<int> numTasks;    // --num-tasks (world size)
-  std::optional<int> globalRank;  // --global-rank
-  std::optional<int> localRank;   // --local-rank
-  std::string jobId;              // --job-id
-  std::string sharedFolderPath;   // --shared-folder-path
-  std::string distUrl;            // --dist-url tcp://host:port | file:///path
-  double timeoutSeconds = 300;    // --dist-timeout: collectives and rendezvous
+  std::optional<int> numTasks;       // --num-tasks (world size)
+  std::optional<int> globalRank;     // --global-rank
+  std::optional<int> localRank;      // --local-rank
+  std::optional<std::string> jobId;  // --job-id (given empty: refused, not "not given")
+  std::string sharedFolderPath;      // --shared-folder-path
+  std::string distUrl;               // --dist-url tcp://host:port | file:///path
+  double timeoutSeconds = 300;       // --dist-timeout: collectives and rendezvous
 };
 
 using Environment = std::map<std::string, std::string>;

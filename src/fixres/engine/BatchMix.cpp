@@ -25,11 +25,26 @@ image::Rng mixRng(uint64_t seed, int64_t epoch, int64_t step, int64_t microBatch
 }
 
 double sampleBeta(image::Rng& rng, double alpha) {
-  for (;;) {
-    const double x = rng.gamma(alpha);
+  if (alpha >= 1.0) {
+    const double x = rng.gamma(alpha);  // both > 0 for shape >= 1 (Marsaglia-Tsang: d v, v > 0)
     const double y = rng.gamma(alpha);
-    if (x + y > 0) return x / (x + y);
+    return x / (x + y);
   }
+  // alpha < 1: X = G_x U_x^(1/alpha) with G ~ Gamma(alpha + 1), the draws Rng::gamma makes in the
+  // same order. X and Y themselves underflow to 0 for small alpha (both at once below about
+  // 1e-3), so lambda = X / (X + Y) = 1 / (1 + Y / X) is taken through log(Y / X), which is always
+  // a number: no retry, whatever alpha > 0.
+  auto positiveUniform = [&rng] {
+    double u = rng.uniform();
+    while (u <= 0.0) u = rng.uniform();
+    return u;
+  };
+  const double ux = positiveUniform();
+  const double gx = rng.gamma(alpha + 1.0);
+  const double uy = positiveUniform();
+  const double gy = rng.gamma(alpha + 1.0);
+  const double logRatio = std::log(gy / gx) + (std::log(uy) - std::log(ux)) / alpha;
+  return 1.0 / (1.0 + std::exp(logRatio));
 }
 
 BatchMix::BatchMix(MixOptions options) : o_(options) {

@@ -68,10 +68,22 @@ CalibrationResult calibrateBatchNorm(models::Model& model,
   };
   try {
     torch::NoGradGuard noGrad;
-    for (torch::Tensor x = next(); x.defined(); x = next()) {
+    // A batch of one image gives each BatchNorm layer one value per channel wherever the feature
+    // map is 1x1, and no variance: it joins its neighbour (a last batch of one, the batch before).
+    torch::Tensor x = next();
+    while (x.defined()) {
+      torch::Tensor following = next();
+      if (following.defined() && (x.size(0) == 1 || following.size(0) == 1)) {
+        x = torch::cat({x, following});
+        following = next();
+      }
+      FIXRES_CHECK(x.size(0) > 1, DataError,
+                   "calibrate: ", r.images == 0 ? "one image in all" : "a batch of one image",
+                   ": BatchNorm statistics need at least 2 images a batch");
       model->forward(x);
       r.images += x.size(0);
       r.batches++;
+      x = following;
     }
   } catch (...) {
     restore();
@@ -86,6 +98,11 @@ CalibrationResult calibrate(models::Model& model, std::shared_ptr<const data::Da
                             const CalibrateOptions& o) {
   const int64_t n = static_cast<int64_t>(dataset->size());
   const int64_t take = o.maxImages > 0 ? std::min(o.maxImages, n) : n;
+  FIXRES_CHECK(o.eval.batch >= 2, UsageError, "--batch ", o.eval.batch,
+               ": BatchNorm calibration needs batches of at least 2 images");
+  FIXRES_CHECK(take != 1, UsageError, "calibrate: 1 image to calibrate on (",
+               o.maxImages == 1 ? "--max-images 1" : "the data set holds one",
+               "): BatchNorm statistics need at least 2");
   auto sampler = data::makeDistributedSampler(static_cast<size_t>(n), 0, 1, /*shuffle=*/true,
                                               o.eval.seed, /*padToEqual=*/false);
   auto lo = loaderOptions(o.eval.run, o.eval.transform, o.eval.batch, o.eval.workers, o.eval.seed,

@@ -1,6 +1,8 @@
 // Exact-shard evaluation and ordered extraction.
 #include "fixres/engine/Evaluator.h"
 
+#include <chrono>
+
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/Loader.h"
@@ -61,7 +63,13 @@ EvalResult evaluate(models::Model& model, std::shared_ptr<const data::Dataset> d
   MetricSums sums;
   bool complete = true;
   DevicePrefetcher batches(loader, o.run, o.transform);
+  auto batchStart = std::chrono::steady_clock::now();
   while (auto batch = batches.next()) {
+    // Each batch is progress for a stop's watchdog (StopSignal.h): an epoch-end evaluation that
+    // does not stop on a signal still ends within the grace of each batch.
+    const auto now = std::chrono::steady_clock::now();
+    noteProgress(std::chrono::duration<double>(now - batchStart).count());
+    batchStart = now;
     if (o.stopOnSignal && stopSignal() != 0) {
       complete = false;
       break;

@@ -17,9 +17,9 @@ MetricsLog::MetricsLog(std::string path, std::optional<Position> resumeAt)
     : path_(std::move(path)) {
   std::string kept;
   if (resumeAt && fileExists(path_)) {
-    const auto bytes = readFile(path_);
+    const std::string text = readRegularFile<DataError>(path_, kMetricsLogMaxBytes, "metrics log");
     size_t dropped = 0;
-    kept = keptRecords(std::string(bytes.begin(), bytes.end()), *resumeAt, dropped);
+    kept = keptRecords(text, *resumeAt, dropped);
     if (dropped > 0)
       log::info(path_, ": ", dropped, " line(s) after step ", resumeAt->globalStep,
                 " (the checkpoint's) or not whole dropped");

@@ -12,6 +12,10 @@
 
 namespace fixres::engine {
 
+// The largest metrics.jsonl read back (resume, `fixres plot`): 1 GiB, some 7 million progress
+// records of ~150 bytes.
+inline constexpr uint64_t kMetricsLogMaxBytes = uint64_t(1) << 30;
+
 class MetricsLog {
  public:
   // Where a run resumes: what it has done so far.
@@ -22,7 +26,8 @@ class MetricsLog {
 
   // Opens `path` for appending: a fresh run (no position) starts an empty file, a resumed one
   // keeps what keptRecords() keeps (dropped records are counted in a log line). DataError naming
-  // the file when it cannot be read, OutputError (exit code 6) when it cannot be written.
+  // the file when it cannot be read (also when it is not a regular file, refused without blocking,
+  // or larger than kMetricsLogMaxBytes), OutputError (exit code 6) when it cannot be written.
   MetricsLog(std::string path, std::optional<Position> resumeAt);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;

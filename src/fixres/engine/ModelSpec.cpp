@@ -6,6 +6,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/models/Registry.h"
+#include "fixres/models/WeightCache.h"
 
 namespace fixres::engine {
 
@@ -65,7 +66,7 @@ void ModelSpec::validate() const {
 
 std::string localWeightFile(const ModelSpec& spec) {
   if (!isRemoteFile(spec.weightPath)) return spec.weightPath;
-  return fetchToCache(parseRemoteFile(spec.weightPath), spec.download);
+  return models::fetchWeightFile(parseRemoteFile(spec.weightPath), spec.download);
 }
 
 BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDevice& run,
@@ -87,7 +88,15 @@ BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDe
   if (!weightFile.empty()) {
     auto lo = models::loadOptionsFor(*out.model, spec.skipClassifier);
     if (spec.useEma) lo.entry = "model_ema";
-    out.weights = models::loadWeightsFile(*out.model, weightFile, lo);
+    try {
+      out.weights = models::loadWeightsFile(*out.model, weightFile, lo);
+    } catch (const WeightsError& e) {
+      if (!isRemoteFile(spec.weightPath)) throw;
+      FIXRES_FAIL(WeightsError, oneLine(e.what()), " (", weightFile, " is the cached copy of ",
+                  parseRemoteFile(spec.weightPath).url,
+                  "; if it is damaged, 'fixres weights fetch --refresh ", spec.weightPath,
+                  "' downloads it again)");
+    }
   }
   out.model->to(run.device);
   if (run.numerics.channelsLast) useChannelsLast(*out.model);

@@ -125,8 +125,9 @@ image::TransformOptions transformOptions(image::TransformKind kind, int size,
                                          const Preprocessing& preprocessing);
 
 // The file buildModel loads: spec.weightPath, or for an http(s) URL its copy in the cache,
-// fetched first when missing (WeightsError for a failed download, OutputError for a cache that
-// cannot be written). "" when spec.weightPath is empty.
+// fetched first when missing (models::fetchWeightFile: WeightsError for a failed download or a
+// file that is not a weight file fixres reads, OutputError for a cache that cannot be written).
+// "" when spec.weightPath is empty.
 std::string localWeightFile(const ModelSpec& spec);
 
 struct BuiltModel {
@@ -137,7 +138,8 @@ struct BuiltModel {
 // Builds spec.architecture with spec.numClasses outputs (or `datasetClasses`), initialised from
 // torch's generator seeded with `seed` (the same weights on every rank), loads spec.weightPath
 // when given (localWeightFile: a URL is fetched before the model is built; WeightsError on a bad
-// file), moves it to run.device and converts it to channels-last when run.numerics say so.
+// file, naming the URL and 'fixres weights fetch --refresh' for a cached copy), moves it to
+// run.device and converts it to channels-last when run.numerics say so.
 BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDevice& run,
                       uint64_t seed = 0);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <type_traits>
 
@@ -161,6 +162,30 @@ void RunConfig::validateValues() const {
                " needs --transform torch, full or v2-train, got ",
                image::transformKindName(trainTransform));
   model.validate();
+  checkLearningRate(1);
+}
+
+double RunConfig::effectiveLearningRate(int processes) const {
+  // The reference's linear scaling counts the images of one optimizer step.
+  return absoluteLr ? learningRate
+                    : fixresScaledLr(learningRate, batch * accumulationSteps, processes);
+}
+
+void RunConfig::checkLearningRate(int processes) const {
+  const double start = effectiveLearningRate(processes);
+  double peak = start;
+  if (schedule.kind == ScheduleKind::kStep && schedule.gamma > 1)
+    peak = start * std::pow(schedule.gamma, (epochs - 1) / schedule.stepEpochs);
+  if (schedule.kind == ScheduleKind::kCosine) peak = std::max(peak, schedule.minLr);
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (std::isfinite(peak) && peak <= kMax) return;
+  const std::string scaled =
+      absoluteLr ? std::string(" (--absolute-lr)")
+                 : detail::concat(" (scaled by 8 x batch x accumulation x ", processes, " process",
+                                  processes == 1 ? "" : "es", " / 512)");
+  FIXRES_FAIL(UsageError, "--learning-rate ", learningRate, scaled, " gives the optimizer ",
+              peak == start ? "a rate of " : "rates up to ", peak,
+              ": must be at most the largest float32, ", kMax);
 }
 
 void RunConfig::validate() const {

@@ -108,6 +108,13 @@ struct RunConfig {
   // while parsing), then what a run needs (data, run folder).
   void validateValues() const;
   void validate() const;
+  // The rate the optimizer starts from with `processes` ranks: learningRate as given
+  // (absoluteLr), else scaled by 8 x batch x accumulationSteps x processes / 512.
+  double effectiveLearningRate(int processes) const;
+  // UsageError naming --learning-rate unless every rate the schedule reaches with `processes`
+  // ranks (the effective rate, the StepLR decays when --lr-gamma > 1, --lr-min) is a finite
+  // float32, as the optimizer holds it. validateValues checks one process.
+  void checkLearningRate(int processes) const;
   // The settings of the evaluations run during training.
   EvalSettings evalSettings() const;
   int evaluationSize() const { return evalSize > 0 ? evalSize : inputSize; }

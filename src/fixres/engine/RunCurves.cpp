@@ -9,6 +9,7 @@
 #include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/SvgPlot.h"
+#include "fixres/engine/MetricsLog.h"
 
 namespace fixres::engine {
 namespace {
@@ -31,8 +32,7 @@ std::string seriesName(const std::string& key) {
 }  // namespace
 
 RunCurves readRunCurves(const std::string& path) {
-  const auto bytes = readFile(path);
-  const std::string text(bytes.begin(), bytes.end());
+  const std::string text = readRegularFile<DataError>(path, kMetricsLogMaxBytes, "metrics log");
   RunCurves c;
   size_t begin = 0;
   for (size_t lineNo = 1; begin < text.size(); ++lineNo) {

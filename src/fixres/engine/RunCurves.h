@@ -22,7 +22,8 @@ struct RunCurves {
   size_t records = 0;  // records read
 };
 
-// Reads `path` (a metrics.jsonl). DataError naming the file when it cannot be read, and naming
+// Reads `path` (a metrics.jsonl). DataError naming the file when it cannot be read (also when it
+// is not a regular file or is larger than kMetricsLogMaxBytes, MetricsLog.h), and naming
 // file:line for a line that is not a JSON object (a last line without its newline that does not
 // parse, the trace of a write cut short, is skipped with a warning).
 RunCurves readRunCurves(const std::string& path);

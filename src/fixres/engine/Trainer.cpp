@@ -234,7 +234,9 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
     const double lr = schedule_->rate(static_cast<int>(state_.epoch),
                                       static_cast<double>(state_.iteration) / iterations);
     double loss = 0;
+    const auto stepStart = Clock::now();
     const StepOutcome outcome = trainStep(batches, lr, loss, windowTally);
+    noteProgress(secondsSince(stepStart));  // bounds a stop's wait (StopSignal.h)
     if (outcome == StepOutcome::kNoData) break;
     if (outcome == StepOutcome::kNotFinite) {
       // Every rank has dropped the step (TrainStep::finish): the model is as before it.

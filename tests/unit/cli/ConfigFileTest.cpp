@@ -84,8 +84,8 @@ TEST_F(ConfigFileTest, IniSetsTheSubcommandsOptions) {
 }
 
 TEST_F(ConfigFileTest, TheCommandLineWins) {
-  const auto cfg = file("c.toml", "batch = 0\nworkers = 2\n");
-  // batch = 0 would be refused: the command line's --batch replaces it, before or after --config.
+  const auto cfg = file("c.toml", "batch = 3\nworkers = 2\n");
+  // The command line's --batch replaces the file's, before or after --config.
   parse({"eval", "--batch", "7", "--config", cfg});
   EXPECT_EQ(value<int>("eval", "--batch"), 7);
   EXPECT_EQ(value<int>("eval", "--workers"), 2);
@@ -97,6 +97,10 @@ TEST_F(ConfigFileTest, TheCommandLineWins) {
   for (auto& a : args) argv.push_back(a.data());
   other.parse(static_cast<int>(argv.size()), argv.data());
   EXPECT_EQ(other.get_subcommand("eval")->get_option("--batch")->as<int>(), 9);
+  // A mistake in the file is one even where the command line gives the flag.
+  const auto bad = file("bad.toml", "batch = 0\n");
+  const std::string e = refusal({"eval", "--batch", "7", "--config", bad});
+  EXPECT_NE(e.find(bad + ": batch = 0: --batch: must be"), std::string::npos) << e;
 }
 
 TEST_F(ConfigFileTest, OneFileServesSeveralSubcommandsBySection) {
@@ -140,7 +144,9 @@ TEST_F(ConfigFileTest, MistakesAreRefusedNamingTheFileAndKey) {
       << e;
 
   e = refusal({"eval", "--config", dir_});
-  EXPECT_NE(e.find("cannot read config file " + dir_ + ": not a file"), std::string::npos) << e;
+  EXPECT_NE(e.find("cannot read config file " + dir_ + ": a folder, not a regular file"),
+            std::string::npos)
+      << e;
 
   const auto self = file("self.toml", "config = other.toml\n");
   e = refusal({"eval", "--config", self});

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "../Reference.h"
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
 #include "fixres/common/Error.h"
@@ -241,6 +243,60 @@ TEST(SettingsTable, TheCliEnforcesEachRowsRange) {
         EXPECT_NE(parse(command, s.flag(), "nan"), "");
         EXPECT_NE(parse(command, s.flag(), "inf"), "");
       }
+    }
+  }
+  EXPECT_GE(checked, 50);
+}
+
+// Parses `fixres <command> --config F --imnet-path d --weight-path w [extra]` with F holding
+// `<key> = <value>`; "" when accepted, else the error.
+std::string parseConfig(const std::string& command, const std::string& key,
+                        const std::string& value, const std::string& extra = "") {
+  static const std::string dir = testing::makeTempDir("fixres_settings_");
+  const std::string file = dir + "/cfg.toml";
+  std::ofstream(file) << key << " = " << value << "\n";
+  CLI::App app{"fixres", "fixres"};
+  GlobalOptions global;
+  auto commands = buildCli(app, global);
+  try {
+    app.parse(command + " --config " + file + " --imnet-path d --weight-path w " + extra, false);
+    return "";
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+}
+
+// The same ranges through --config: a value outside is refused naming the file and the key, also
+// when the command line gives the flag a valid value (the file's mistake is one all the same).
+TEST(SettingsTable, TheConfigFileEnforcesEachRowsRange) {
+  int checked = 0;
+  for (auto mode : {engine::RunMode::kTrain, engine::RunMode::kFinetune}) {
+    const std::string command = mode == engine::RunMode::kTrain ? "train" : "finetune";
+    for (const Row& r : runRows(mode)) {
+      const Setting& s = r.setting;
+      const bool offered = s.flags[0] != '\0' && (s.only[0] == '\0' || command == s.only);
+      if (!offered || !r.numeric || s.range.kind == Range::Kind::kAny) continue;
+      const std::string key = s.flag().substr(2);
+      SCOPED_TRACE(command + " " + key);
+      const double step = s.range.kind == Range::Kind::kInteger ? 1 : 1e-3;
+      std::vector<double> bad = {s.range.loOpen ? s.range.lo : s.range.lo - step};
+      if (!std::isinf(s.range.hi)) bad.push_back(s.range.hiOpen ? s.range.hi : s.range.hi + step);
+      const std::string good = number(s.range.loOpen ? s.range.lo + 1 : s.range.lo);
+      EXPECT_EQ(parseConfig(command, key, good).find(s.flag() + ": must be"), std::string::npos);
+      for (double v : bad) {
+        if (s.range.hasSpecial && v == s.range.special) continue;
+        const std::string lead = "cfg.toml: " + key + " = " + number(v) + ": " + s.flag() +
+                                 ": must be " + s.range.describe();
+        std::string e = parseConfig(command, key, number(v));
+        EXPECT_NE(e.find(lead), std::string::npos) << e;
+        e = parseConfig(command, key, number(v), s.flag() + " " + good);
+        EXPECT_NE(e.find(lead), std::string::npos) << e;
+        ++checked;
+      }
+      // Not a number at all, with the flag given too.
+      const std::string e = parseConfig(command, key, "\"two\"", s.flag() + " " + good);
+      EXPECT_NE(e.find("cfg.toml: " + key + " = two: " + s.flag() + ": must be"), std::string::npos)
+          << e;
     }
   }
   EXPECT_GE(checked, 50);

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <thread>
 
 namespace fixres {
 namespace {
@@ -46,6 +49,51 @@ TEST(StopSignalDeathTest, SighupIgnoredByNohupStaysIgnored) {
         ::_exit(stopSignal() == 0 && receivedStopSignal() == 0 ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+// Work that never reaches a point where it polls the stop (a step stuck in a loop) no longer needs
+// a second signal: the watchdog ends the process with 128 + signal once the grace has passed.
+TEST(StopSignalDeathTest, AStopNobodyPollsEndsTheProcessAfterTheGrace) {
+  EXPECT_EXIT(
+      {
+        installStopHandlers();
+        setMinimumStopGrace(0.3);
+        std::raise(SIGTERM);
+        const auto start = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+        }
+        ::_exit(0);  // not reached: the watchdog exits first
+      },
+      ::testing::ExitedWithCode(128 + SIGTERM), "did not reach a point where it can stop");
+}
+
+TEST(StopSignalDeathTest, APolledStopOrProgressKeepsTheWatchdogAway) {
+  EXPECT_EXIT(
+      {
+        installStopHandlers();
+        setMinimumStopGrace(0.3);
+        std::raise(SIGINT);
+        // Progress reported more often than the grace: the process is left alone.
+        for (int k = 0; k < 10; ++k) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          noteProgress(0.05);
+        }
+        // Then the stop is polled: the watchdog stands down for good.
+        const int seen = stopSignal();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        ::_exit(seen == SIGINT ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(StopSignal, TheGraceIsThreeTimesTheLongestStepAndAtLeastTheMinimum) {
+  EXPECT_EQ(stopGraceMs(), kMinimumStopGraceSeconds * 1000);
+  noteProgress(2.0);
+  EXPECT_EQ(stopGraceMs(), kMinimumStopGraceSeconds * 1000);
+  noteProgress(30.0);
+  EXPECT_EQ(stopGraceMs(), 90000);
+  noteProgress(1.0);
+  EXPECT_EQ(stopGraceMs(), 90000);
 }
 
 TEST(StopSignal, Names) {

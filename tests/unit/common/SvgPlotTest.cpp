@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <regex>
 #include <string>
 #include <vector>
@@ -281,6 +282,62 @@ TEST(SvgPlot, SingleSeriesAndEmptyInputStillDraw) {
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   const std::string empty = lineChartSvg({}, PlotOptions{});
   expectRoundTicks(numbers(texts(empty, "ytick")), "empty y");
+}
+
+// Tick labels "<m>e<k>" (or "0") as m * 10^(k - exponent): values in units of 10^exponent, which
+// stay finite where the labelled values do not (2e308).
+std::vector<double> inUnitsOf(const std::vector<std::string>& labels, int exponent) {
+  std::vector<double> out;
+  for (const std::string& label : labels) {
+    const auto e = label.find('e');
+    const double mantissa = std::stod(label.substr(0, e));
+    out.push_back(e == std::string::npos
+                      ? mantissa
+                      : mantissa * std::pow(10.0, std::stoi(label.substr(e + 1)) - exponent));
+  }
+  return out;
+}
+
+// Values up to the largest doubles plot: the ticks are round, cover every value and print short;
+// no coordinate overflows.
+TEST(SvgPlot, ValuesNearTheLargestDoublePlot) {
+  PlotSeries s{"loss", {1, 2, 3, 4}, {1.7e308, -1.7e308, 0, 1e300}, "#1f77b4", true};
+  PlotOptions o;
+  o.clipLowOutliers = false;
+  o.marks = {{2.5, "mark", "#555555", MarkStyle::kSolid}};
+  std::string svg;
+  ASSERT_NO_THROW(svg = lineChartSvg({s}, o));
+  const std::vector<double> yt = inUnitsOf(texts(svg, "ytick"), 308);
+  expectRoundTicks(yt, "y");
+  EXPECT_LE(yt.front(), -1.7);
+  EXPECT_GE(yt.back(), 1.7);
+  for (const std::string& label : texts(svg, "ytick")) EXPECT_LE(label.size(), 8u) << label;
+  EXPECT_EQ(svg.find("inf"), std::string::npos);
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+  EXPECT_EQ(count(svg, "<circle "), 5u);  // four points and the ring of the best one
+  const std::vector<std::string> marks = texts(svg, "mark-label");
+  EXPECT_NE(std::find(marks.begin(), marks.end(), "best 1 (1.7e308)"), marks.end());
+  // The same on x, and the largest doubles themselves.
+  const double big = std::numeric_limits<double>::max();
+  PlotSeries wide{"x", {-big, 0, big}, {1, 2, 3}};
+  ASSERT_NO_THROW(svg = lineChartSvg({wide}, PlotOptions{}));
+  const std::vector<double> xt = inUnitsOf(texts(svg, "xtick"), 308);
+  expectRoundTicks(xt, "x");
+  EXPECT_LE(xt.front(), -big / 1e308);
+  EXPECT_GE(xt.back(), big / 1e308);
+  EXPECT_EQ(svg.find("inf"), std::string::npos);
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+}
+
+TEST(SvgPlot, AxisUnits) {
+  EXPECT_EQ(axisExponent({1, -5e14, NAN}), 0);
+  EXPECT_EQ(axisExponent({1e15}), 15);
+  EXPECT_EQ(axisExponent({3, -1.7e308, INFINITY}), 308);
+  EXPECT_DOUBLE_EQ(inUnits(1.7e308, 308), 1.7);
+  EXPECT_EQ(unitLabel("1.5", 308), "1.5e308");
+  EXPECT_EQ(unitLabel("-2.5e-05", 308), "-2.5e303");
+  EXPECT_EQ(unitLabel("0.0", 308), "0.0");
+  EXPECT_EQ(unitLabel("12.5", 0), "12.5");
 }
 
 TEST(SvgPlot, RejectsUnusableOptions) {

@@ -133,7 +133,8 @@ TEST_F(DataImport, EarlierImportWithOtherSizesIsReplacedKeepingOtherFiles) {
   write(out + "/NOTES", "kept");
   const ImportReport r = importIdx(options(out, 4));
   EXPECT_FALSE(r.alreadyThere);
-  EXPECT_EQ(fixres::testing::readText(out + "/.fixres-import"), "8 4 6\n");
+  EXPECT_EQ(fixres::testing::readText(out + "/.fixres-import"),
+            "fixres import\ntrain 8\nholdout 4\nval 6\n");
   EXPECT_FALSE(fs::exists(out + "/train/0/000009.png"));  // now held out
   EXPECT_TRUE(fs::exists(out + "/holdout/2/000008.png"));
   EXPECT_EQ(fixres::testing::readText(out + "/NOTES"), "kept");

@@ -113,5 +113,82 @@ TEST(Files, AtomicWriteReplacesAndFailureKeepsTheOldFile) {
   EXPECT_EQ(files, 1);
 }
 
+// The header parser against numpy.load itself: for each crafted header, both accept it with the
+// same shape or both refuse it. Covers numpy's 10000-byte header limit (a 50 KB header used to
+// overflow the stack in the regular-expression parser), quoting, key order, missing and extra
+// keys, a shape that is an integer instead of a tuple, and format version 2.
+TEST(Npy, HeaderParsingAgreesWithNumpy) {
+  auto d = tempDir("headers");
+  auto file = [](int major, const std::string& dict, size_t floats) {
+    std::string h = dict;
+    const size_t pre = major == 1 ? 10 : 12;
+    while ((pre + h.size() + 1) % 64 != 0) h += ' ';
+    h += '\n';
+    std::string out("\x93NUMPY", 6);
+    out += static_cast<char>(major);
+    out += '\0';
+    for (size_t i = 0; i < pre - 8; ++i) out += static_cast<char>((h.size() >> (8 * i)) & 0xff);
+    return out + h + std::string(floats * 4, '\0');
+  };
+  const std::string pad(9800, ' '), big(50000, ' ');
+  struct Case {
+    std::string name, bytes;
+  };
+  const std::vector<Case> cases = {
+      {"plain", file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", 4)},
+      {"double_quotes", file(1, R"({"descr": "<f4", "fortran_order": False, "shape": (3,)})", 3)},
+      {"reordered", file(1, "{'shape': (1, 2), 'fortran_order': False, 'descr': '<f4'}", 2)},
+      {"no_spaces", file(1, "{'descr':'<f4','fortran_order':False,'shape':(2,2)}", 4)},
+      {"scalar", file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 1)},
+      {"int_shape", file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4), }", 4)},
+      {"extra_key", file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", 1)},
+      {"no_shape", file(1, "{'descr': '<f4', 'fortran_order': False}", 1)},
+      {"unclosed", file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2", 4)},
+      {"bad_bool", file(1, "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,)}", 1)},
+      {"padded_9.8k",
+       file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2," + pad + "2), }", 4)},
+      {"padded_50k",
+       file(2, "{'descr': '<f4', 'fortran_order': False, 'shape': (2," + big + "2), }", 4)},
+      {"descr_50k",
+       file(2, "{'descr': '<f4" + big + "', 'fortran_order': False, 'shape': (1,)}", 1)},
+      {"version2", file(2, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 1), }", 3)},
+  };
+  for (const auto& c : cases) std::ofstream(d + "/" + c.name + ".npy", std::ios::binary) << c.bytes;
+  const std::string script = d + "/verdicts.py";
+  std::ofstream(script) << "import sys, numpy as np\n"
+                           "for name in sys.argv[2:]:\n"
+                           "    try:\n"
+                           "        a = np.load(sys.argv[1] + '/' + name + '.npy')\n"
+                           "        print(name, 'ok', list(a.shape))\n"
+                           "    except Exception:\n"
+                           "        print(name, 'refused')\n";
+  std::string names;
+  for (const auto& c : cases) names += " " + c.name;
+  const std::string out = d + "/verdicts.txt";
+  ASSERT_EQ(
+      std::system(
+          (std::string(FIXRES_PYTHON) + " " + script + " " + d + names + " > " + out).c_str()),
+      0);
+  std::ifstream in(out);
+  std::string line;
+  size_t seen = 0;
+  for (const auto& c : cases) {
+    ASSERT_TRUE(std::getline(in, line)) << "numpy gave no verdict for " << c.name;
+    std::string ours;
+    try {
+      auto t = decodeNpy(c.bytes.data(), c.bytes.size(), c.name + ".npy");
+      ours = c.name + " ok [";
+      for (int64_t i = 0; i < t.dim(); ++i) ours += (i ? ", " : "") + std::to_string(t.size(i));
+      ours += "]";
+    } catch (const DataError& e) {
+      ours = c.name + " refused";
+      EXPECT_NE(std::string(e.what()).find(c.name + ".npy"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ours, line);
+    ++seen;
+  }
+  EXPECT_EQ(seen, 14u);
+}
+
 }  // namespace
 }  // namespace fixres::data

@@ -231,8 +231,9 @@ TEST(DataTarShards, IndexEqualsScanAndAStaleIndexIsNotUsed) {
   std::string uneven = shardIndexToJson({{"a"}, {{"s.tar", 2048, {{"k", 0, 512, 10, "jpg", ""}}}}});
   uneven.replace(uneven.find("\"sizes\":[10]"), 12, "\"sizes\":[10,11]");
   EXPECT_THROW(shardIndexFromJson(uneven, "index"), DataError) << uneven;
-  // A folder with a sub-folder is an image folder, not shards.
+  // A folder with a sub-folder holding images is an image folder, not shards.
   fs::create_directories(out + "/sub");
+  std::ofstream(out + "/sub/x.jpg") << "\xff\xd8";
   EXPECT_FALSE(isShardFolder(out));
 }
 

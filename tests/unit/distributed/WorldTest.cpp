@@ -159,9 +159,10 @@ TEST(World, InconsistenciesAreUsageErrors) {
 // A job id names a folder: one path component of safe characters, from whichever source.
 TEST(World, JobIdsAreOneSafePathComponentFromEverySource) {
   const std::string tooLong(kMaxJobIdLength + 1, 'a');
-  const std::vector<std::string> bad = {"../../victim", "..",      ".",           "a/b",
-                                        "/abs",         ".hidden", "-rf",         "a b",
-                                        "a\nb",         "x;y",     "caf\xc3\xa9", tooLong};
+  // "" too: a job id given empty is refused like any other, not taken as "not given".
+  const std::vector<std::string> bad = {"../../victim", "..",  ".",    "a/b",  "/abs",
+                                        ".hidden",      "-rf", "a b",  "a\nb", "x;y",
+                                        "caf\xc3\xa9",  "",    tooLong};
   // The message names the source and the value.
   auto expectRefused = [](auto detect, const std::string& source, const std::string& id) {
     try {

@@ -119,6 +119,26 @@ TEST(BatchMixTest, BetaDrawsHaveTheMomentsOfBetaAlphaAlpha) {
   }
 }
 
+// Beta(a, a) tends to a fair coin on {0, 1} as a -> 0 (P(lambda < 1/2) = 1/2 by symmetry, and
+// the mass inside (eps, 1 - eps) vanishes). Both Gamma draws used to underflow to 0 for such a,
+// and the sampler retried for ever (--mixup-alpha 1e-300 hung; 1e-11 took seconds a step).
+TEST(BatchMixTest, TinyAlphaDrawsAreAFairCoinWithoutRetrying) {
+  for (double alpha : {1e-300, 1e-11, 1e-4}) {
+    auto rng = image::Rng(5);
+    constexpr int kDraws = 20000;
+    int below = 0, inside = 0;
+    for (int k = 0; k < kDraws; ++k) {
+      const double x = sampleBeta(rng, alpha);
+      ASSERT_TRUE(std::isfinite(x) && x >= 0 && x <= 1) << alpha << ": " << x;
+      below += x < 0.5;
+      inside += x > 1e-6 && x < 1 - 1e-6;
+    }
+    EXPECT_NEAR(static_cast<double>(below) / kDraws, 0.5, 0.015) << alpha;
+    // P(1e-6 < lambda < 1 - 1e-6) is about 2 a ln(1e6) for small a: 0 here but for 1e-4 (0.3 %).
+    EXPECT_LE(static_cast<double>(inside) / kDraws, alpha < 1e-6 ? 0.0 : 0.01) << alpha;
+  }
+}
+
 TEST(BatchMixTest, DrawsFollowTheirKeyAndChooseEachKindHalfTheTime) {
   const BatchMix both({0.2, 1.0, 10});
   auto a = mixRng(9, 3, 14, 1, 2), b = mixRng(9, 3, 14, 1, 2);
