@@ -15,7 +15,7 @@ OUT=${2:-"$(cd "$(dirname "$0")/.." && pwd)/docs/cli-reference.md"}
   echo; echo '```'; "$FIXRES" --help; echo '```'
   for sub in train finetune eval extract eval-softmax launch "bench train" "bench eval" "bench allreduce" \
     "bench data" version suggest-resolution import sweep export weights "weights list" "weights fetch" calibrate plot shard \
-    settings; do
+    settings predict; do
     echo; echo "## fixres $sub"
     echo; echo '```'; $FIXRES $sub --help; echo '```'
   done

@@ -34,12 +34,13 @@ Command addCalibrateCommand(CLI::App& parent) {
       ->capture_default_str()
       ->check(allOrAtLeastOne(int64_t{1} << 40))
       ->group("Data");
-  addChoice(*sub, "--format", j.layout, engine::exportLayouts(),
-            "Layout written: fixres (the reference's loader), torchvision or timm")
+  addChoice(*sub, "--format", j.layout, engine::exportLayouts(), engine::kExportLayoutHelp)
       ->group("Output");
   addShared(*sub, "--out", j.out)->required();
-  return {sub, [s]() -> int {
+  return {sub, [s, sub]() -> int {
             checkOutputPath("--out", s->job.out, {{"--dataset-path", s->job.datasetPath}});
+            applyFolderTestSettings(*sub, s->job.model, &s->job.inputSize,
+                                    &s->eval.settings.resizeMode);
             engine::CalibrationJob job = s->job;
             job.eval = s->eval.settings;
             job.numerics = s->eval.numerics;

@@ -71,7 +71,7 @@ std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global) {
       addBenchCommand(app),   addVersionCommand(app),     addSuggestResolutionCommand(app),
       addImportCommand(app),  addSweepCommand(app),       addExportCommand(app),
       addWeightsCommand(app), addCalibrateCommand(app),   addPlotCommand(app),
-      addShardCommand(app),   addSettingsCommand(app),
+      addShardCommand(app),   addSettingsCommand(app),    addPredictCommand(app),
   };
 }
 

@@ -35,6 +35,7 @@ Command addSuggestResolutionCommand(CLI::App& parent);
 Command addImportCommand(CLI::App& parent);
 Command addSweepCommand(CLI::App& parent);
 Command addExportCommand(CLI::App& parent);
+Command addPredictCommand(CLI::App& parent);
 Command addWeightsCommand(CLI::App& parent);
 Command addCalibrateCommand(CLI::App& parent);
 Command addPlotCommand(CLI::App& parent);

@@ -1,45 +1,66 @@
-// `fixres export`: weights in the layout the FixRes reference, torchvision or timm loads.
+// `fixres export`: weights in the layout the FixRes reference, torchvision or timm loads, or a
+// timm hub folder carrying the test resolution and the class names.
 #include <iostream>
 #include <string>
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
 #include "fixres/cli/RunOptions.h"
+#include "fixres/common/Files.h"
 #include "fixres/engine/Export.h"
+#include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelSpec.h"
 
 namespace fixres::cli {
+namespace {
+
+struct ExportState {
+  engine::ModelSpec model;
+  engine::ExportLayout format = engine::ExportLayout::kFixres;
+  image::ResizeMode resizeMode = image::ResizeMode::kFixres;
+  std::string out;
+  engine::CardOverrides card;
+};
+
+}  // namespace
 
 Command addExportCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand(
       "export",
-      "Write weights (any file --weight-path reads, e.g. a checkpoint) as the FixRes reference's "
-      "{'model': {'module.*'}}, torchvision's or timm's state dict");
-  struct State {
-    engine::ModelSpec model;
-    engine::ExportLayout format = engine::ExportLayout::kFixres;
-    std::string out;
-  };
-  auto s = std::make_shared<State>();
-  s->model.numClasses = 1000;
+      "Write weights (any file --weight-path reads, e.g. a checkpoint, or a run folder) as the "
+      "FixRes reference's {'model': {'module.*'}}, torchvision's or timm's state dict, or a timm "
+      "hub folder with the test resolution");
+  auto s = std::make_shared<ExportState>();
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
   addSharedFlag(*sub, "--use-ema", s->model.useEma);
-  addChoice(*sub, "--format", s->format, engine::exportLayouts(),
-            "Layout written: fixres (the reference's loader), torchvision or timm")
+  addChoice(*sub, "--format", s->format, engine::exportLayouts(), engine::kExportLayoutHelp)
       ->group("Output");
   addShared(*sub, "--out", s->out)->required();
-  return {sub, [s]() -> int {
+  addShared(*sub, "--input-size", s->card.testSize);
+  addSharedChoice(*sub, "--resize-mode", s->resizeMode, image::resizeModes());
+  addShared(*sub, "--class-names", s->card.classNamesFile);
+  addShared(*sub, "--license", s->card.license);
+  return {sub, [s, sub]() -> int {
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "export needs --weight-path");
             checkOutputPath("--out", s->out);
-            FIXRES_CHECK(s->model.numClasses >= 1, UsageError,
-                         "export needs --num-classes >= 1 (the classifier's size)");
+            // The classifier's size: given, the model folder's, the file's, else ImageNet's.
+            if (s->model.numClasses == 0) s->model.numClasses = engine::classifierSizeIn(s->model);
+            if (s->model.numClasses == 0) s->model.numClasses = 1000;
             engine::RunDevice cpu;
+            const bool hub = s->format == engine::ExportLayout::kTimmHub;
+            std::optional<engine::ModelCard> card;
+            if (hub) {
+              if (sub->get_option("--resize-mode")->count() > 0) s->card.resizeMode = s->resizeMode;
+              card = engine::exportCard(s->model, s->card);
+            }
             auto built = engine::buildModel(s->model, s->model.numClasses, cpu);
-            size_t n = engine::exportWeights(*built.model, s->format, s->out);
+            size_t n = hub ? engine::exportTimmHub(*built.model, *card, s->out)
+                           : engine::exportWeights(*built.model, s->format, s->out);
             std::cout << "exported " << n << " tensors of " << s->model.architectureName() << " as "
-                      << choiceName(engine::exportLayouts(), s->format) << " -> " << s->out
-                      << std::endl;
+                      << choiceName(engine::exportLayouts(), s->format) << " -> " << s->out;
+            if (hub) std::cout << " (test size " << card->testSize << " px)";
+            std::cout << std::endl;
             return 0;
           }};
 }

@@ -75,8 +75,9 @@ Command addExtractCommand(CLI::App& parent) {
   addShared(*sub, "--input-size", s->inputSize);
   addEvalFlags(*sub, s->eval);
   addClusterOptions(*sub, s->cluster);
-  return {sub, [s]() -> int {
+  return {sub, [s, sub]() -> int {
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "extract needs --weight-path");
+            applyFolderTestSettings(*sub, s->model, &s->inputSize, &s->eval.settings.resizeMode);
             checkOutputPath("--save-path", s->savePath, {{"--dataset-path", s->datasetPath}});
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
             auto dataset = data::openDataset(s->datasetPath);

@@ -217,8 +217,24 @@ std::vector<Setting> invocationFlags() {
        "--out",
        "Output",
        "Output (import: the image folder; sweep: the folder of sweep.json, sweep.svg and the "
-       "fine-tuning runs; export, calibrate: the weight file, replaced atomically; plot: the "
-       "SVG, default RUN_DIR/curves.svg; shard: the shard folder, new or empty)",
+       "fine-tuning runs; export, calibrate: the weight file, replaced atomically (export "
+       "--format timm-hub: the folder, new or empty); predict: the results file, default "
+       "stdout; plot: the SVG, default RUN_DIR/curves.svg; shard: the shard folder, new or "
+       "empty)",
+       {},
+       kInvocation},
+      {"",
+       "--class-names",
+       "Output",
+       "File of class names, one per line in class order (predict: names the outputs; export "
+       "timm-hub: recorded as label_names; default: the model folder's)",
+       {},
+       kInvocation},
+      {"",
+       "--license",
+       "Output",
+       "timm-hub: the license recorded (default: cc-by-nc-4.0 for weights derived from FixRes's, "
+       "else none)",
        {},
        kInvocation},
       {"",

@@ -12,6 +12,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
 #include "fixres/data/Sampler.h"
+#include "fixres/engine/ModelCard.h"
 #include "fixres/engine/Optimizer.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/image/Transform.h"
@@ -98,6 +99,11 @@ std::function<void()> completeModelOptions(CLI::App& app, engine::ModelSpec& m) 
   app.add_option(f.flags, *name, f.help)->group(f.group)->excludes(weightPath);
   return [&app, &m, name] {
     if (!name->empty()) applyPretrained(app, *name, m);
+    // A model folder (engine/ModelCard.h) completes what was not given.
+    if (engine::isModelFolder(m.weightPath))
+      engine::applyModelCard(engine::readModelFolder(m.weightPath), m, [&app](const char* flag) {
+        return app.get_option(flag)->count() > 0;
+      });
   };
 }
 
@@ -158,6 +164,18 @@ Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
               r.comm->backendName());
   r.run = engine::makeRunDevice(r.world.localRank, cpuOnly, numerics);
   return r;
+}
+
+std::optional<engine::ModelCard> applyFolderTestSettings(const CLI::App& app,
+                                                         const engine::ModelSpec& model, int* size,
+                                                         image::ResizeMode* resize) {
+  if (!engine::isModelFolder(model.weightPath)) return std::nullopt;
+  auto card = engine::readModelFolder(model.weightPath);
+  if (size != nullptr && card.testSize > 0 && app.get_option("--input-size")->count() == 0)
+    *size = card.testSize;
+  if (resize != nullptr && card.resizeMode && app.get_option("--resize-mode")->count() == 0)
+    *resize = *card.resizeMode;
+  return card;
 }
 
 std::vector<int> parseSizes(const std::string& text, const std::string& flag) {

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "fixres/data/FileIndex.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Evaluator.h"
+#include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/Numerics.h"
 #include "fixres/engine/RunConfig.h"
@@ -58,6 +60,13 @@ struct Rank {
 // store), and selects the device of the local rank with the numerics resolved for it.
 Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
                  const engine::NumericsOptions& numerics);
+
+// With a model folder as --weight-path (engine/ModelCard.h): its card, after setting *size to its
+// test size where --input-size was not given on `app` (nor by --config) and *resize to its resize
+// rule where --resize-mode was not; std::nullopt for a weight file.
+std::optional<engine::ModelCard> applyFolderTestSettings(const CLI::App& app,
+                                                         const engine::ModelSpec& model, int* size,
+                                                         image::ResizeMode* resize);
 
 // "224,288,320" -> {224, 288, 320}; UsageError naming the flag on anything else.
 std::vector<int> parseSizes(const std::string& text, const std::string& flag);

@@ -22,7 +22,17 @@ CalibrationResult runCalibration(const CalibrationJob& job) {
   o.maxImages = job.maxImages;
   const CalibrationResult r = calibrate(built.model, dataset, o);
   built.model->to(torch::kCPU);
-  exportWeights(*built.model, job.layout, job.out);
+  if (job.layout == ExportLayout::kTimmHub) {
+    // The hub folder records the resolution just calibrated for, and its resize rule.
+    ModelSpec spec = job.model;
+    spec.numClasses = classes;
+    CardOverrides card;
+    card.testSize = job.inputSize;
+    card.resizeMode = job.eval.resizeMode;
+    exportTimmHub(*built.model, exportCard(spec, card), job.out);
+  } else {
+    exportWeights(*built.model, job.layout, job.out);
+  }
   return r;
 }
 

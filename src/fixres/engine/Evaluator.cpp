@@ -145,6 +145,7 @@ Extraction extract(models::Model& model, std::shared_ptr<const data::Dataset> da
   std::vector<int64_t> labels;
   for (int64_t i = 0; i < indices.size(0); ++i)
     labels.push_back(dataset->label(indices[i].item<int64_t>()));
+  out.indices = indices.contiguous();
   out.labels = torch::tensor(labels, torch::kLong);
   out.logits = all.narrow(1, 1, classes).to(torch::kFloat32).contiguous();
   out.embeddings = all.narrow(1, 1 + classes, dim).to(torch::kFloat32).contiguous();

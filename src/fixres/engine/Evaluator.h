@@ -61,6 +61,7 @@ EvalResult evaluate(models::Model& model, std::shared_ptr<const data::Dataset> d
                     const EvalOptions& options, distributed::Communicator& comm);
 
 struct Extraction {
+  torch::Tensor indices;     // int64 N: the dataset indices, ascending (skipped images missing)
   torch::Tensor labels;      // int64 N (dataset order)
   torch::Tensor logits;      // float32 N x C
   torch::Tensor embeddings;  // float32 N x D

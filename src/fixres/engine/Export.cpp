@@ -3,8 +3,12 @@
 
 #include <ATen/core/Dict.h>
 
+#include <filesystem>
+
 #include "fixres/common/Error.h"
+#include "fixres/common/Files.h"
 #include "fixres/models/Family.h"
+#include "fixres/models/SafetensorsFile.h"
 #include "fixres/models/WeightIO.h"
 
 namespace fixres::engine {
@@ -27,11 +31,13 @@ const ChoiceTable<ExportLayout>& exportLayouts() {
   static const ChoiceTable<ExportLayout> kTable = {"weight format",
                                                    {{"fixres", ExportLayout::kFixres},
                                                     {"torchvision", ExportLayout::kTorchvision},
-                                                    {"timm", ExportLayout::kTimm}}};
+                                                    {"timm", ExportLayout::kTimm},
+                                                    {"timm-hub", ExportLayout::kTimmHub}}};
   return kTable;
 }
 
 size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::string& path) {
+  FIXRES_CHECK(layout != ExportLayout::kTimmHub, InternalError, "timm-hub is a folder");
   auto sd = models::stateDict(model);
   c10::Dict<std::string, at::Tensor> out;
   for (const auto& e : sd) {
@@ -55,6 +61,24 @@ size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::s
     models::writeTorchFile(path, c10::IValue(out));
   }
   return out.size();
+}
+
+size_t exportTimmHub(models::ModelImpl& model, const ModelCard& card, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto status = fs::symlink_status(dir, ec);
+  if (fs::exists(status)) {
+    FIXRES_CHECK(fs::is_directory(status), UsageError, "--out ", dir,
+                 " exists and is not a folder (timm-hub writes a folder: name a new or empty one)");
+    FIXRES_CHECK(fs::is_empty(dir, ec) && !ec, UsageError, "--out ", dir,
+                 " is not empty: timm-hub writes a new or empty folder, and nothing was changed");
+  }
+  const auto config = timmHubConfig(card, model);  // before any file: its errors write nothing
+  makeDirectories(dir);
+  const auto sd = models::stateDict(model);
+  models::writeSafetensorsFile(dir + "/model.safetensors", sd, {{"format", "pt"}});
+  writeFileAtomic(dir + "/config.json", config.dump(2) + "\n");
+  return sd.size();
 }
 
 }  // namespace fixres::engine

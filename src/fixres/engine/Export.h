@@ -6,12 +6,17 @@
 #include <string>
 
 #include "fixres/common/Choice.h"
+#include "fixres/engine/ModelCard.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::engine {
 
-enum class ExportLayout { kFixres, kTorchvision, kTimm };
-const ChoiceTable<ExportLayout>& exportLayouts();  // fixres, torchvision, timm
+enum class ExportLayout { kFixres, kTorchvision, kTimm, kTimmHub };
+const ChoiceTable<ExportLayout>& exportLayouts();  // fixres, torchvision, timm, timm-hub
+// --format's help, for every subcommand that writes weights (export, calibrate).
+inline constexpr const char* kExportLayoutHelp =
+    "Layout written: fixres (the reference's loader), torchvision, timm (state dicts), or "
+    "timm-hub (a folder: model.safetensors and timm's config.json with the test size)";
 
 // Writes `model`'s parameters and buffers in `layout` to `path` (atomic: OutputError, exit 6, on
 // a write failure, `path` untouched). fixres's names are timm's, and torchvision's for a family
@@ -20,5 +25,13 @@ const ChoiceTable<ExportLayout>& exportLayouts();  // fixres, torchvision, timm
 // UsageError, before anything is written, when torchvision has no such architecture
 // (tf_efficientnet_*, PNASNet). Returns the number of tensors written.
 size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::string& path);
+
+// A timm hub folder at `dir` (new, or an empty folder; UsageError naming it, before anything is
+// written, when it holds anything or is a file): model.safetensors with timm's names, then
+// config.json (timmHubConfig(card, model)), each atomic, so a folder with a config.json is whole.
+// timm loads it with create_model("local-dir:DIR") or create_model(arch, pretrained=True,
+// pretrained_cfg_overlay=dict(file=DIR/model.safetensors)); fixres reads it as --weight-path.
+// Returns the number of tensors written.
+size_t exportTimmHub(models::ModelImpl& model, const ModelCard& card, const std::string& dir);
 
 }  // namespace fixres::engine

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fixres/common/Error.h"
+#include "fixres/engine/ModelCard.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightCache.h"
 
@@ -65,6 +66,7 @@ void ModelSpec::validate() const {
 }
 
 std::string localWeightFile(const ModelSpec& spec) {
+  if (isModelFolder(spec.weightPath)) return readModelFolder(spec.weightPath).weightFile;
   if (!isRemoteFile(spec.weightPath)) return spec.weightPath;
   return models::fetchWeightFile(parseRemoteFile(spec.weightPath), spec.download);
 }
@@ -101,6 +103,35 @@ BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDe
   out.model->to(run.device);
   if (run.numerics.channelsLast) useChannelsLast(*out.model);
   return out;
+}
+
+}  // namespace fixres::engine
+
+namespace fixres::engine {
+
+int64_t classifierSizeIn(const ModelSpec& spec) {
+  const std::string file = localWeightFile(spec);
+  if (file.empty()) return 0;
+  models::ModelOptions mo;
+  mo.numClasses = 1;
+  const std::string weight =
+      models::createModel(spec.architectureName(), mo)->classifierPrefix() + "weight";
+  auto content = models::openWeightSource(file)->read(/*lazy=*/true);
+  if (!content.isGenericDict()) return 0;
+  auto dict = content.toGenericDict();
+  for (const char* entry : {spec.useEma ? "model_ema" : "model", "state_dict"}) {
+    auto it = dict.find(entry);
+    if (it != dict.end() && it->value().isGenericDict()) {
+      dict = it->value().toGenericDict();
+      break;
+    }
+  }
+  for (const std::string& key : {weight, "module." + weight}) {
+    auto it = dict.find(key);
+    if (it != dict.end() && it->value().isTensor() && it->value().toTensor().dim() == 2)
+      return it->value().toTensor().size(0);
+  }
+  return 0;
 }
 
 }  // namespace fixres::engine

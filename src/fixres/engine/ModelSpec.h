@@ -91,8 +91,10 @@ struct ModelSpec {
       m.numClasses);
     v(Setting{"weight_path", "--weight-path,--resnet-weight-path", "Model",
               "Weights: torch.save file (zip or pre-1.6: state dict, FixRes {'model': ...}, or a "
-              "fixres checkpoint), safetensors state dict, or an http(s) URL fetched into the "
-              "cache first (URL#sha256=HEX: checked against that SHA-256 or its first 8+ digits)"},
+              "fixres checkpoint), safetensors state dict, an http(s) URL fetched into the "
+              "cache first (URL#sha256=HEX: checked against that SHA-256 or its first 8+ digits), "
+              "or a model folder: a train/finetune run folder or a timm hub folder (its "
+              "architecture, classes and test preprocessing apply where not given)"},
       m.weightPath);
     v(Setting{"skip_classifier", "--skip-classifier", "Model",
               "Load every weight but the classifier (for another number of classes)"},
@@ -124,11 +126,16 @@ image::TransformOptions transformOptions(image::TransformKind kind, int size,
                                          image::ResizeMode resizeMode,
                                          const Preprocessing& preprocessing);
 
-// The file buildModel loads: spec.weightPath, or for an http(s) URL its copy in the cache,
+// The file buildModel loads: spec.weightPath; a model folder's weight file (ModelCard.h: a run's
+// checkpoint.pth, a hub folder's model.safetensors); or for an http(s) URL its copy in the cache,
 // fetched first when missing (models::fetchWeightFile: WeightsError for a failed download or a
 // file that is not a weight file fixres reads, OutputError for a cache that cannot be written).
 // "" when spec.weightPath is empty.
 std::string localWeightFile(const ModelSpec& spec);
+
+// The number of outputs of the classifier in spec's weight file (its "model" or "state_dict"
+// entry, "module." names too), 0 when there is no file or no such tensor. Reads only the header.
+int64_t classifierSizeIn(const ModelSpec& spec);
 
 struct BuiltModel {
   models::Model model{nullptr};

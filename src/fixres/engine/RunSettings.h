@@ -18,8 +18,9 @@ void RunConfig::visitSettings(Self& c, V&& v) {
   v(Setting{"train_path", "", "", "The training image folder", {}, kDefines}, c.trainPath);
   v(Setting{"val_path", "", "", "The evaluation image folder"}, c.valPath);
   v(Setting{"input_size", "--input-size", "Data",
-            "Resolution in px (train: the train size; finetune, eval, extract: the test size; eval "
-            "takes a comma-separated list)",
+            "Resolution in px (train: the train size; finetune, eval, extract, predict, export, "
+            "calibrate: the test size, by default a model folder's; eval takes a comma-separated "
+            "list)",
             size, kDefines},
     c.inputSize);
   v(Setting{"eval_size", "--eval-size", "Data", "Evaluation resolution (0: --input-size)",

@@ -77,7 +77,11 @@ void Trainer::checkResumable(const CheckpointState& stored) const {
 void Trainer::startRunFolder(bool resumed) {
   if (comm_.rank() == 0) {
     makeDirectories(cfg_.runDir);
-    writeFileAtomic(cfg_.runDir + "/config.json", cfg_.toJson().dump(2) + "\n");
+    // The settings, and the class names the classifier's outputs stand for (ModelCard.h reads
+    // them back for predict and export; the settings' reader ignores the key).
+    auto config = cfg_.toJson();
+    config["class_names"] = train_->classes();
+    writeFileAtomic(cfg_.runDir + "/config.json", config.dump(2) + "\n");
     std::optional<MetricsLog::Position> at;
     if (resumed) at = MetricsLog::Position{state_.globalStep, state_.epoch};
     metrics_ = std::make_unique<MetricsLog>(cfg_.runDir + "/metrics.jsonl", at);

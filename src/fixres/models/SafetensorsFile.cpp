@@ -41,6 +41,13 @@ std::string knownDtypes() {
 
 }  // namespace
 
+std::string safetensorsDtypeName(at::ScalarType dtype) {
+  for (const auto& d : kDtypes)
+    if (d.dtype == dtype) return d.name;
+  FIXRES_FAIL(WeightsError, "safetensors has no dtype for ", dtype, " (it stores ", knownDtypes(),
+              ")");
+}
+
 struct SafetensorsFile::Impl {
   explicit Impl(ByteSource source) : bytes(std::move(source)) {}
 

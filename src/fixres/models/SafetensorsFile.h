@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include <ATen/core/Dict.h>
+
 #include "fixres/models/WeightSource.h"
 
 namespace fixres::models {
@@ -50,5 +52,16 @@ class SafetensorsFile final : public WeightSource {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// The safetensors name of `dtype` ("F32", "I64", ...); WeightsError for a dtype the format lacks.
+std::string safetensorsDtypeName(at::ScalarType dtype);
+
+// Writes `tensors` (any device, any strides: copied to contiguous CPU little-endian bytes) as a
+// safetensors file in the dict's order, with `metadata` as __metadata__ (omitted when empty); the
+// header is padded with spaces to a multiple of 8 bytes, as the safetensors library writes it.
+// Atomic (OutputError, exit 6, on a write failure; `path` untouched).
+void writeSafetensorsFile(const std::string& path,
+                          const c10::Dict<std::string, at::Tensor>& tensors,
+                          const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace fixres::models

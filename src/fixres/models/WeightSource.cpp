@@ -40,10 +40,11 @@ WeightFormat detectWeightFormat(const std::string& head) {
   };
   if (byteAt(0) == 'P' && byteAt(1) == 'K' && byteAt(2) == 3 && byteAt(3) == 4)
     return WeightFormat::kTorchZip;
-  if (byteAt(0) == 0x80) return WeightFormat::kTorchLegacy;  // a pickle of protocol >= 2
   // safetensors: a u64 header length, then the header's JSON object. (A length past the file is
-  // left to the reader, which says so.)
+  // left to the reader, which says so.) Asked before the pickle: a length whose low byte is 0x80
+  // is a safetensors file, while a pickled torch.save has its magic number's 0xf9 at byte 8.
   if (byteAt(8) == '{') return WeightFormat::kSafetensors;
+  if (byteAt(0) == 0x80) return WeightFormat::kTorchLegacy;  // a pickle of protocol >= 2
   return WeightFormat::kUnknown;
 }
 

@@ -57,6 +57,27 @@ TEST(WeightFormats, DetectsTheFormatFromTheFirstBytes) {
   EXPECT_EQ(detectWeightFormat(""), WeightFormat::kUnknown);
 }
 
+// A safetensors header of 128 + 256k bytes starts with 0x80, a pickle's first byte: the JSON at
+// byte 8 decides (a pickled torch.save has its magic number there). Written here with every
+// header length from 8 to 2048 bytes, each read back as safetensors with its tensor.
+TEST(WeightFormats, SafetensorsHeaderLengthsStartingWith0x80AreNotPickles) {
+  const std::string dir = makeTempDir("st_lengths");
+  size_t seen0x80 = 0;
+  for (size_t nameLength = 1; nameLength < 2000; nameLength += 7) {
+    c10::Dict<std::string, at::Tensor> d;
+    d.insert(std::string(nameLength, 'w'), torch::arange(6, torch::kFloat32).view({2, 3}));
+    const std::string path = dir + "/t.safetensors";
+    writeSafetensorsFile(path, d);
+    const std::string head = readText(path).substr(0, 16);
+    seen0x80 += static_cast<unsigned char>(head[0]) == 0x80 ? 1 : 0;
+    ASSERT_EQ(detectWeightFormat(head), WeightFormat::kSafetensors) << nameLength;
+    auto content = openWeightSource(path)->read(false).toGenericDict();
+    ASSERT_TRUE(torch::equal(content.at(std::string(nameLength, 'w')).toTensor(),
+                             torch::arange(6, torch::kFloat32).view({2, 3})));
+  }
+  EXPECT_GT(seen0x80, 0u) << "no header length started with 0x80";
+}
+
 TEST(WeightFormats, LegacyAndSafetensorsGiveTheZipFilesWeightsAndPythonsOutputs) {
   const std::string dir = formatsDir();
   c10::IValue expected = readTorchFile(dir + "/expected.pth");

@@ -1,0 +1,110 @@
+// `fixres predict`: the top-k classes of image files, folders, lists or stdin's paths, with class
+// names, at the weights' test resolution; CSV, JSON or JSON lines to stdout or a file.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
+#include "fixres/cli/RunOptions.h"
+#include "fixres/common/Error.h"
+#include "fixres/common/Files.h"
+#include "fixres/data/ImageInputs.h"
+#include "fixres/engine/ModelCard.h"
+#include "fixres/engine/Predict.h"
+
+namespace fixres::cli {
+namespace {
+
+struct PredictState {
+  engine::ModelSpec model;
+  ClusterOptions cluster;
+  EvalFlags eval;
+  std::vector<std::string> inputs;
+  std::string out, classNamesFile;
+  int inputSize = 0;
+  int topk = 5;
+  engine::ScoreKind scores = engine::ScoreKind::kProb;
+  engine::PredictFormat format = engine::PredictFormat::kCsv;
+};
+
+}  // namespace
+
+Command addPredictCommand(CLI::App& parent) {
+  auto* sub = parent.add_subcommand(
+      "predict",
+      "Top-k classes of images (files, folders, *.txt/*.lst lists, - for paths on stdin) at the "
+      "weights' test resolution, as CSV, JSON or JSON lines");
+  auto s = std::make_shared<PredictState>();
+  addConfigFile(*sub);
+  sub->add_option("inputs", s->inputs,
+                  "Image files, folders (every image below, sorted), list files (*.txt, *.lst: a "
+                  "path per line) or - (paths on stdin)")
+      ->required();
+  addModelOptions(*sub, s->model);
+  addSharedFlag(*sub, "--use-ema", s->model.useEma);
+  addShared(*sub, "--input-size", s->inputSize);
+  sub->add_option("--topk", s->topk, "Classes per image, best first")
+      ->check(intIn(1, 1000000))
+      ->capture_default_str()
+      ->group("Output");
+  addChoice(*sub, "--output-type", s->scores, engine::scoreKinds(),
+            "Scores written: prob (softmax) or logit")
+      ->group("Output");
+  addChoice(*sub, "--results-format", s->format, engine::predictFormats(),
+            "csv (a row per image), json (an array) or jsonl (an object per line)")
+      ->group("Output");
+  addShared(*sub, "--out", s->out);
+  addShared(*sub, "--class-names", s->classNamesFile);
+  addEvalFlags(*sub, s->eval);
+  addClusterOptions(*sub, s->cluster);
+  return {
+      sub, [s, sub]() -> int {
+        FIXRES_CHECK(!s->model.weightPath.empty(), UsageError,
+                     "predict needs --weight-path (a weight file, run folder or timm hub "
+                     "folder) or --pretrained");
+        int size = s->inputSize;
+        auto card = applyFolderTestSettings(*sub, s->model, &size, &s->eval.settings.resizeMode);
+        if (size == 0) size = s->model.info().testSize;
+        std::vector<std::string> names;
+        if (!s->classNamesFile.empty())
+          names = engine::readClassNames(s->classNamesFile);
+        else if (card)
+          names = card->classNames;
+        if (!s->out.empty()) {
+          checkOutputPath("--out", s->out);
+          checkOutputFolder(s->out, "--out");
+        }
+        int64_t classes = s->model.numClasses;
+        if (classes == 0) classes = engine::classifierSizeIn(s->model);
+        if (classes == 0) classes = static_cast<int64_t>(names.size());
+        FIXRES_CHECK(classes > 0, UsageError, "predict cannot tell the number of classes of ",
+                     s->model.weightPath, ": give --num-classes or --class-names");
+        FIXRES_CHECK(names.empty() || static_cast<int64_t>(names.size()) == classes, DataError,
+                     s->classNamesFile.empty() ? s->model.weightPath : s->classNamesFile, ": ",
+                     names.size(), " class names, but the weights have ", classes, " classes");
+        auto images = data::openImageInputs(s->inputs, std::cin);
+        auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
+        s->model.numClasses = classes;
+        auto model = engine::buildModel(s->model, classes, rank.run).model;
+        auto o = engine::evalOptions(s->eval.settings, size, s->model.preprocessing(), rank.run);
+        auto rows = engine::predict(model, images, o, s->topk, s->scores, *rank.comm);
+        if (rank.comm->rank() != 0) return 0;
+        const std::string text =
+            engine::formatPredictions(rows, names, s->format, s->scores, s->topk);
+        size_t bad = 0;
+        for (const auto& r : rows) bad += r.error.empty() ? 0 : 1;
+        if (s->out.empty()) {
+          std::cout << text << std::flush;
+        } else {
+          writeFileAtomic(s->out, text);
+        }
+        std::cerr << "predicted " << rows.size() - bad << " of " << rows.size() << " images at "
+                  << size << " px"
+                  << (bad > 0 ? " (" + std::to_string(bad) + " unreadable: see their rows)" : "")
+                  << (s->out.empty() ? "" : " -> " + s->out) << std::endl;
+        return 0;
+      }};
+}
+
+}  // namespace fixres::cli

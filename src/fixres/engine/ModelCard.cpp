@@ -1,0 +1,260 @@
+// Model folders read (run folders, timm hub folders) and the hub config written.
+#include "fixres/engine/ModelCard.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Files.h"
+#include "fixres/common/NumberText.h"
+#include "fixres/data/Dataset.h"
+#include "fixres/engine/RunConfig.h"
+#include "fixres/models/WeightIO.h"
+
+namespace fixres::engine {
+namespace {
+
+constexpr uint64_t kMaxConfigBytes = 64 << 20;
+
+nlohmann::json readFolderConfig(const std::string& folder) {
+  const std::string path = folder + "/config.json";
+  std::string text, why;
+  FIXRES_CHECK(tryReadRegularFile(path, kMaxConfigBytes, "model config", &text, &why), WeightsError,
+               "--weight-path ", folder,
+               " is a folder but not a model folder (a run folder or a timm hub folder): ", why);
+  try {
+    auto j = nlohmann::json::parse(text);
+    FIXRES_CHECK(j.is_object(), WeightsError, path, ": not a JSON object");
+    return j;
+  } catch (const nlohmann::json::exception& e) {
+    FIXRES_FAIL(WeightsError, path, ": not valid JSON (", e.what(), ")");
+  }
+}
+
+// The side of a timm size field: [3, H, W] (square) or an integer.
+int sideOf(const nlohmann::json& v, const std::string& where) {
+  if (v.is_number_integer()) return v.get<int>();
+  FIXRES_CHECK(v.is_array() && v.size() == 3 && v[1].is_number_integer() && v[2] == v[1],
+               WeightsError, where, ": expected [3, S, S], got ", v.dump());
+  return v[1].get<int>();
+}
+
+std::vector<std::string> stringList(const nlohmann::json& v, const std::string& where) {
+  FIXRES_CHECK(v.is_array(), WeightsError, where, ": expected a list of names, got ", v.dump());
+  std::vector<std::string> out;
+  for (const auto& e : v) {
+    FIXRES_CHECK(e.is_string(), WeightsError, where, ": expected names, got ", e.dump());
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+std::vector<float> triple(const nlohmann::json& v, const std::string& where) {
+  FIXRES_CHECK(
+      v.is_array() && v.size() == 3 && v[0].is_number() && v[1].is_number() && v[2].is_number(),
+      WeightsError, where, ": expected 3 numbers, got ", v.dump());
+  return {v[0].get<float>(), v[1].get<float>(), v[2].get<float>()};
+}
+
+ModelCard readRunFolder(const std::string& folder, const nlohmann::json& j) {
+  ModelCard c;
+  c.kind = ModelFolderKind::kRun;
+  c.folder = folder;
+  c.weightFile = folder + "/checkpoint.pth";
+  FIXRES_CHECK(fileExists(c.weightFile), WeightsError, "run folder ", folder,
+               " has no checkpoint.pth (the run has not saved one yet)");
+  RunConfig cfg;
+  try {
+    cfg = RunConfig::fromJson(j);
+  } catch (const UsageError& e) {
+    FIXRES_FAIL(WeightsError, folder, "/config.json: ", e.what());
+  }
+  c.architecture = cfg.model.architecture;
+  c.efficientNetModel = cfg.model.efficientNetModel;
+  c.mean = cfg.model.mean;
+  c.std = cfg.model.std;
+  c.filter = cfg.model.interpolation;
+  c.resizeMode = cfg.resizeMode;
+  const bool finetune = cfg.mode == RunMode::kFinetune;
+  c.testSize = finetune ? cfg.inputSize : cfg.evaluationSize();
+  c.trainSize = finetune ? c.testSize : cfg.inputSize;
+  c.source = cfg.model.weightPath;
+  c.license = derivedLicense(cfg.model.weightPath);
+  if (j.contains("class_names"))
+    c.classNames = stringList(j["class_names"], folder + "/config.json: class_names");
+  else if (!cfg.trainPath.empty() && isModelFolder(cfg.trainPath))
+    c.classNames = data::declaredClasses(cfg.trainPath);
+  c.numClasses =
+      cfg.model.numClasses > 0 ? cfg.model.numClasses : static_cast<int64_t>(c.classNames.size());
+  return c;
+}
+
+ModelCard readHubFolder(const std::string& folder, const nlohmann::json& top) {
+  const std::string where = folder + "/config.json";
+  ModelCard c;
+  c.kind = ModelFolderKind::kTimmHub;
+  c.folder = folder;
+  c.weightFile = folder + "/model.safetensors";
+  FIXRES_CHECK(fileExists(c.weightFile), WeightsError, "timm hub folder ", folder,
+               " has no model.safetensors");
+  FIXRES_CHECK(top["architecture"].is_string(), WeightsError, where,
+               ": architecture must be a name");
+  c.architecture = top["architecture"].get<std::string>();
+  // timm's older configs are one dict: its fields then stand at the top.
+  const nlohmann::json& p = top.contains("pretrained_cfg") ? top["pretrained_cfg"] : top;
+  FIXRES_CHECK(p.is_object(), WeightsError, where, ": pretrained_cfg must be an object");
+  const auto number = [&](const nlohmann::json& o, const char* key) -> std::optional<int64_t> {
+    if (!o.contains(key)) return std::nullopt;
+    FIXRES_CHECK(o[key].is_number_integer() && o[key].get<int64_t>() >= 1, WeightsError, where,
+                 ": ", key, " must be a positive integer, got ", o[key].dump());
+    return o[key].get<int64_t>();
+  };
+  if (auto n = number(top, "num_classes"))
+    c.numClasses = *n;
+  else if (auto m = number(p, "num_classes"))
+    c.numClasses = *m;
+  if (p.contains("input_size")) c.trainSize = sideOf(p["input_size"], where + ": input_size");
+  c.testSize = p.contains("test_input_size") ? sideOf(p["test_input_size"], where) : c.trainSize;
+  const auto fraction = [&](const char* key, double fallback) {
+    if (!p.contains(key)) return fallback;
+    FIXRES_CHECK(p[key].is_number() && p[key].get<double>() > 0 && p[key].get<double>() <= 1,
+                 WeightsError, where, ": ", key, " must be in (0, 1], got ", p[key].dump());
+    return p[key].get<double>();
+  };
+  c.cropPct = fraction("crop_pct", 0.875);
+  c.testCropPct = fraction("test_crop_pct", c.cropPct);
+  if (p.contains("mean")) c.mean = triple(p["mean"], where + ": mean");
+  if (p.contains("std")) c.std = triple(p["std"], where + ": std");
+  if (p.contains("interpolation"))
+    c.filter = parseChoice(image::interpolations(), p["interpolation"].get<std::string>(),
+                           where + ": interpolation");
+  // timm resizes the shorter side; fixres's exports say which rule their numbers were made with.
+  c.resizeMode = image::ResizeMode::kShorter;
+  if (top.contains("fixres") && top["fixres"].contains("resize_mode"))
+    c.resizeMode =
+        parseChoice(image::resizeModes(), top["fixres"]["resize_mode"].get<std::string>(),
+                    where + ": fixres.resize_mode");
+  const nlohmann::json* names = top.contains("label_names") ? &top["label_names"]
+                                : p.contains("label_names") ? &p["label_names"]
+                                                            : nullptr;
+  if (names != nullptr) c.classNames = stringList(*names, where + ": label_names");
+  if (p.contains("license") && p["license"].is_string()) c.license = p["license"];
+  if (c.numClasses == 0) c.numClasses = static_cast<int64_t>(c.classNames.size());
+  return c;
+}
+
+}  // namespace
+
+bool isModelFolder(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+ModelCard readModelFolder(const std::string& path) {
+  const auto j = readFolderConfig(path);
+  if (j.contains("mode")) return readRunFolder(path, j);
+  if (j.contains("architecture")) return readHubFolder(path, j);
+  FIXRES_FAIL(WeightsError, path,
+              "/config.json is neither a run's (no \"mode\") nor a timm hub config (no "
+              "\"architecture\")");
+}
+
+std::vector<std::string> readClassNames(const std::string& path) {
+  const std::string text = readRegularFile<DataError>(path, 64 << 20, "class names");
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string name = text.substr(start, end - start);
+    if (!name.empty() && name.back() == '\r') name.pop_back();
+    FIXRES_CHECK(!name.empty(), DataError, "--class-names ", path, ": line ", names.size() + 1,
+                 " is blank (one class name per line)");
+    names.push_back(name);
+    start = end + 1;
+  }
+  FIXRES_CHECK(!names.empty(), DataError, "--class-names ", path, " is empty");
+  return names;
+}
+
+ModelCard exportCard(const ModelSpec& spec, const CardOverrides& o) {
+  ModelCard card;
+  const models::ArchInfo info = spec.info();
+  if (isModelFolder(spec.weightPath)) {
+    card = readModelFolder(spec.weightPath);
+  } else {
+    card.trainSize = info.defaultSize;
+    card.testSize = info.testSize;
+    card.source = spec.weightPath;
+    card.license = derivedLicense(spec.weightPath);
+  }
+  card.architecture = info.name;
+  card.numClasses = spec.numClasses;
+  if (o.testSize > 0) card.testSize = o.testSize;
+  if (card.trainSize == 0) card.trainSize = card.testSize;
+  if (o.resizeMode) card.resizeMode = o.resizeMode;
+  if (!card.resizeMode) card.resizeMode = image::ResizeMode::kFixres;
+  const Preprocessing p = spec.preprocessing();
+  card.mean.assign(p.mean.begin(), p.mean.end());
+  card.std.assign(p.std.begin(), p.std.end());
+  card.filter = p.filter;
+  if (!o.license.empty()) card.license = o.license;
+  if (!o.classNamesFile.empty()) card.classNames = readClassNames(o.classNamesFile);
+  FIXRES_CHECK(
+      card.classNames.empty() || static_cast<int64_t>(card.classNames.size()) == card.numClasses,
+      DataError, o.classNamesFile.empty() ? spec.weightPath : o.classNamesFile, ": ",
+      card.classNames.size(), " class names, but the weights have ", card.numClasses, " classes");
+  return card;
+}
+
+std::string derivedLicense(const std::string& weightPath) {
+  return weightPath.find("dl.fbaipublicfiles.com/FixRes") != std::string::npos ? "cc-by-nc-4.0"
+                                                                               : "";
+}
+
+nlohmann::ordered_json timmHubConfig(const ModelCard& card, models::ModelImpl& model) {
+  const auto sd = models::stateDict(model);
+  std::string firstConv = sd.begin()->key();
+  firstConv = firstConv.substr(0, firstConv.rfind('.'));
+  std::string classifier = model.classifierPrefix();
+  classifier.pop_back();  // "fc." -> "fc"
+  const auto size = [](int s) { return nlohmann::ordered_json::array({3, s, s}); };
+  nlohmann::ordered_json p;
+  p["tag"] = "fixres";
+  p["custom_load"] = false;
+  p["input_size"] = size(card.trainSize);
+  p["test_input_size"] = size(card.testSize);
+  p["fixed_input_size"] = false;
+  p["interpolation"] = choiceName(image::interpolations(), card.filter.value());
+  p["crop_pct"] = card.cropPct;
+  p["test_crop_pct"] = card.testCropPct;
+  p["crop_mode"] = "center";
+  const auto decimals = [](const std::vector<float>& v) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (float x : v) a.push_back(shortestDouble(x));
+    return a;
+  };
+  p["mean"] = decimals(card.mean);
+  p["std"] = decimals(card.std);
+  p["num_classes"] = card.numClasses;
+  p["first_conv"] = firstConv;
+  p["classifier"] = classifier;
+  if (!card.license.empty()) p["license"] = card.license;
+  nlohmann::ordered_json j;
+  j["architecture"] = card.architecture;
+  j["num_classes"] = card.numClasses;
+  j["num_features"] = model.embeddingDim();
+  j["global_pool"] = "avg";
+  if (!card.classNames.empty()) j["label_names"] = card.classNames;
+  j["pretrained_cfg"] = p;
+  j["fixres"] = {{"resize_mode", choiceName(image::resizeModes(), card.resizeMode.value())},
+                 {"resize_rule", card.resizeMode == image::ResizeMode::kFixres
+                                     ? "height := int(S / crop_pct), width := int(height * w / h)"
+                                     : "shorter side := int(S / crop_pct)"},
+                 {"test_size", card.testSize},
+                 {"source", card.source}};
+  return j;
+}
+
+}  // namespace fixres::engine

@@ -1,0 +1,130 @@
+// Top-k predictions over extract's ordered gather, with the bad images' errors recovered.
+#include "fixres/engine/Predict.h"
+
+#include <nlohmann/json.hpp>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/NumberText.h"
+#include "fixres/image/Decode.h"
+
+namespace fixres::engine {
+namespace {
+
+// Why image i could not be used: the error its reading or decoding raises again.
+std::string badImageError(const data::Dataset& images, size_t i) {
+  try {
+    auto sample = images.fetch(i);
+    if (!sample.isDecoded) image::decodeImage(sample.data(), sample.size(), sample.name);
+  } catch (const std::exception& e) {
+    return oneLine(e.what());
+  }
+  return images.name(i) + ": could not be transformed";
+}
+
+std::string csvField(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+const ChoiceTable<ScoreKind>& scoreKinds() {
+  static const ChoiceTable<ScoreKind> kTable = {
+      "output type", {{"prob", ScoreKind::kProb}, {"logit", ScoreKind::kLogit}}};
+  return kTable;
+}
+
+const ChoiceTable<PredictFormat>& predictFormats() {
+  static const ChoiceTable<PredictFormat> kTable = {"output format",
+                                                    {{"csv", PredictFormat::kCsv},
+                                                     {"json", PredictFormat::kJson},
+                                                     {"jsonl", PredictFormat::kJsonl}}};
+  return kTable;
+}
+
+std::vector<PredictRow> predict(models::Model& model, std::shared_ptr<const data::Dataset> images,
+                                const EvalOptions& options, int topk, ScoreKind scoreKind,
+                                distributed::Communicator& comm) {
+  FIXRES_CHECK(topk >= 1, UsageError, "--topk must be at least 1, got ", topk);
+  EvalOptions o = options;
+  o.skipBadImages = true;
+  auto ex = extract(model, images, o, comm);
+  std::vector<PredictRow> rows;
+  if (comm.rank() != 0) return rows;
+  // The softmax extract writes (<arch>_softmax.npy): float64, then float32.
+  auto scores = scoreKind == ScoreKind::kProb
+                    ? torch::softmax(ex.logits.to(torch::kFloat64), 1).to(torch::kFloat32)
+                    : ex.logits;
+  const int64_t k = std::min<int64_t>(topk, scores.size(1));
+  auto [values, classes] = scores.topk(k, 1);
+  values = values.contiguous();
+  classes = classes.contiguous();
+  rows.resize(images->size());
+  std::vector<bool> present(images->size(), false);
+  const auto* idx = ex.indices.data_ptr<int64_t>();
+  for (int64_t r = 0; r < ex.indices.size(0); ++r) {
+    PredictRow& row = rows[idx[r]];
+    present[idx[r]] = true;
+    const auto* c = classes[r].data_ptr<int64_t>();
+    const auto* v = values[r].data_ptr<float>();
+    row.classes.assign(c, c + k);
+    row.scores.assign(v, v + k);
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].path = images->name(i);
+    if (!present[i]) rows[i].error = badImageError(*images, i);
+  }
+  return rows;
+}
+
+std::string formatPredictions(const std::vector<PredictRow>& rows,
+                              const std::vector<std::string>& classNames, PredictFormat format,
+                              ScoreKind scoreKind, int topk) {
+  const std::string score = choiceName(scoreKinds(), scoreKind);
+  const auto className = [&](int64_t c) {
+    return c < static_cast<int64_t>(classNames.size()) ? classNames[c] : std::to_string(c);
+  };
+  std::string out;
+  if (format == PredictFormat::kCsv) {
+    int k = topk;
+    for (const auto& r : rows)
+      if (r.error.empty()) k = static_cast<int>(r.classes.size());
+    out = "path";
+    for (int j = 1; j <= k; ++j) {
+      const std::string t = "top" + std::to_string(j);
+      out += "," + t + "_index," + t + "_class," + t + "_" + score;
+    }
+    out += ",error\n";
+    for (const auto& r : rows) {
+      out += csvField(r.path);
+      for (int j = 0; j < k; ++j) {
+        if (j < static_cast<int>(r.classes.size()))
+          out += "," + std::to_string(r.classes[j]) + "," + csvField(className(r.classes[j])) +
+                 "," + shortestText(r.scores[j]);
+        else
+          out += ",,,";
+      }
+      out += "," + csvField(r.error) + "\n";
+    }
+    return out;
+  }
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    nlohmann::ordered_json preds = nlohmann::ordered_json::array();
+    for (size_t j = 0; j < r.classes.size(); ++j)
+      preds.push_back({{"index", r.classes[j]},
+                       {"class", className(r.classes[j])},
+                       {score, shortestDouble(r.scores[j])}});
+    nlohmann::ordered_json row = {{"path", r.path}, {"predictions", preds}};
+    row["error"] = r.error.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.error);
+    if (format == PredictFormat::kJsonl)
+      out += row.dump() + "\n";
+    else
+      all.push_back(row);
+  }
+  return format == PredictFormat::kJson ? all.dump(2) + "\n" : out;
+}
+
+}  // namespace fixres::engine

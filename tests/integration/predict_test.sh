@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# `fixres predict` and `fixres export --format timm-hub`, checked by other code than fixres's:
+# 1. predict on a folder holding JPEGs (landscape, portrait, a CMYK one), PNGs and a corrupt file,
+#    with a train run folder as weights (architecture, classes, test size from its config.json):
+#    CSV (Python's csv module), JSON and JSON lines agree; every readable image's top-3 equals the
+#    top-3 of `fixres extract`'s softmax.npy on the same images (within 1e-6); the corrupt file is
+#    one row with its error. The same rows from a list file, from stdin, and from 2 ranks.
+# 2. the hub folder: model.safetensors parsed by the format's specification (hub_check.py) equals
+#    the checkpoint's weights; config.json carries the test size, the class names and the resize
+#    rule; fixres reads the folder back (predict gives the run folder's rows); timm loads it and,
+#    through its own test-size preprocessing, gives fixres's logits (rel. L2 < 1e-5) for
+#    resnet18 and the EfficientNets (vendored timm and the installed package, each when present).
+# 3. bad input: a class-names file of the wrong length, an unknown --results-format, a missing input,
+#    export to a non-empty folder (nothing overwritten): one line each, distinct exit codes.
+set -u
+source "$(dirname "$0")/lib.sh" "$@"
+REF="$SRC/tests/reference"
+ORACLES="$SRC/../shared/oracles"
+D="$WORK/data"
+"$PY" "$REF/make_image_folder.py" "$D" --classes 3 --train 8 --val 4 --size 48 >/dev/null || bad "data"
+"$PY" - "$D/val/class1/cmyk.jpg" <<'EOF' || bad "cmyk"
+import sys
+from PIL import Image
+Image.open(sys.argv[1].replace("cmyk.jpg", "000.jpg")).convert("CMYK").save(sys.argv[1], quality=90)
+EOF
+ls "$D"/val/*/* | grep -q "cmyk.jpg" || bad "no CMYK file"
+RUN="$WORK/runs/train/j1"
+run "$FIXRES" train --imnet-path "$D" --architecture resnet_tiny --workers 1 --input-size 24 \
+  --batch 4 --epochs 1 --shared-folder-path "$WORK/runs" --job-id j1
+expect_code 0
+# The predicted folder: the val images and a corrupt JPEG.
+P="$WORK/predict"
+cp -r "$D/val" "$P"
+head -c 300 "$P/class0/000.jpg" >"$P/class0/broken.jpg"
+
+# --- 1. predict against extract -------------------------------------------------------------
+run "$FIXRES" extract --weight-path "$RUN" --dataset-path "$D/val" --save-path "$WORK/npy" \
+  --input-size 32 --workers 1
+expect_code 0
+for fmt in csv json jsonl; do
+  run "$FIXRES" predict "$P" --weight-path "$RUN" --input-size 32 --topk 3 --results-format $fmt \
+    --out "$WORK/p.$fmt" --workers 2 --batch 3
+  expect_code 0; expect_err "predicted 13 of 14 images at 32 px \(1 unreadable"
+done
+run "$PY" "$REF/hub_check.py" predictions "$WORK/p.json" "$WORK/p.csv" "$WORK/p.jsonl" "$P" \
+  "$D/val" "$WORK/npy" resnet_tiny 3
+expect_code 0; expect_out "13 images equal to extract's softmax top-3, 1 unreadable"; cat "$OUT"
+grep -q "class0/broken.jpg,,,,,,,,,,.*broken.jpg: Invalid JPEG" "$WORK/p.csv" || bad "the CSV row of the corrupt file"
+grep -q '"class": "class' "$WORK/p.json" || bad "class names from the run folder"
+# The same rows from a list file (paths relative to it), from stdin, and from two ranks.
+(cd "$P" && ls */* | sort) >"$P/list.txt"
+run "$FIXRES" predict "$P/list.txt" --weight-path "$RUN" --input-size 32 --topk 3 --results-format jsonl
+expect_code 0
+cmp -s "$OUT" "$WORK/p.jsonl" || bad "a list file gives other rows"
+run bash -c "cd '$P' && ls */* | sort | '$FIXRES' predict - --weight-path '$RUN' --input-size 32 --topk 3 --results-format jsonl"
+expect_code 0
+sed "s#$P/##g" "$WORK/p.jsonl" | cmp -s - "$OUT" || bad "stdin gives other rows"
+run "$FIXRES" launch --nproc-per-node 2 -- predict "$P" --weight-path "$RUN" --input-size 32 \
+  --topk 3 --results-format jsonl --out "$WORK/p2.jsonl" --workers 1
+expect_code 0
+cmp -s "$WORK/p2.jsonl" "$WORK/p.jsonl" || bad "two ranks give other rows"
+# Logits: the softmax of all C logits is the probability.
+run "$FIXRES" predict "$P/class2" --weight-path "$RUN" --input-size 32 --output-type logit --topk 3 --results-format json
+expect_code 0; expect_out '"logit": '
+
+# --- 2. the timm hub folder -------------------------------------------------------------------
+run "$FIXRES" export --weight-path "$RUN" --format timm-hub --out "$WORK/hub" --input-size 32
+expect_code 0; expect_out "as timm-hub -> .*hub \(test size 32 px\)"
+run "$PY" "$REF/hub_check.py" safetensors "$WORK/hub/model.safetensors" "$RUN/checkpoint.pth"
+expect_code 0; expect_out "tensors equal"
+run "$PY" - "$WORK/hub/config.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+p = c["pretrained_cfg"]
+assert c["architecture"] == "resnet_tiny" and c["num_classes"] == 3, c
+assert c["label_names"] == ["class0", "class1", "class2"], c["label_names"]
+assert p["test_input_size"] == [3, 32, 32] and p["input_size"] == [3, 24, 24], p
+assert p["crop_pct"] == 0.875 and p["test_crop_pct"] == 0.875 and p["crop_mode"] == "center", p
+assert p["interpolation"] == "bilinear" and p["mean"] == [0.485, 0.456, 0.406], p
+assert p["std"] == [0.229, 0.224, 0.225] and p["classifier"] == "fc", p
+assert c["fixres"]["resize_mode"] == "fixres", c["fixres"]
+print("config ok")
+EOF
+expect_code 0; expect_out "config ok"
+# Read back: the hub folder's test size, classes and resize rule give the run folder's rows.
+run "$FIXRES" predict "$P" --weight-path "$WORK/hub" --topk 3 --results-format jsonl
+expect_code 0; expect_err "at 32 px"
+cmp -s "$OUT" "$WORK/p.jsonl" || bad "the hub folder gives other rows than the run folder"
+# eval takes its test size from the folder; calibrate writes a hub folder at the size it calibrated.
+run "$FIXRES" eval --weight-path "$WORK/hub" --dataset-path "$D/val" --workers 1
+expect_code 0; expect_out "^ +32 "
+run "$FIXRES" calibrate --weight-path "$WORK/hub" --dataset-path "$D/train" --input-size 40 \
+  --format timm-hub --out "$WORK/hub40" --workers 1
+expect_code 0
+run "$PY" -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['pretrained_cfg']['test_input_size'] == [3, 40, 40] and c['label_names'][2] == 'class2', c; print('ok')" "$WORK/hub40/config.json"
+expect_code 0; expect_out ok
+# Refusals: a non-empty folder is left as it was.
+cp "$WORK/hub/config.json" "$WORK/config.before"
+run "$FIXRES" export --weight-path "$RUN" --format timm-hub --out "$WORK/hub"
+expect_code 2; expect_err_lines 1; expect_err "--out .*hub is not empty"
+cmp -s "$WORK/config.before" "$WORK/hub/config.json" || bad "a refused export changed the folder"
+
+# timm: its own loading and preprocessing at the test size against fixres's logits.
+TIMMS=()
+[ -f "$ORACLES/timm/__init__.py" ] && TIMMS+=("$ORACLES")
+env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && TIMMS+=(pypi)
+"$PY" "$REF/export_check.py" make-tv resnet18 "$WORK/r18.pth" || bad "resnet weights"
+for timm in ${TIMMS[@]+"${TIMMS[@]}"}; do
+  "$PY" "$REF/zoo_reference.py" weights efficientnet_b0 "$WORK/b0.pth" "$timm" || bad "b0 weights"
+  "$PY" "$REF/zoo_reference.py" weights tf_efficientnet_b0 "$WORK/tfb0.pth" "$timm" || bad "tf_b0 weights"
+  for case in resnet18:r18 efficientnet_b0:b0 tf_efficientnet_b0:tfb0; do
+    arch=${case%%:*} w="$WORK/${case#*:}.pth" hub="$WORK/hub_${case#*:}_$(basename "$timm")"
+    run "$FIXRES" export --architecture "$arch" --num-classes 10 --weight-path "$w" \
+      --format timm-hub --input-size 64 --resize-mode shorter --out "$hub"
+    expect_code 0
+    run "$FIXRES" predict "$P" --weight-path "$hub" --output-type logit --topk 10 --results-format json \
+      --out "$WORK/logits.json"
+    expect_code 0; expect_err "at 64 px"
+    run "$PY" "$REF/hub_check.py" timm "$hub" "$timm" "$WORK/logits.json"
+    expect_code 0; expect_out "relative L2 error"; cat "$OUT"
+  done
+done
+[ ${#TIMMS[@]} -gt 0 ] || echo "timm cases skipped: no timm source at $ORACLES, no timm package"
+
+# --- 3. bad input -----------------------------------------------------------------------------
+printf 'a\nb\n' >"$WORK/two.txt"
+run "$FIXRES" predict "$P" --weight-path "$RUN" --class-names "$WORK/two.txt"
+expect_code 3; expect_err_lines 1; expect_err "two.txt: 2 class names, but the weights have 3 classes"
+run "$FIXRES" predict "$P" --weight-path "$RUN" --results-format xml
+expect_code 2; expect_err_lines 1; expect_err "xml"
+run "$FIXRES" predict "$WORK/nothing.jpg" --weight-path "$RUN"
+expect_code 3; expect_err_lines 1; expect_err "input .*nothing.jpg does not exist"
+run "$FIXRES" export --weight-path "$RUN" --format timm-hub --out "$WORK/hub2" --class-names "$WORK/two.txt"
+expect_code 3; expect_err_lines 1; expect_err "2 class names, but the weights have 3"
+[ ! -e "$WORK/hub2" ] || bad "a refused export made its folder"
+finish
