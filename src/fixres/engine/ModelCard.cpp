@@ -57,13 +57,20 @@ std::vector<float> triple(const nlohmann::json& v, const std::string& where) {
   return {v[0].get<float>(), v[1].get<float>(), v[2].get<float>()};
 }
 
-ModelCard readRunFolder(const std::string& folder, const nlohmann::json& j) {
+// A card of `kind` for `folder` whose weights are `file` in it (WeightsError when missing).
+ModelCard folderCard(ModelFolderKind kind, const std::string& folder, const std::string& file,
+                     const std::string& why) {
   ModelCard c;
-  c.kind = ModelFolderKind::kRun;
+  c.kind = kind;
   c.folder = folder;
-  c.weightFile = folder + "/checkpoint.pth";
-  FIXRES_CHECK(fileExists(c.weightFile), WeightsError, "run folder ", folder,
-               " has no checkpoint.pth (the run has not saved one yet)");
+  c.weightFile = folder + "/" + file;
+  FIXRES_CHECK(fileExists(c.weightFile), WeightsError, folder, " has no ", file, why);
+  return c;
+}
+
+ModelCard readRunFolder(const std::string& folder, const nlohmann::json& j) {
+  ModelCard c = folderCard(ModelFolderKind::kRun, folder, "checkpoint.pth",
+                           " (a run folder whose run has not saved a checkpoint yet)");
   RunConfig cfg;
   try {
     cfg = RunConfig::fromJson(j);
@@ -92,12 +99,8 @@ ModelCard readRunFolder(const std::string& folder, const nlohmann::json& j) {
 
 ModelCard readHubFolder(const std::string& folder, const nlohmann::json& top) {
   const std::string where = folder + "/config.json";
-  ModelCard c;
-  c.kind = ModelFolderKind::kTimmHub;
-  c.folder = folder;
-  c.weightFile = folder + "/model.safetensors";
-  FIXRES_CHECK(fileExists(c.weightFile), WeightsError, "timm hub folder ", folder,
-               " has no model.safetensors");
+  ModelCard c = folderCard(ModelFolderKind::kTimmHub, folder, "model.safetensors",
+                           " (a timm hub folder: config.json names an architecture)");
   FIXRES_CHECK(top["architecture"].is_string(), WeightsError, where,
                ": architecture must be a name");
   c.architecture = top["architecture"].get<std::string>();

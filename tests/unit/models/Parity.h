@@ -41,9 +41,12 @@ inline void expectParity(models::ModelImpl& model, const c10::IValue& inputs,
   std::cout << "[ parity ] " << arch << " eval: worst relative L2 error " << worst << "\n";
 
   // Train mode normalises with the batch's own statistics, which amplifies rounding: against
-  // torch 2.11, ResNet-50 gives 1.6e-5 there while its eval logits agree to 1.2e-6
-  // (docs/pytorch2.md), so train mode has three times the eval bound.
-  const double trainTolerance = 3 * tolerance;
+  // torch 2.11, ResNet-50 gives 1.6e-5 there on one machine and 3.6e-5 on another (its kernels
+  // dispatch to another instruction set), its worst running variance 1.4e-5, while its eval
+  // logits agree to 1.2e-6 (docs/pytorch2.md). Train mode, logits and the running statistics it
+  // leaves, has ten times the eval bound: still far below what a wrong momentum or a missing layer
+  // gives (1e-3 and more).
+  const double trainTolerance = 10 * tolerance;
   model.train();
   auto [logits, emb] = model.forwardWithEmbedding(referenceTensor(inputs, trainInput));
   const double trainErr = relErr(logits, referenceTensor(expected, "train_logits_" + trainInput));
@@ -67,7 +70,7 @@ inline void expectParity(models::ModelImpl& model, const c10::IValue& inputs,
       EXPECT_EQ(sd.at(name).item<int64_t>(), want.item<int64_t>()) << arch << " " << name;
     } else {
       const double err = relErr(sd.at(name), want);
-      EXPECT_LT(err, tolerance) << arch << " " << name;
+      EXPECT_LT(err, trainTolerance) << arch << " " << name;
       worstStat = std::max(worstStat, err);
     }
     ++stats;
