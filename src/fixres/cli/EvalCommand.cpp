@@ -1,7 +1,9 @@
 // `fixres eval`: top-1/top-5 and loss at one or several test resolutions, sharded exactly
 // over the ranks; results as a table and optionally JSON (main_evaluate_imnet).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunOptions.h"
@@ -9,9 +11,61 @@
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/Dataset.h"
+#include "fixres/engine/EvalReport.h"
 #include "fixres/engine/Evaluator.h"
+#include "fixres/engine/ModelCard.h"
 
 namespace fixres::cli {
+namespace {
+
+// One size with --report: every image's logits gathered on rank 0, which writes the report into
+// `dir` (and keeps it in `kept`); every rank gets the summary.
+engine::EvalResult reportSize(models::Model& model, std::shared_ptr<const data::Dataset> dataset,
+                              std::shared_ptr<const data::Dataset> heldOut,
+                              const engine::EvalOptions& o, const engine::ModelSpec& spec,
+                              const std::string& dir, int size, distributed::Communicator& comm,
+                              std::optional<engine::ClassReport>& kept) {
+  auto ex = engine::extract(model, dataset, o, comm, /*embeddings=*/false);
+  std::optional<engine::TemperatureFit> fit;
+  std::string heldOutSource;
+  if (heldOut && stopSignal() == 0) {
+    auto h = o;
+    h.limit = -1;
+    auto held = engine::extract(model, heldOut, h, comm, /*embeddings=*/false);
+    heldOutSource = heldOut->source();
+    if (comm.rank() == 0) fit = engine::fitTemperature(held.logits, held.labels);
+  }
+  std::vector<double> summary(4, 0.0);
+  if (comm.rank() == 0) {
+    kept = engine::classReport(ex.logits, ex.labels);
+    engine::ReportInfo info;
+    info.architecture = spec.architecture;
+    info.weights = spec.weightPath;
+    info.dataset = dataset->source();
+    info.inputSize = size;
+    info.classNames = dataset->classes();
+    info.complete = ex.complete;
+    info.temperature = fit;
+    info.temperatureDataset = heldOutSource;
+    writeEvalReport(dir, ex.logits, ex.labels, *kept, info);
+    summary = {kept->top1, kept->top5, kept->loss, static_cast<double>(kept->count)};
+    log::info("report at ", size, " px -> ", dir, ": ECE ", 100 * kept->reliability.ece, " %",
+              fit ? detail::concat("; temperature ", fit->temperature, " (fitted on ", fit->images,
+                                   " held-out images)")
+                  : std::string());
+  }
+  summary = distributed::allReduceScalars(comm, summary);
+  engine::EvalResult r;
+  r.top1 = summary[0];
+  r.top5 = summary[1];
+  r.loss = summary[2];
+  r.count = static_cast<int64_t>(summary[3]);
+  r.inputSize = size;
+  r.complete = ex.complete;
+  return r;
+}
+
+}  // namespace
 
 Command addEvalCommand(CLI::App& parent) {
   auto* sub =
@@ -21,6 +75,7 @@ Command addEvalCommand(CLI::App& parent) {
     ClusterOptions cluster;
     EvalFlags eval;
     std::string imnetPath, datasetPath, sizes = "224", json;
+    std::string report, heldOut, labelsCsv, classNamesFile;
     int64_t limit = -1;
     data::FileIndexOptions fileIndex;
   };
@@ -29,7 +84,14 @@ Command addEvalCommand(CLI::App& parent) {
   addModelOptions(*sub, s->model);
   addSharedFlag(*sub, "--use-ema", s->model.useEma);
   auto* imnet = addShared(*sub, "--imnet-path", s->imnetPath);
-  addShared(*sub, "--dataset-path", s->datasetPath)->excludes(imnet);
+  auto* dataset = addShared(*sub, "--dataset-path", s->datasetPath)->excludes(imnet);
+  sub->add_option("--labels-csv", s->labelsCsv,
+                  "Labels of a flat folder of images (--dataset-path): file,label rows, such as "
+                  "ImageNet's LOC_val_solution.csv")
+      ->check(CLI::ExistingFile)
+      ->needs(dataset)
+      ->group("Data");
+  addShared(*sub, "--class-names", s->classNamesFile);
   addShared(*sub, "--input-size", s->sizes);
   sub->add_option("--limit", s->limit, "Only the first N images (-1: all)")
       ->check(allOrAtLeastOne(INT64_MAX))
@@ -39,6 +101,18 @@ Command addEvalCommand(CLI::App& parent) {
   addEvalFlags(*sub, s->eval);
   sub->add_option("--json", s->json, "Also write the results to this JSON file")
       ->check(outputPathValidator("--json"))
+      ->group("Output");
+  auto* report =
+      sub->add_option("--report", s->report,
+                      "Also write per-class accuracy, the confusion matrix (CSV, SVG heat map), "
+                      "the expected calibration error and a reliability diagram into this folder "
+                      "(one sub-folder per size when several)")
+          ->check(outputPathValidator("--report"))
+          ->group("Output");
+  sub->add_option("--fit-temperature", s->heldOut,
+                  "Fit the softmax temperature on this held-out dataset and report the scaled "
+                  "probabilities' calibration too (with --report)")
+      ->needs(report)
       ->group("Output");
   addClusterOptions(*sub, s->cluster);
   return {
@@ -56,9 +130,28 @@ Command addEvalCommand(CLI::App& parent) {
                           {{"--imnet-path", s->imnetPath}, {"--dataset-path", s->datasetPath}});
           checkOutputFolder(s->json, "--json");
         }
+        if (!s->report.empty())
+          checkOutputPath("--report", s->report,
+                          {{"--imnet-path", s->imnetPath},
+                           {"--dataset-path", s->datasetPath},
+                           {"--fit-temperature", s->heldOut}});
+        // The weights' class names: --class-names, else what their folder records.
+        std::vector<std::string> modelNames;
+        if (!s->classNamesFile.empty())
+          modelNames = engine::readClassNames(s->classNamesFile);
+        else if (engine::isModelFolder(s->model.weightPath))
+          modelNames = engine::readModelFolder(s->model.weightPath).classNames;
         auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
-        auto dataset = data::openDataset(
-            s->datasetPath.empty() ? s->imnetPath + "/val" : s->datasetPath, s->fileIndex);
+        auto dataset =
+            !s->labelsCsv.empty()
+                ? data::openLabelsCsv(s->datasetPath, s->labelsCsv, modelNames)
+                : data::openDataset(s->datasetPath.empty() ? s->imnetPath + "/val" : s->datasetPath,
+                                    s->fileIndex);
+        std::shared_ptr<data::Dataset> heldOut;
+        if (!s->heldOut.empty()) {
+          heldOut = data::openDataset(s->heldOut, s->fileIndex);
+          data::checkSameClasses(*heldOut, *dataset);
+        }
         auto model =
             engine::buildModel(s->model, static_cast<int64_t>(dataset->classes().size()), rank.run)
                 .model;
@@ -67,12 +160,26 @@ Command addEvalCommand(CLI::App& parent) {
         installStopHandlers();
         const bool printing = rank.comm->rank() == 0;
         nlohmann::json results = nlohmann::json::array();
+        double bestTop1 = 0;
+        std::optional<engine::ClassReport> lastReport;
         for (size_t k = 0; k < sizes.size() && stopSignal() == 0; ++k) {
           auto o =
               engine::evalOptions(s->eval.settings, sizes[k], s->model.preprocessing(), rank.run);
           o.limit = s->limit;
           o.stopOnSignal = true;
-          auto r = engine::evaluate(model, dataset, o, *rank.comm);
+          engine::EvalResult r;
+          if (s->report.empty()) {
+            r = engine::evaluate(model, dataset, o, *rank.comm);
+          } else {
+            const std::string dir =
+                sizes.size() == 1
+                    ? s->report
+                    : (std::filesystem::path(s->report) / (std::to_string(sizes[k]) + "px"))
+                          .string();
+            r = reportSize(model, dataset, heldOut, o, s->model, dir, sizes[k], *rank.comm,
+                           lastReport);
+          }
+          bestTop1 = std::max(bestTop1, r.top1);
           results.push_back(r.toJson());
           if (!printing) continue;
           // The header once the first row is ready: an error before it prints no table.
@@ -101,6 +208,15 @@ Command addEvalCommand(CLI::App& parent) {
                     sizes.size(), " size(s)",
                     s->json.empty() ? "" : "; partial results written to " + s->json);
           return 128 + signal;
+        }
+        // Near chance although the run that made the weights recorded much better: say why.
+        const auto& classes = dataset->classes();
+        if (engine::nearChance(bestTop1, classes.size())) {
+          if (auto recorded = engine::recordedTop1(s->model.weightPath);
+              recorded && engine::highAboveChance(recorded->top1, classes.size()))
+            FIXRES_FAIL(DataError,
+                        engine::classOrderMessage(bestTop1, classes.size(), *recorded, modelNames,
+                                                  classes, lastReport ? &*lastReport : nullptr));
         }
         return 0;
       }};

@@ -59,7 +59,9 @@ std::string withUnit(const std::string& value, const std::string& unit) {
   return unit.empty() ? value : value + " " + unit;
 }
 
-std::string escape(const std::string& s) {
+}  // namespace
+
+std::string svgEscape(const std::string& s) {
   std::string o;
   for (char c : s) {
     if (c == '<')
@@ -75,6 +77,8 @@ std::string escape(const std::string& s) {
   }
   return o;
 }
+
+namespace {
 
 double textWidth(const std::string& s, double fontSize) {
   size_t glyphs = 0;
@@ -198,7 +202,10 @@ struct ChartFrame {
 };
 
 // The x axis covers the points and the marks at a finite x.
-AxisTicks xTicksFor(const ChartData& d, const std::vector<PlotMark>& marks, double pw) {
+AxisTicks xTicksFor(const ChartData& d, const std::vector<PlotMark>& marks, double pw,
+                    const PlotOptions& o) {
+  if (std::isfinite(o.xMin) && std::isfinite(o.xMax) && o.xMin < o.xMax)
+    return niceTicks(o.xMin, o.xMax, std::max(2, static_cast<int>(pw / 60)), d.integerX);
   double x0 = std::numeric_limits<double>::max(), x1 = -x0;
   for (const Point& p : d.points) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x);
   for (const PlotMark& m : marks)
@@ -253,7 +260,8 @@ std::vector<PlacedMark> placeMarks(const std::vector<PlotMark>& marks,
 
 // The vertical layout below the mark label rows, and the y axis over the dense range.
 void fitHeight(ChartFrame& f, const std::vector<PlacedMark>& placed, const DenseRange& dense,
-               int height) {
+               const PlotOptions& o) {
+  const int height = o.height;
   int rows = 0;
   for (const PlacedMark& p : placed) rows = std::max(rows, p.row + 1);
   f.T = 40 + rows * kMarkRowH;
@@ -261,9 +269,11 @@ void fitHeight(ChartFrame& f, const std::vector<PlacedMark>& placed, const Dense
   f.ph = std::max(40.0, height - f.T - f.B);
   f.height = f.T + f.ph + f.B;
 
+  const int intervals = std::max(2, std::min(10, static_cast<int>(f.ph / 40)));
   const double yPad = 0.04 * (dense.hi - dense.lo);
-  f.yt = niceTicks(dense.lo - yPad, dense.hi + yPad,
-                   std::max(2, std::min(10, static_cast<int>(f.ph / 40))));
+  f.yt = std::isfinite(o.yMin) && std::isfinite(o.yMax) && o.yMin < o.yMax
+             ? niceTicks(o.yMin, o.yMax, intervals)
+             : niceTicks(dense.lo - yPad, dense.hi + yPad, intervals);
   f.bottom = f.T + f.ph;
 }
 
@@ -274,7 +284,7 @@ void writeFrame(std::ostringstream& s, const ChartFrame& f, const PlotOptions& o
     << num(f.height) << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     << "<text x=\"" << num(o.width / 2.0) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
-    << escape(o.title) << "</text>\n";
+    << svgEscape(o.title) << "</text>\n";
   const int xDecimals = decimalsOf(f.xt.step), yDecimals = decimalsOf(f.yt.step);
   for (double v : f.xt.values) {
     s << "<line x1=\"" << num(f.px(v)) << "\" x2=\"" << num(f.px(v)) << "\" y1=\"" << num(T)
@@ -291,9 +301,9 @@ void writeFrame(std::ostringstream& s, const ChartFrame& f, const PlotOptions& o
   s << "<rect x=\"" << L << "\" y=\"" << num(T) << "\" width=\"" << num(pw) << "\" height=\""
     << num(ph) << "\" fill=\"none\" stroke=\"#333\"/>\n"
     << "<text x=\"" << num(L + pw / 2) << "\" y=\"" << num(f.height - 12)
-    << "\" text-anchor=\"middle\">" << escape(o.xLabel) << "</text>\n"
+    << "\" text-anchor=\"middle\">" << svgEscape(o.xLabel) << "</text>\n"
     << "<text transform=\"translate(18," << num(T + ph / 2)
-    << ") rotate(-90)\" text-anchor=\"middle\">" << escape(o.yLabel) << "</text>\n";
+    << ") rotate(-90)\" text-anchor=\"middle\">" << svgEscape(o.yLabel) << "</text>\n";
 }
 
 // The marks: lines from the plot bottom up to their label row, and the labels.
@@ -308,7 +318,7 @@ void writeMarks(std::ostringstream& s, const std::vector<PlacedMark>& placed, co
       << "\" stroke-width=\"1.3\"" << dashOf(p.mark->style, sharing) << "/>\n"
       << "<text class=\"mark-label\" x=\"" << num(p.left ? p.box.hi : p.box.lo) << "\" y=\""
       << num(baseline) << "\" font-size=\"" << kMarkFont << "\" fill=\"" << p.mark->color << "\""
-      << (p.left ? " text-anchor=\"end\"" : "") << ">" << escape(p.mark->label) << "</text>\n";
+      << (p.left ? " text-anchor=\"end\"" : "") << ">" << svgEscape(p.mark->label) << "</text>\n";
   }
 }
 
@@ -412,7 +422,7 @@ void writeOutliers(std::ostringstream& s, const std::vector<Outlier>& outliers,
       << "<text class=\"outlier-label\" x=\"" << num(u.left ? u.x - 9 : u.x + 9) << "\" y=\""
       << num(u.tip - 3) << "\" font-size=\"" << kMarkFont << "\" fill=\"" << color
       << "\" stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\""
-      << (u.left ? " text-anchor=\"end\"" : "") << ">" << escape(u.text) << "</text>\n";
+      << (u.left ? " text-anchor=\"end\"" : "") << ">" << svgEscape(u.text) << "</text>\n";
   }
   if (!outliers.empty()) {  // broken-axis mark on the y axis, near the bottom
     const double L = f.L, yb = f.bottom - 12;
@@ -431,7 +441,7 @@ void writeLegend(std::ostringstream& s, const std::vector<PlotSeries>& series,
       << num(legendY) << "\" y2=\"" << num(legendY) << "\" stroke=\"" << ser.color
       << "\" stroke-width=\"2\"/>\n"
       << "<text x=\"" << num(L + pw + 38) << "\" y=\"" << num(legendY + 4) << "\">"
-      << escape(ser.name) << "</text>\n";
+      << svgEscape(ser.name) << "</text>\n";
     legendY += 20;
   }
 }
@@ -463,7 +473,7 @@ std::string lineChartSvg(const std::vector<PlotSeries>& input, const PlotOptions
 
   // The label band above the plot depends on the x scale only.
   f.pw = o.width - f.L - f.R;
-  f.xt = xTicksFor(d, marks, f.pw);
+  f.xt = xTicksFor(d, marks, f.pw, o);
   // Generated labels print y values to a tenth of the order of magnitude of the y span, at
   // least one decimal: 88.4 for a 2-point span, 0.8812 for 0.881..0.889.
   const double ySpan = dense.hi - dense.lo;
@@ -471,7 +481,7 @@ std::string lineChartSvg(const std::vector<PlotSeries>& input, const PlotOptions
       ySpan > 0 ? std::clamp(1 - static_cast<int>(std::floor(std::log10(ySpan))), 1, 9) : 1;
   const std::vector<PlotMark> bestMarks = bestMarksOf(series, d, valueDecimals, f, o);
   const std::vector<PlacedMark> placed = placeMarks(marks, bestMarks, f, o.width);
-  fitHeight(f, placed, dense, o.height);
+  fitHeight(f, placed, dense, o);
 
   std::ostringstream s;
   writeFrame(s, f, o);

@@ -40,6 +40,7 @@
 // that tests and scripts can find them.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -72,12 +73,18 @@ struct PlotOptions {
   int width = 720, height = 440;
   bool clipLowOutliers = true;    // apply the low-outlier rule above
   double outlierMadFactor = 6.0;  // k in median - k * MAD
+  // Fixed axis ends, for values known to lie within them (percentages: 0 and 100): an axis whose
+  // two ends are finite with min < max spans them (widened to nice ticks) instead of the data.
+  double xMin = NAN, xMax = NAN, yMin = NAN, yMax = NAN;
 };
 
 // The SVG document (UTF-8 text). Points with a non-finite x or y are skipped and break the line;
 // series with no finite points are listed in the legend only; every finite value is plotted.
 // Throws UsageError when width or height is too small (< 320 x 150) or outlierMadFactor <= 0.
 std::string lineChartSvg(const std::vector<PlotSeries>& series, const PlotOptions& options);
+
+// s with <, >, & and " written as XML entities: text or an attribute value in an SVG document.
+std::string svgEscape(const std::string& s);
 
 // One SVG document holding `charts` (documents made by lineChartSvg) one below the other, each
 // nested as an <svg> element at its offset; as wide as the widest. InternalError for a chart

@@ -69,19 +69,13 @@ std::string csvSplitLine(const std::string& line, std::vector<std::string>& fiel
   }
 }
 
-// A list's rows: each path joined to the CSV's folder, its label ("" when the row has none).
-struct CsvRows {
-  std::vector<std::string> paths, labels;
-};
-
-// Reads `file`; with `labelled`, every row is `path,label`, else `path` or `path,label`.
-// DataError naming the file and line of a bad row, or the file when it holds no row.
-CsvRows readCsvRows(const std::string& file, bool labelled) {
-  std::istringstream in(readRegularFile<DataError>(file, kCsvListMaxBytes, "CSV list"));
-  const fs::path base = fs::path(file).parent_path();
-  CsvRows rows;
+// Calls row(lineNo, fields) for each non-blank line of `file` (read whole, up to
+// kCsvListMaxBytes), with a UTF-8 byte-order mark and CR line ends dropped. DataError naming
+// file:line for a line that does not split.
+template <typename Row>
+void forEachCsvRow(const std::string& file, const char* what, Row&& row) {
+  std::istringstream in(readRegularFile<DataError>(file, kCsvListMaxBytes, what));
   std::vector<std::string> fields;
-  bool first = true;
   size_t lineNo = 0;
   for (std::string line; std::getline(in, line);) {
     ++lineNo;
@@ -90,10 +84,27 @@ CsvRows readCsvRows(const std::string& file, bool labelled) {
     if (line.empty()) continue;
     const std::string why = csvSplitLine(line, fields);
     FIXRES_CHECK(why.empty(), DataError, file, ":", lineNo, ": ", why);
+    row(lineNo, fields);
+  }
+  FIXRES_CHECK(!in.bad(), DataError, file, ": cannot read the ", what);
+}
+
+// A list's rows: each path joined to the CSV's folder, its label ("" when the row has none).
+struct CsvRows {
+  std::vector<std::string> paths, labels;
+};
+
+// Reads `file`; with `labelled`, every row is `path,label`, else `path` or `path,label`.
+// DataError naming the file and line of a bad row, or the file when it holds no row.
+CsvRows readCsvRows(const std::string& file, bool labelled) {
+  const fs::path base = fs::path(file).parent_path();
+  CsvRows rows;
+  bool first = true;
+  forEachCsvRow(file, "CSV list", [&](size_t lineNo, const std::vector<std::string>& fields) {
     const bool header = first && (fields == std::vector<std::string>{"path", "label"} ||
                                   (!labelled && fields == std::vector<std::string>{"path"}));
     first = false;
-    if (header) continue;
+    if (header) return;
     const size_t least = labelled ? 2 : 1;
     FIXRES_CHECK(fields.size() >= least && fields.size() <= 2, DataError, file, ":", lineNo,
                  ": expected ", labelled ? "2 fields (path,label)" : "1 or 2 fields (path[,label])",
@@ -103,8 +114,7 @@ CsvRows readCsvRows(const std::string& file, bool labelled) {
                  ": empty label");
     rows.paths.push_back((base / fields[0]).string());
     rows.labels.push_back(fields.size() == 2 ? fields[1] : "");
-  }
-  FIXRES_CHECK(!in.bad(), DataError, file, ": cannot read the CSV list");
+  });
   FIXRES_CHECK(!rows.paths.empty(), DataError, file, ": no sample (expected path,label lines)");
   return rows;
 }
@@ -158,7 +168,95 @@ class CsvListReader : public DatasetReader {
   }
 };
 
+// Whether s is a whole number in [0, 2^31) written in decimal digits only.
+bool wholeNumber(const std::string& s, int64_t* value) {
+  if (s.empty() || s.size() > 10 ||
+      !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
+    return false;
+  *value = std::stoll(s);
+  return *value < (int64_t(1) << 31);
+}
+
+// The image `name` stands for in `folder` ("" when none).
+std::string imageIn(const fs::path& folder, const std::string& name) {
+  std::error_code ec;
+  const fs::path p = folder / name;
+  if (fs::is_regular_file(p, ec)) return p.string();
+  if (!fs::path(name).extension().empty()) return "";
+  for (const char* ext : {".JPEG", ".jpg", ".jpeg", ".png", ".JPG", ".PNG"}) {
+    fs::path q = p;
+    q += ext;
+    if (fs::is_regular_file(q, ec)) return q.string();
+  }
+  return "";
+}
+
 }  // namespace
+
+std::shared_ptr<Dataset> openLabelsCsv(const std::string& folder, const std::string& csv,
+                                       std::vector<std::string> classes) {
+  std::error_code ec;
+  FIXRES_CHECK(
+      fs::is_directory(folder, ec), DataError, folder,
+      ": not a folder (--labels-csv labels the images of the folder --dataset-path names)");
+  std::vector<std::string> paths, labels;
+  std::vector<size_t> lines;
+  bool first = true;
+  forEachCsvRow(csv, "labels CSV", [&](size_t lineNo, const std::vector<std::string>& fields) {
+    FIXRES_CHECK(fields.size() >= 2, DataError, csv, ":", lineNo, ": expected file,label, got ",
+                 fields.size(), " field(s)");
+    const std::string path = fields[0].empty() ? "" : imageIn(folder, fields[0]);
+    const bool header = path.empty() && first;
+    first = false;
+    if (header) return;
+    FIXRES_CHECK(!path.empty(), DataError, csv, ":", lineNo, ": no image '", fields[0], "' in ",
+                 folder);
+    std::istringstream words(fields[1]);
+    std::string label;
+    words >> label;
+    FIXRES_CHECK(!label.empty(), DataError, csv, ":", lineNo, ": empty label");
+    paths.push_back(path);
+    labels.push_back(label);
+    lines.push_back(lineNo);
+  });
+  FIXRES_CHECK(!paths.empty(), DataError, csv, ": no labelled image (expected file,label rows)");
+  std::vector<int64_t> indices(labels.size());
+  int64_t value = 0;
+  const bool numeric = std::all_of(labels.begin(), labels.end(),
+                                   [&](const std::string& l) { return wholeNumber(l, &value); });
+  if (classes.empty()) {
+    if (numeric) {
+      int64_t largest = 0;
+      for (const auto& l : labels) {
+        wholeNumber(l, &value);
+        largest = std::max(largest, value);
+      }
+      for (int64_t c = 0; c <= largest; ++c) classes.push_back(std::to_string(c));
+    } else {
+      classes = labels;
+      std::sort(classes.begin(), classes.end());
+      classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+    }
+  }
+  std::vector<std::string> sorted = classes;
+  std::vector<size_t> position(classes.size());
+  for (size_t c = 0; c < classes.size(); ++c) position[c] = c;
+  std::sort(position.begin(), position.end(),
+            [&](size_t a, size_t b) { return classes[a] < classes[b]; });
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto it = std::lower_bound(sorted.begin(), sorted.end(), labels[i]);
+    if (it != sorted.end() && *it == labels[i]) {
+      indices[i] = static_cast<int64_t>(position[it - sorted.begin()]);
+    } else if (wholeNumber(labels[i], &value) && value < static_cast<int64_t>(classes.size())) {
+      indices[i] = value;
+    } else {
+      FIXRES_FAIL(DataError, csv, ":", lines[i], ": label '", labels[i], "' is not one of the ",
+                  classes.size(), " classes (", classes.front(), ", ...)");
+    }
+  }
+  return filesDataset(csv, std::move(classes), std::move(paths), std::move(indices));
+}
 
 const DatasetReader& csvListReader() {
   static const CsvListReader kReader;

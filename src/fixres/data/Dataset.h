@@ -91,6 +91,19 @@ std::shared_ptr<Dataset> openIdx(const std::string& imagesPath, const std::strin
 std::shared_ptr<Dataset> filesDataset(std::string source, std::vector<std::string> classes,
                                       std::vector<std::string> paths, std::vector<int64_t> labels);
 
+// A flat folder of images labelled by a CSV file (`eval --labels-csv`), such as ImageNet's val
+// folder with LOC_val_solution.csv. Rows are `file,label` (fields as CsvListReader reads them,
+// further fields ignored); the file is relative to `folder`, and a name without an extension
+// stands for the first of name.JPEG, .jpg, .jpeg, .png, .JPG, .PNG there (LOC_val_solution's
+// ImageId). The label is the field's first word (LOC_val_solution's PredictionString starts with
+// the synset). A first row whose file is not in the folder is a header, skipped. With `classes`
+// given (the weights' names), a label is one of them or an index into them; without, the classes
+// are 0 .. the largest label when every label is a whole number, else the sorted names. Samples
+// keep the file's order. DataError naming csv:line for a missing file, an unknown label or a
+// malformed row.
+std::shared_ptr<Dataset> openLabelsCsv(const std::string& folder, const std::string& csv,
+                                       std::vector<std::string> classes);
+
 // A dataset whose file bytes are read once into memory (for benchmarks and small datasets).
 std::shared_ptr<Dataset> cacheInMemory(std::shared_ptr<const Dataset> dataset);
 

@@ -105,14 +105,23 @@ EvalResult evaluate(models::Model& model, std::shared_ptr<const data::Dataset> d
 }
 
 Extraction extract(models::Model& model, std::shared_ptr<const data::Dataset> dataset,
-                   const EvalOptions& o, distributed::Communicator& comm) {
+                   const EvalOptions& o, distributed::Communicator& comm, bool embeddings) {
   torch::NoGradGuard noGrad;
   model->eval();
   auto loader = makeEvalLoader(dataset, o, comm);
   loader.startEpoch(0);
   std::vector<torch::Tensor> idx, logits, emb;
   DevicePrefetcher batches(loader, o.run, o.transform);
+  bool complete = true;
+  auto batchStart = std::chrono::steady_clock::now();
   while (auto batch = batches.next()) {
+    const auto now = std::chrono::steady_clock::now();
+    noteProgress(std::chrono::duration<double>(now - batchStart).count());
+    batchStart = now;
+    if (o.stopOnSignal && stopSignal() != 0) {
+      complete = false;
+      break;
+    }
     auto x = batch->model.images;
     AutocastGuard autocast(o.run.device, o.run.numerics.precision);
     auto [l, e] = model->forwardWithEmbedding(x);
@@ -123,10 +132,10 @@ Extraction extract(models::Model& model, std::shared_ptr<const data::Dataset> da
     }
     idx.push_back(batch->indices);
     logits.push_back(l.to(torch::kCPU, torch::kFloat32));
-    emb.push_back(e.to(torch::kCPU, torch::kFloat32));
+    emb.push_back(embeddings ? e.to(torch::kCPU, torch::kFloat32) : torch::empty({l.size(0), 0}));
   }
   const int64_t classes = model->classifier()->options.out_features();
-  const int64_t dim = model->embeddingDim();
+  const int64_t dim = embeddings ? model->embeddingDim() : 0;
   auto cat = [](std::vector<torch::Tensor>& v, torch::Tensor empty) {
     return v.empty() ? empty : torch::cat(v, 0);
   };
@@ -138,6 +147,7 @@ Extraction extract(models::Model& model, std::shared_ptr<const data::Dataset> da
                  1);
   auto all = distributed::allGatherVariable(comm, rows.to(comm.device())).cpu();
   Extraction out;
+  out.complete = complete;
   if (comm.rank() != 0) return out;
   auto order = all.select(1, 0).argsort();
   all = all.index_select(0, order);

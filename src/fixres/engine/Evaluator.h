@@ -64,12 +64,14 @@ struct Extraction {
   torch::Tensor indices;     // int64 N: the dataset indices, ascending (skipped images missing)
   torch::Tensor labels;      // int64 N (dataset order)
   torch::Tensor logits;      // float32 N x C
-  torch::Tensor embeddings;  // float32 N x D
+  torch::Tensor embeddings;  // float32 N x D (N x 0 without embeddings)
+  bool complete = true;      // false: stopped by a signal (options.stopOnSignal)
 };
 
 // Every rank computes its shard; rank 0 receives everything in dataset order (the other ranks
-// get empty tensors).
+// get empty tensors). Without `embeddings`, only the logits travel.
 Extraction extract(models::Model& model, std::shared_ptr<const data::Dataset> dataset,
-                   const EvalOptions& options, distributed::Communicator& comm);
+                   const EvalOptions& options, distributed::Communicator& comm,
+                   bool embeddings = true);
 
 }  // namespace fixres::engine

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fixres/common/CsvText.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/NumberText.h"
 #include "fixres/image/Decode.h"
@@ -19,13 +20,6 @@ std::string badImageError(const data::Dataset& images, size_t i) {
     return oneLine(e.what());
   }
   return images.name(i) + ": could not be transformed";
-}
-
-std::string csvField(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
 }
 
 }  // namespace
