@@ -1,6 +1,7 @@
 # Dependency discovery: LibTorch (Debian's CPU build or a CUDA build from a PyTorch install on
 # CMAKE_PREFIX_PATH), libjpeg(-turbo), libpng, zlib, CLI11, nlohmann-json, Gloo headers when present,
-# libcurl (linked by the common layer only: the weight downloader).
+# libcurl (linked by the common layer only: the weight downloader), libwebp, libtiff and stb_image
+# (the image layer), each optional under FIXRES_OPTIONAL_DEPS.
 option(FIXRES_REQUIRE_CUDA "Fail the configure step unless the LibTorch found has CUDA" OFF)
 find_package(Threads REQUIRED)
 find_package(Torch REQUIRED)
@@ -9,7 +10,55 @@ find_package(PNG REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
-find_package(CURL REQUIRED)
+# FIXRES_OPTIONAL_DEPS: build without libcurl (no downloader), libwebp, libtiff or stb_image
+# (no WebP, TIFF or BMP images) where they are absent, as on an offline GPU host whose system lacks
+# their headers; `fixres version` then names what was left out. Off by default: the Debian build
+# requires them all (scripts/install-deps.sh installs them).
+option(FIXRES_OPTIONAL_DEPS "Leave out the downloader and image formats whose libraries are absent" OFF)
+if(FIXRES_OPTIONAL_DEPS)
+  set(_fixres_need "")
+else()
+  set(_fixres_need REQUIRED)
+endif()
+find_package(CURL ${_fixres_need})
+# The other image formats ImageFolder lists: WebP (libwebp with its animation decoder, as Pillow
+# reads WebP), TIFF (libtiff) and BMP (stb_image's header, compiled into the image layer).
+find_package(TIFF ${_fixres_need})
+find_path(FIXRES_WEBP_INCLUDE webp/demux.h)
+find_library(FIXRES_WEBP_LIBRARY webp)
+find_library(FIXRES_WEBPDEMUX_LIBRARY webpdemux)
+find_path(FIXRES_STB_INCLUDE stb_image.h PATH_SUFFIXES stb)
+add_library(fixres_download INTERFACE)
+add_library(fixres_image_formats INTERFACE)
+if(CURL_FOUND)
+  target_link_libraries(fixres_download INTERFACE CURL::libcurl)
+  target_compile_definitions(fixres_download INTERFACE FIXRES_WITH_CURL=1)
+else()
+  message(STATUS "fixres: no libcurl: the weight downloader is left out of this build")
+endif()
+if(TIFF_FOUND)
+  target_link_libraries(fixres_image_formats INTERFACE TIFF::TIFF)
+  target_compile_definitions(fixres_image_formats INTERFACE FIXRES_WITH_TIFF=1)
+else()
+  message(STATUS "fixres: no libtiff: TIFF images are left out of this build")
+endif()
+if(FIXRES_WEBP_INCLUDE AND FIXRES_WEBP_LIBRARY AND FIXRES_WEBPDEMUX_LIBRARY)
+  target_include_directories(fixres_image_formats INTERFACE ${FIXRES_WEBP_INCLUDE})
+  target_link_libraries(fixres_image_formats INTERFACE ${FIXRES_WEBPDEMUX_LIBRARY} ${FIXRES_WEBP_LIBRARY})
+  target_compile_definitions(fixres_image_formats INTERFACE FIXRES_WITH_WEBP=1)
+elseif(FIXRES_OPTIONAL_DEPS)
+  message(STATUS "fixres: no libwebp/libwebpdemux: WebP images are left out of this build")
+else()
+  message(FATAL_ERROR "fixres: libwebp and libwebpdemux not found (Debian: libwebp-dev)")
+endif()
+if(FIXRES_STB_INCLUDE)
+  target_include_directories(fixres_image_formats INTERFACE ${FIXRES_STB_INCLUDE})
+  target_compile_definitions(fixres_image_formats INTERFACE FIXRES_WITH_BMP=1)
+elseif(FIXRES_OPTIONAL_DEPS)
+  message(STATUS "fixres: no stb_image.h: BMP images are left out of this build")
+else()
+  message(FATAL_ERROR "fixres: stb_image.h not found (Debian: libstb-dev)")
+endif()
 
 add_library(fixres_deps INTERFACE)
 add_library(fixres::deps ALIAS fixres_deps)

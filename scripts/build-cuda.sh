@@ -9,17 +9,20 @@
 #   --build-dir DIR default build-cuda
 #   --prefix P      one more CMAKE_PREFIX_PATH entry (the GPU host's unpacked Debian packages)
 #   --no-tests      fixres alone (the GPU host has no GoogleTest)
+#   --optional-deps build without the downloader (libcurl) and the WebP/TIFF/BMP readers where
+#                   their headers are absent (FIXRES_OPTIONAL_DEPS; the GPU host's system)
 # Environment: TORCH_CUDA_ARCH_LIST (default 9.0, the H100/H200: only CUDA sources compiled
 #   here would use it), CUDACXX (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PY=""; BUILD=$ROOT/build-cuda; EXTRA=""; TESTS=ON; JOBS=$(nproc)
+PY=""; BUILD=$ROOT/build-cuda; EXTRA=""; TESTS=ON; JOBS=$(nproc); OPTIONAL=OFF
 while [ $# -gt 0 ]; do
   case "$1" in
     --python) PY=$2; shift 2 ;;
     --build-dir) BUILD=$2; shift 2 ;;
     --prefix) EXTRA=$2; shift 2 ;;
     --no-tests) TESTS=OFF; shift ;;
+    --optional-deps) OPTIONAL=ON; shift ;;
     --jobs) JOBS=$2; shift 2 ;;
     *) echo "build-cuda: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -37,11 +40,11 @@ NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 prefix=$TORCH_PREFIX
 [ -n "$EXTRA" ] && prefix="$prefix;$EXTRA"
-if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.fixres-python" 2>/dev/null)" != "$PY $TESTS" ]; then
+if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.fixres-python" 2>/dev/null)" != "$PY $TESTS $OPTIONAL" ]; then
   echo "build-cuda: configure $BUILD against $("$PY" -c 'import torch; print("PyTorch", torch.__version__)')"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_COMPILER="$NVCC" -DFIXRES_REQUIRE_CUDA=ON \
-    -DFIXRES_BUILD_BENCH=OFF -DFIXRES_BUILD_TESTS="$TESTS" -DFIXRES_TEST_PYTHON="$PY"
-  echo "$PY $TESTS" >"$BUILD/.fixres-python"
+    -DFIXRES_BUILD_BENCH=OFF -DFIXRES_BUILD_TESTS="$TESTS" -DFIXRES_TEST_PYTHON="$PY" -DFIXRES_OPTIONAL_DEPS="$OPTIONAL"
+  echo "$PY $TESTS $OPTIONAL" >"$BUILD/.fixres-python"
 fi
 cmake --build "$BUILD" -j "$JOBS"

@@ -57,7 +57,7 @@ if [ "$SKIP_BUILD" = 0 ]; then
   # The same build as `make build-cuda` (scripts/build-cuda.sh), on this host's own PyTorch.
   log "build against $("$PY" -c 'import torch; print("PyTorch", torch.__version__)') ($NPROC jobs)"
   "$ROOT/scripts/build-cuda.sh" --python "$PY" --build-dir "$BUILD" --prefix "$PFX/usr" --no-tests \
-    --jobs "$NPROC" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+    --optional-deps --jobs "$NPROC" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 fi
 "$FIXRES" version
 
@@ -131,8 +131,10 @@ if command -v nvidia-smi >/dev/null; then
 fi
 stop_smi() { [ -n "$SMI" ] && kill "$SMI" 2>/dev/null; true; }
 rm -rf "$OUT/e2e"
+# Enough epochs for the warm-up and timed steps (the quick folder holds 8 batches an epoch).
+E2E_EPOCHS=$(((E2E_STEPS + 10) * BATCH / IMAGES + 1))
 "$FIXRES" -q train --imnet-path "$DATA" --architecture resnet50 --input-size "$E2E_SIZE" --batch "$BATCH" \
-  --workers "$NPROC" --transform full --sampler distributed --epochs 1 --eval-every 100 \
+  --workers "$NPROC" --transform full --sampler distributed --epochs "$E2E_EPOCHS" --eval-every 100 \
   "${NUMERICS[@]}" --stop-after-steps $((E2E_STEPS + 10)) --log-every 1 \
   --shared-folder-path "$OUT/e2e" --job-id e2e >"$OUT/e2e.log" 2>&1 &
 OPID=$!

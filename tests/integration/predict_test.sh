@@ -4,7 +4,8 @@
 #    with a train run folder as weights (architecture, classes, test size from its config.json):
 #    CSV (Python's csv module), JSON and JSON lines agree; every readable image's top-3 equals the
 #    top-3 of `fixres extract`'s softmax.npy on the same images (within 1e-6); the corrupt file is
-#    one row with its error. The same rows from a list file, from stdin, and from 2 ranks.
+#    one row with its error. The same rows from a list file, from stdin, and from 2 ranks. A BMP,
+#    TIFF, PPM, PGM and lossless WebP of an image give the rows of its PNG.
 # 2. the hub folder: model.safetensors parsed by the format's specification (hub_check.py) equals
 #    the checkpoint's weights; config.json carries the test size, the class names and the resize
 #    rule; fixres reads the folder back (predict gives the run folder's rows); timm loads it and,
@@ -47,21 +48,71 @@ run "$PY" "$REF/hub_check.py" predictions "$WORK/p.json" "$WORK/p.csv" "$WORK/p.
 expect_code 0; expect_out "13 images equal to extract's softmax top-3, 1 unreadable"; cat "$OUT"
 grep -q "class0/broken.jpg,,,,,,,,,,.*broken.jpg: Invalid JPEG" "$WORK/p.csv" || bad "the CSV row of the corrupt file"
 grep -q '"class": "class' "$WORK/p.json" || bad "class names from the run folder"
-# The same rows from a list file (paths relative to it), from stdin, and from two ranks.
+# The same rows from a list file (paths relative to it), from stdin, and from two ranks: the same
+# paths, errors and classes in the same order, probabilities within 1e-6 (other batch sizes sum in
+# another order).
+same_rows() {  # same_rows A B [PREFIX]: B's rows are A's, with PREFIX taken off A's paths
+  "$PY" - "$1" "$2" "${3:-}" <<'EOF2'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+prefix = sys.argv[3]
+assert len(a) == len(b), (len(a), len(b))
+for x, y in zip(a, b):
+    path = x["path"][len(prefix):] if prefix and x["path"].startswith(prefix) else x["path"]
+    assert path == y["path"], (path, y["path"])
+    assert (x["error"] is None) == (y["error"] is None), (x, y)
+    if x["error"] is not None:
+        assert x["error"].replace(prefix, "") == y["error"], (x["error"], y["error"])
+    assert [p["index"] for p in x["predictions"]] == [p["index"] for p in y["predictions"]], (x, y)
+    assert [p["class"] for p in x["predictions"]] == [p["class"] for p in y["predictions"]], (x, y)
+    for p, q in zip(x["predictions"], y["predictions"]):
+        key = "prob" if "prob" in p else "logit"
+        assert abs(p[key] - q[key]) <= 1e-6, (x, y)
+EOF2
+}
 (cd "$P" && ls */* | sort) >"$P/list.txt"
 run "$FIXRES" predict "$P/list.txt" --weight-path "$RUN" --input-size 32 --topk 3 --results-format jsonl
 expect_code 0
-cmp -s "$OUT" "$WORK/p.jsonl" || bad "a list file gives other rows"
+same_rows "$WORK/p.jsonl" "$OUT" || bad "a list file gives other rows"
 run bash -c "cd '$P' && ls */* | sort | '$FIXRES' predict - --weight-path '$RUN' --input-size 32 --topk 3 --results-format jsonl"
 expect_code 0
-sed "s#$P/##g" "$WORK/p.jsonl" | cmp -s - "$OUT" || bad "stdin gives other rows"
+same_rows "$WORK/p.jsonl" "$OUT" "$P/" || bad "stdin gives other rows"
 run "$FIXRES" launch --nproc-per-node 2 -- predict "$P" --weight-path "$RUN" --input-size 32 \
   --topk 3 --results-format jsonl --out "$WORK/p2.jsonl" --workers 1
 expect_code 0
-cmp -s "$WORK/p2.jsonl" "$WORK/p.jsonl" || bad "two ranks give other rows"
+same_rows "$WORK/p.jsonl" "$WORK/p2.jsonl" || bad "two ranks give other rows"
 # Logits: the softmax of all C logits is the probability.
 run "$FIXRES" predict "$P/class2" --weight-path "$RUN" --input-size 32 --output-type logit --topk 3 --results-format json
 expect_code 0; expect_out '"logit": '
+
+# The other ImageFolder formats: one image saved losslessly by PIL as PNG, BMP, TIFF (LZW), PPM,
+# PGM (its gray version, beside a gray PNG) and lossless WebP gives the PNG's row in every format.
+F="$WORK/formats"
+mkdir -p "$F"
+"$PY" - "$D/val/class0/000.jpg" "$F" <<'EOF2' || bad "format files"
+import sys
+from PIL import Image
+im = Image.open(sys.argv[1]).convert("RGB")
+out = sys.argv[2]
+for name, kw in [("a.png", {}), ("a.bmp", {}), ("a.tif", {"compression": "tiff_lzw"}),
+                 ("a.ppm", {}), ("a.webp", {"lossless": True})]:
+    im.save(f"{out}/{name}", **kw)
+im.convert("L").save(f"{out}/g.png")
+im.convert("L").save(f"{out}/g.pgm")
+EOF2
+run "$FIXRES" predict "$F" --weight-path "$RUN" --input-size 32 --topk 3 --results-format json \
+  --out "$WORK/formats.json"
+expect_code 0; expect_err "predicted 7 of 7 images"
+"$PY" - "$WORK/formats.json" <<'EOF2' || bad "the formats give other rows than their PNG"
+import json, os, sys
+rows = {os.path.basename(r["path"]): r["predictions"] for r in json.load(open(sys.argv[1]))}
+assert sorted(rows) == ["a.bmp", "a.png", "a.ppm", "a.tif", "a.webp", "g.pgm", "g.png"], rows
+for name in ["a.bmp", "a.ppm", "a.tif", "a.webp"]:
+    assert rows[name] == rows["a.png"], (name, rows[name], rows["a.png"])
+assert rows["g.pgm"] == rows["g.png"] and rows["g.png"] != rows["a.png"], rows
+print("BMP, TIFF, PPM, WebP and PGM rows equal their PNG's")
+EOF2
 
 # --- 2. the timm hub folder -------------------------------------------------------------------
 run "$FIXRES" export --weight-path "$RUN" --format timm-hub --out "$WORK/hub" --input-size 32
@@ -85,7 +136,7 @@ expect_code 0; expect_out "config ok"
 # Read back: the hub folder's test size, classes and resize rule give the run folder's rows.
 run "$FIXRES" predict "$P" --weight-path "$WORK/hub" --topk 3 --results-format jsonl
 expect_code 0; expect_err "at 32 px"
-cmp -s "$OUT" "$WORK/p.jsonl" || bad "the hub folder gives other rows than the run folder"
+same_rows "$WORK/p.jsonl" "$OUT" || bad "the hub folder gives other rows than the run folder"
 # eval takes its test size from the folder; calibrate writes a hub folder at the size it calibrated.
 run "$FIXRES" eval --weight-path "$WORK/hub" --dataset-path "$D/val" --workers 1
 expect_code 0; expect_out "^ +32 "

@@ -1,4 +1,5 @@
-// `fixres version`: our version, the LibTorch it runs on, CUDA availability, thread count.
+// `fixres version`: our version, the LibTorch it runs on, CUDA availability, the image formats
+// and downloader built in, thread count.
 #include <torch/torch.h>
 
 #include <iostream>
@@ -6,6 +7,7 @@
 #include "fixres/cli/Command.h"
 #include "fixres/common/Runtime.h"
 #include "fixres/distributed/ProcessGroupCommunicator.h"
+#include "fixres/image/DecodeFormats.h"
 
 namespace fixres::cli {
 namespace {
@@ -29,6 +31,12 @@ Command addVersionCommand(CLI::App& parent) {
                       << "libtorch " << libtorchVersion() << ", " << buildDescription() << "\n"
                       << "collectives " << distributed::collectivesDescription() << "\n"
                       << "cuda " << cudaLine() << "\n"
+                      << "images " << image::formats::builtFormats() << "\n"
+#if FIXRES_WITH_CURL
+                      << "downloads libcurl\n"
+#else
+                      << "downloads none (built without libcurl)\n"
+#endif
                       << "threads " << torch::get_num_threads() << "\n";
             return 0;
           }};

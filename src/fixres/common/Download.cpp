@@ -1,7 +1,9 @@
 // The weight cache: the per-file lock, the libcurl transfer with resume, checks.
 #include "fixres/common/Download.h"
 
+#if FIXRES_WITH_CURL
 #include <curl/curl.h>
+#endif
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -202,6 +204,7 @@ void drawBar(Transfer& t, int64_t now, int64_t total) {
   t.drawn = true;
 }
 
+#if FIXRES_WITH_CURL
 int onProgress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
   if (stopSignal() != 0) {
@@ -299,6 +302,17 @@ Outcome transfer(Transfer& t, const DownloadOptions& o) {
   if (!t.failure.empty()) FIXRES_FAIL(WeightsError, "cannot download ", t.url, ": ", t.failure);
   FIXRES_FAIL(WeightsError, "cannot download ", t.url, ": ", why);
 }
+#else
+// Why a transfer failed, and whether it should be tried once more from byte 0.
+enum class Outcome { kDone, kRestart };
+
+// A build without libcurl (FIXRES_OPTIONAL_DEPS) fetches nothing.
+[[noreturn]] Outcome transfer(Transfer& t, const DownloadOptions&) {
+  FIXRES_FAIL(UsageError, "cannot download ", t.url,
+              ": this build of fixres has no downloader (built without libcurl); fetch the file "
+              "elsewhere and give its path");
+}
+#endif
 
 bool digestMatches(const std::string& actual, const std::string& expected) {
   return expected.empty() || actual.compare(0, expected.size(), expected) == 0;

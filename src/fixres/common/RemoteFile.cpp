@@ -1,7 +1,9 @@
 // Remote weight files: the URL#sha256= spec and the cache path of a URL (libcurl's URL parser).
 #include "fixres/common/RemoteFile.h"
 
+#if FIXRES_WITH_CURL
 #include <curl/curl.h>
+#endif
 
 #include <cctype>
 #include <memory>
@@ -31,17 +33,21 @@ std::string safeName(const std::string& part) {
   return out;
 }
 
+#if FIXRES_WITH_CURL
 struct CurlUrlDeleter {
   void operator()(CURLU* u) const { curl_url_cleanup(u); }
 };
+#endif
 
 }  // namespace
 
 namespace detail {
 
 void initCurl() {
+#if FIXRES_WITH_CURL
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+#endif
 }
 
 std::string toLower(std::string s) {
@@ -76,6 +82,11 @@ std::string remoteFileSpec(const RemoteFile& file) {
 }
 
 std::string cachePathFor(const std::string& cacheDir, const std::string& url) {
+#if !FIXRES_WITH_CURL
+  FIXRES_FAIL(UsageError, "cannot fetch '", url,
+              "': this build of fixres has no downloader (built without libcurl); fetch the file "
+              "elsewhere and give its path");
+#else
   detail::initCurl();
   std::unique_ptr<CURLU, CurlUrlDeleter> u(curl_url());
   FIXRES_CHECK(u != nullptr, InternalError, "cannot start libcurl");
@@ -113,6 +124,7 @@ std::string cachePathFor(const std::string& cacheDir, const std::string& url) {
   const size_t stemEnd = dot == std::string::npos || dot == 0 ? name.size() : dot;
   return out + "/" + name.substr(0, stemEnd) + "-" + sha256Hex(url).substr(0, 16) +
          name.substr(stemEnd);
+#endif
 }
 
 std::string cacheUrlFile(const std::string& cachePath) {

@@ -30,11 +30,10 @@ std::vector<size_t> Dataset::shardSizes() const {
 
 namespace {
 
-// torchvision's IMG_EXTENSIONS; fixres decodes the first three (JPEG and PNG).
+// torchvision's IMG_EXTENSIONS, all of which fixres decodes (image/Decode.h).
 constexpr const char* kImageExtensions[] = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
                                             ".pgm", ".tif",  ".tiff", ".webp"};
-constexpr size_t kDecodedExtensions = 3;
-constexpr const char* kReadList = ".jpg, .jpeg, .png";
+constexpr const char* kReadList = ".jpg, .jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp";
 
 // Index in kImageExtensions of the file name's extension (any case), or -1.
 int imageExtension(const std::string& filename) {
@@ -138,15 +137,13 @@ void walkSorted(const fs::path& dir,
 // others counted.
 template <typename Take>
 void takeImages(const std::vector<std::pair<std::string, std::vector<WalkedFile>>>& walk,
-                LeftOut& undecoded, LeftOut& notRegular, Take&& take) {
+                LeftOut& notRegular, Take&& take) {
   for (const auto& [dir, files] : walk) {
     for (const auto& f : files) {
       const int ext = imageExtension(f.name);
       if (ext < 0) continue;
       const std::string path = (fs::path(dir) / f.name).string();
-      if (static_cast<size_t>(ext) >= kDecodedExtensions) {
-        undecoded.add(path);
-      } else if (!f.regular) {
+      if (!f.regular) {
         notRegular.add(path);  // reading a FIFO or a device would block or never end
       } else {
         take(path, f);
@@ -155,10 +152,8 @@ void takeImages(const std::vector<std::pair<std::string, std::vector<WalkedFile>
   }
 }
 
-// One warning per kind of file left out.
-void warnLeftOut(const std::string& root, const LeftOut& undecoded, const LeftOut& notRegular) {
-  undecoded.warn(root, std::string("image file(s) in formats fixres does not decode (it reads ") +
-                           kReadList + ")");
+// One warning for the files left out.
+void warnLeftOut(const std::string& root, const LeftOut& notRegular) {
   notRegular.warn(root,
                   "file(s) that are not regular files (FIFOs, sockets, devices, broken links)");
 }
@@ -216,7 +211,7 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileInde
   rep = FileIndexReport{};
   std::vector<std::string> paths;
   std::vector<int64_t> labels;
-  LeftOut undecoded, notRegular;
+  LeftOut notRegular;
   if (index.enabled) {
     if (auto found = loadFolderIndex(root, classes, index, rep)) {
       paths.reserve(found->files.size());
@@ -225,12 +220,9 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileInde
         paths.push_back(base + f.path);
         labels.push_back(f.label);
       }
-      for (auto [from, to] :
-           {std::pair{&found->undecoded, &undecoded}, std::pair{&found->notRegular, &notRegular}}) {
-        to->count = from->count;
-        to->example = from->count > 0 ? base + from->example : "";
-      }
-      warnLeftOut(root, undecoded, notRegular);
+      notRegular.count = found->notRegular.count;
+      notRegular.example = notRegular.count > 0 ? base + found->notRegular.example : "";
+      warnLeftOut(root, notRegular);
       return std::make_shared<ImageFolderDataset>(root, std::move(classes), std::move(paths),
                                                   std::move(labels));
     }
@@ -247,7 +239,7 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileInde
     std::sort(walk.begin(), walk.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     const size_t before = paths.size();
-    takeImages(walk, undecoded, notRegular, [&](const std::string& path, const WalkedFile& f) {
+    takeImages(walk, notRegular, [&](const std::string& path, const WalkedFile& f) {
       paths.push_back(path);
       labels.push_back(static_cast<int64_t>(c));
       if (stamps)
@@ -256,7 +248,7 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileInde
     });
     if (paths.size() == before) empty.push_back(classes[c]);
   }
-  warnLeftOut(root, undecoded, notRegular);
+  warnLeftOut(root, notRegular);
   if (!empty.empty()) {
     std::string list;
     for (const auto& e : empty) list += (list.empty() ? "" : ", ") + e;
@@ -265,11 +257,8 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileInde
   }
   if (index.enabled) {
     scanned.classes = classes;
-    for (auto [from, to] :
-         {std::pair{&undecoded, &scanned.undecoded}, std::pair{&notRegular, &scanned.notRegular}}) {
-      to->count = from->count;
-      to->example = from->count > 0 ? from->example.substr(base.size()) : "";
-    }
+    scanned.notRegular.count = notRegular.count;
+    scanned.notRegular.example = notRegular.count > 0 ? notRegular.example.substr(base.size()) : "";
     saveFolderIndex(root, std::move(scanned), index, scanStartNs, rep);
   }
   return std::make_shared<ImageFolderDataset>(root, std::move(classes), std::move(paths),
@@ -285,10 +274,10 @@ std::shared_ptr<Dataset> openImageFiles(const std::string& root) {
   std::sort(walk.begin(), walk.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> paths;
-  LeftOut undecoded, notRegular;
-  takeImages(walk, undecoded, notRegular,
+  LeftOut notRegular;
+  takeImages(walk, notRegular,
              [&](const std::string& path, const WalkedFile&) { paths.push_back(path); });
-  warnLeftOut(root, undecoded, notRegular);
+  warnLeftOut(root, notRegular);
   FIXRES_CHECK(!paths.empty(), DataError, root,
                ": found no image (supported extensions: ", kReadList, ")");
   std::vector<int64_t> labels(paths.size(), 0);

@@ -43,11 +43,10 @@ class Dataset {
 
 // torchvision ImageFolder: classes = sorted names of the sub-folders of root; samples = files
 // with an IMG_EXTENSIONS suffix in each class folder, walked recursively (symlinks followed) in
-// sorted path order; but only the formats fixres decodes (.jpg .jpeg .png, any case) and only
-// regular files (or symlinks to them). Files left out for either reason (.ppm .bmp .pgm .tif
-// .tiff .webp; FIFOs, sockets, devices, broken symlinks) are counted in one warning per reason
-// with an example path. DataError if root is missing, has no class folder, or a class has no
-// image.
+// sorted path order (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp, any case, all decoded);
+// but only regular files (or symlinks to them). Files left out (FIFOs, sockets, devices, broken
+// symlinks) are counted in one warning with an example path. DataError if root is missing, has no
+// class folder, or a class has no image.
 std::shared_ptr<Dataset> openImageFolder(const std::string& root);
 // The same listing, read from the folder's index when `index.enabled` and the index is current,
 // else scanned and the index written (data/FileIndex.h). The samples, their order, labels and

@@ -26,7 +26,9 @@ namespace {
 
 // "FXIDX" + format version; a file of another version is stale, not an error.
 constexpr char kIndexMagic[8] = {'F', 'X', 'I', 'D', 'X', '\0', '\0', '\0'};
-constexpr uint32_t kIndexVersion = 1;
+// Version 2: every ImageFolder extension is decoded (version 1 left out .bmp .ppm .pgm .tif .tiff
+// .webp, so its listings lack them).
+constexpr uint32_t kIndexVersion = 2;
 constexpr const char* kIndexName = ".fixres-index";
 constexpr uint64_t kIndexMaxCount = uint64_t(1) << 32;  // sanity bound on any count in the file
 

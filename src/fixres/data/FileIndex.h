@@ -73,6 +73,8 @@ struct FolderIndex {
   std::vector<std::string> classes;
   std::vector<FolderStamp> folders;
   std::vector<IndexedFile> files;
+  // undecoded: files in image formats not decoded, none since version 2 (every ImageFolder
+  // extension is); kept in the layout.
   LeftOutFiles undecoded, notRegular;
 };
 

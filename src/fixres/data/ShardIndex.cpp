@@ -28,8 +28,13 @@ bool isShardWorkFolderName(const std::string& name) {
   return name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0;
 }
 
+// Version 2: members in every ImageFolder image format (version 1 listed .jpg .jpeg .png only, so
+// an index of that version is read as not matching, and the shards scanned again).
+constexpr int64_t kShardIndexVersion = 2;
+
 bool isImageExtension(const std::string& ext) {
-  return ext == "jpg" || ext == "jpeg" || ext == "png";
+  return ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "ppm" || ext == "bmp" ||
+         ext == "pgm" || ext == "tif" || ext == "tiff" || ext == "webp";
 }
 
 // One shard's members as columns (keys, labels, offsets, sizes, extensions): an ImageNet-sized
@@ -37,7 +42,7 @@ bool isImageExtension(const std::string& ext) {
 std::string shardIndexToJson(const ShardIndex& index) {
   nlohmann::json j;
   j["format"] = "fixres-shards";
-  j["version"] = 1;
+  j["version"] = kShardIndexVersion;
   j["classes"] = index.classes;
   j["shards"] = nlohmann::json::array();
   for (const auto& s : index.shards) {
@@ -229,7 +234,8 @@ ShardIndex parseShardIndex(const char* begin, const char* end, const std::string
                sax.error.empty() ? std::string("unexpected content") : sax.error);
   FIXRES_CHECK(sax.format == "fixres-shards", DataError, what,
                ": not a fixres shard index (format)");
-  FIXRES_CHECK(sax.version == 1, DataError, what, ": unsupported index version ", sax.version);
+  FIXRES_CHECK(sax.version == kShardIndexVersion, DataError, what, ": unsupported index version ",
+               sax.version);
   return std::move(sax.index);
 }
 

@@ -48,7 +48,8 @@ bool isShardWorkFolderName(const std::string& name);
 
 // `s` in lower case, character by character (std::tolower): extensions match whatever their case.
 std::string lowerCase(std::string s);
-// The extensions (in lower case) of the images a shard holds: "jpg", "jpeg" and "png".
+// The extensions (in lower case) of the images a shard holds: those of ImageFolder (jpg, jpeg,
+// png, ppm, bmp, pgm, tif, tiff, webp).
 bool isImageExtension(const std::string& ext);
 
 // The index as stored in shards.json, and back (DataError naming `what` for a malformed one).

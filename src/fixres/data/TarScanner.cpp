@@ -198,7 +198,7 @@ class TarScanner {
   ShardInfo finish() {
     if (ignored_ > 0) {
       log::debug("data: ", path_, ": ignored ", ignored_,
-                 " member(s) that are neither images (.jpg .jpeg .png) nor .cls");
+                 " member(s) that are neither images (.jpg .png .webp ...) nor .cls");
     }
     ShardInfo info;
     info.name = std::filesystem::path(path_).filename().string();
@@ -206,7 +206,7 @@ class TarScanner {
     info.members.reserve(samples_.size());
     for (auto& p : samples_) {
       ShardMember& m = p.member;
-      if (m.problem.empty() && !p.hasImage) m.problem = "no image (.jpg, .jpeg or .png member)";
+      if (m.problem.empty() && !p.hasImage) m.problem = "no image member (.jpg, .png, .webp, ...)";
       if (labelled_ && m.problem.empty() && !p.hasCls) m.problem = "no label (.cls member)";
       if (labelled_ && m.problem.empty() && !p.clsProblem.empty()) m.problem = p.clsProblem;
       if (!m.problem.empty()) m.label = -1;

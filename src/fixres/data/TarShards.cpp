@@ -22,8 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Whether the folder `dir` holds an image (.jpg, .jpeg, .png) at any depth; folders that cannot
-// be listed (lost+found for a user) hold none.
+// Whether the folder `dir` holds an image (any ImageFolder extension) at any depth; folders that
+// cannot be listed (lost+found for a user) hold none.
 bool holdsImages(const fs::path& dir) {
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec),

@@ -1,4 +1,4 @@
-// Tar shards in the WebDataset layout: each sample is `<key>.jpg` (or .jpeg, .png) plus
+// Tar shards in the WebDataset layout: each sample is `<key>.jpg` (or another image format) plus
 // `<key>.cls`, the class index as decimal text, stored one after the other in POSIX ustar files
 // `shard-000000.tar`, `shard-000001.tar`, ... (written by writeShards, ShardWriter.h) with an
 // index `shards.json` beside them (ShardIndex.h). `openTarShards` reads a shard folder as a
@@ -15,7 +15,7 @@
 
 namespace fixres::data {
 
-// A folder holding at least one `*.tar` file and no sub-folder with images (.jpg, .jpeg, .png, at
+// A folder holding at least one `*.tar` file and no sub-folder with images (.jpg, .png, .webp, at
 // any depth): sub-folders without images (lost+found) and `fixres shard`'s working folders
 // (`.partial-XXXXXX`) are ignored; a sub-folder with images makes it an image folder.
 bool isShardFolder(const std::string& dir);

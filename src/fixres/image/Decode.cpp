@@ -1,7 +1,7 @@
-// JPEG and PNG decoding to RGB with PIL's conversions. libjpeg and libpng report errors by
-// longjmp: every function that calls into them sets its own jump point, keeps only trivially
-// destructible state between that point and the library calls, and returns an error string
-// that the C++ side turns into a DataError naming the file.
+// JPEG and PNG decoding to RGB with PIL's conversions (the other formats: DecodeFormats.cpp).
+// libjpeg and libpng report errors by longjmp: every function that calls into them sets its own
+// jump point, keeps only trivially destructible state between that point and the library calls, and
+// returns an error string that the C++ side turns into a DataError naming the file.
 #include "fixres/image/Decode.h"
 
 #include <jpeglib.h>
@@ -20,6 +20,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
+#include "fixres/image/DecodeFormats.h"
 
 namespace fixres::image {
 namespace {
@@ -88,6 +89,7 @@ struct Decoder::Impl {
   size_t size = 0;
   bool isJpeg = false;
   bool used = false;
+  formats::Kind other = formats::Kind::kNone;  // BMP, WebP, TIFF, PNM
   // JPEG state.
   jpeg_decompress_struct cinfo{};
   JpegError jerr;
@@ -317,8 +319,17 @@ Decoder::Decoder(const uint8_t* data, size_t size, std::string name, DecodeOptio
   } else if (isPng(data, size)) {
     format_ = ImageFormat::kPng;
     error = impl_->pngOpen(&width_, &height_);
+  } else if (const formats::Kind kind = formats::sniff(data, size); kind != formats::Kind::kNone) {
+    impl_->other = kind;
+    format_ = kind == formats::Kind::kBmp    ? ImageFormat::kBmp
+              : kind == formats::Kind::kWebp ? ImageFormat::kWebp
+              : kind == formats::Kind::kTiff ? ImageFormat::kTiff
+                                             : ImageFormat::kPnm;
+    const std::string message = formats::readSize(kind, data, size, &width_, &height_);
+    FIXRES_CHECK(message.empty(), DataError, name_, ": ", message);
   } else {
-    FIXRES_FAIL(DataError, name_, ": cannot identify image file (not a JPEG or PNG)");
+    FIXRES_FAIL(DataError, name_,
+                ": cannot identify image file (not a JPEG, PNG, BMP, WebP, TIFF or PNM image)");
   }
   FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
   FIXRES_CHECK(width_ > 0 && height_ > 0, DataError, name_, ": invalid image size ", width_, "x",
@@ -368,12 +379,19 @@ ImageView Decoder::decodeRegionView(const Rect& r, Image& buffer) {
     FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
     return ImageView(buffer).sub(left, 0, r.width, r.height);
   }
-  // PNG, or a JPEG without its end marker (where a truncation must be reported, not cropped
-  // away): the whole image, then the region.
+  // PNG and the other formats, or a JPEG without its end marker (where a truncation must be
+  // reported, not cropped away): the whole image, then the region.
   if (impl_->isJpeg) {
     int left = 0;
     const char* error = impl_->jpegDecode(buffer, Rect{0, 0, width_, height_}, false, &left);
     FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
+  } else if (impl_->other != formats::Kind::kNone) {
+    buffer.width = width_;
+    buffer.height = height_;
+    buffer.pixels.resize(size_t(width_) * height_ * 3);
+    const std::string message = formats::decodeRgb(impl_->other, impl_->data, impl_->size, width_,
+                                                   height_, buffer.pixels.data());
+    FIXRES_CHECK(message.empty(), DataError, name_, ": ", message);
   } else {
     buffer.width = width_;
     buffer.height = height_;

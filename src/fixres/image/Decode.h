@@ -3,6 +3,7 @@
 // CMYK/YCCK via PIL's Adobe-inverted CMYK -> RGB formula, grayscale replicated, palette
 // expanded, alpha dropped (not composited), 16-bit channels reduced to their high byte except
 // 16-bit grayscale, which PIL reads as mode "I" and clips to 255. EXIF orientation is ignored.
+// BMP, WebP, TIFF and PNM (PBM/PGM/PPM) are read too, by the rules of DecodeFormats.h.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +24,7 @@ struct DecodeOptions {
   int64_t maxPixels = kDefaultMaxPixels;  // <= 0: no limit
 };
 
-enum class ImageFormat { kJpeg, kPng };
+enum class ImageFormat { kJpeg, kPng, kBmp, kWebp, kTiff, kPnm };
 
 // Reads the header on construction (DataError naming `name` for an unreadable or oversize file)
 // and then decodes the whole image or a region of it. `data` must outlive the decoder.

@@ -170,7 +170,8 @@ TEST(DataFileIndex, CorruptOrForeignIndexIsIgnored) {
       {"empty", ""},
       {"truncated", good.substr(0, good.size() - 5)},
       {"flipped byte", flipped},
-      {"other version", good.substr(0, 8) + std::string(1, '\x02') + good.substr(9)},
+      {"older version", good.substr(0, 8) + std::string(1, '\x01') + good.substr(9)},
+      {"newer version", good.substr(0, 8) + std::string(1, '\x03') + good.substr(9)},
   };
   for (const auto& [what, bytes] : bad) {
     SCOPED_TRACE(what);
@@ -267,7 +268,6 @@ TEST(DataFileIndex, WarningsOnLeftOutFilesAreReplayed) {
   openImageFolder(root, indexOn(), &read);
   const std::string replayed = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(read.usedIndex) << read.why;
-  EXPECT_NE(plain.find("left out 2 image file(s) in formats"), std::string::npos) << plain;
   EXPECT_NE(plain.find("left out 2 file(s) that are not regular"), std::string::npos) << plain;
   EXPECT_EQ(scanned, plain);
   EXPECT_EQ(replayed, plain);

@@ -1,0 +1,139 @@
+// BMP, WebP, TIFF and PNM decoding against PIL's Image.open(f).convert("RGB"): the images and
+// PIL's pixels come from tests/reference/image_formats.py (see its docstring). Every byte must
+// match, and a file PIL cannot read must be a DataError naming it.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../Reference.h"
+#include "fixres/common/Error.h"
+#include "fixres/image/Decode.h"
+
+namespace {
+
+using fixres::DataError;
+using fixres::image::decodeFile;
+using fixres::image::Decoder;
+using fixres::image::Image;
+using fixres::image::ImageFormat;
+using fixres::testing::readBytes;
+
+struct Cases {
+  std::string dir;
+  std::string pil;
+  std::vector<std::vector<std::string>> lines;
+};
+
+const Cases& cases() {
+  static const Cases c = [] {
+    Cases out;
+    fixres::testing::cachedReference("image_formats.py", "{dir}/formats", &out.dir);
+    out.dir += "/formats";
+    std::ifstream in(out.dir + "/manifest.txt");
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream ls(line);
+      std::vector<std::string> parts;
+      for (std::string p; ls >> p;) parts.push_back(p);
+      if (parts.size() == 2 && parts[0] == "pil") {
+        out.pil = parts[1];
+      } else if (!parts.empty()) {
+        out.lines.push_back(parts);
+      }
+    }
+    return out;
+  }();
+  return c;
+}
+
+std::vector<std::vector<std::string>> casesOf(const std::string& op) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& c : cases().lines) {
+    if (c[0] == op) out.push_back(c);
+  }
+  return out;
+}
+
+bool endsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+TEST(FormatsReference, EveryFormatDecodesToPilsPixels) {
+  const auto decodes = casesOf("decode");
+  // image_formats.py writes 34 readable images (7 BMP, 5 WebP, 12 TIFF, 10 PNM).
+  ASSERT_EQ(decodes.size(), 34u) << cases().dir << "/manifest.txt";
+  int perFormat[4] = {0, 0, 0, 0};
+  for (const auto& c : decodes) {
+    const std::string file = cases().dir + "/" + c[1];
+    SCOPED_TRACE(c[1] + " (PIL " + cases().pil + ")");
+    Image im;
+    try {
+      im = decodeFile(file);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "PIL reads it, fixres fails: " << e.what();
+      continue;
+    }
+    ASSERT_EQ(im.width, std::stoi(c[3]));
+    ASSERT_EQ(im.height, std::stoi(c[4]));
+    const std::vector<uint8_t> expected = readBytes(cases().dir + "/" + c[2]);
+    ASSERT_EQ(expected.size(), im.pixels.size());
+    size_t diff = 0, first = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (expected[i] != im.pixels[i] && diff++ == 0) first = i;
+    }
+    EXPECT_EQ(diff, 0u) << "first difference at byte " << first << ": " << int(im.pixels[first])
+                        << " vs PIL " << int(expected[first]);
+    const std::vector<uint8_t> bytes = readBytes(file);
+    const ImageFormat format = Decoder(bytes.data(), bytes.size(), c[1]).format();
+    const bool tiff = endsWith(c[1], ".tif") || endsWith(c[1], ".tiff");
+    const int kind = endsWith(c[1], ".bmp") ? 0 : endsWith(c[1], ".webp") ? 1 : tiff ? 2 : 3;
+    const ImageFormat want[4] = {ImageFormat::kBmp, ImageFormat::kWebp, ImageFormat::kTiff,
+                                 ImageFormat::kPnm};
+    EXPECT_EQ(format, want[kind]);
+    ++perFormat[kind];
+  }
+  EXPECT_EQ(perFormat[0], 7);
+  EXPECT_EQ(perFormat[1], 5);
+  EXPECT_EQ(perFormat[2], 12);
+  EXPECT_EQ(perFormat[3], 10);
+}
+
+TEST(FormatsReference, FilesPilCannotReadAreDataErrorsNamingThem) {
+  const auto errors = casesOf("decode_error");
+  // Truncated BMP, WebP, TIFF and PPM; a plain sample above maxval; maxval 70000.
+  ASSERT_EQ(errors.size(), 6u) << cases().dir << "/manifest.txt";
+  for (const auto& c : errors) {
+    const std::string file = cases().dir + "/" + c[1];
+    try {
+      decodeFile(file);
+      ADD_FAILURE() << c[1] << " decoded, PIL fails on it";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(FormatsReference, RegionsOfOtherFormatsEqualTheWholeImageCropped) {
+  for (const char* name : {"rgb24.bmp", "lossy.webp", "lzw.tiff", "rgb.ppm"}) {
+    const std::string file = cases().dir + "/" + name;
+    const std::vector<uint8_t> bytes = readBytes(file);
+    const Image full = decodeFile(file);
+    Decoder d(bytes.data(), bytes.size(), name);
+    const fixres::image::Rect r{3, 5, full.width / 2, full.height / 3};
+    const Image part = d.decodeRegion(r);
+    ASSERT_EQ(part.width, r.width);
+    ASSERT_EQ(part.height, r.height);
+    for (int y = 0; y < r.height; ++y) {
+      for (int x = 0; x < r.width * 3; ++x) {
+        ASSERT_EQ(part.row(y)[x], full.row(r.top + y)[r.left * 3 + x])
+            << name << " at " << x << "," << y;
+      }
+    }
+  }
+}
+
+}  // namespace
