@@ -1,8 +1,12 @@
 // `fixres sweep`: top-1 over a range of test resolutions, optionally after FixRes fine-tuning
-// at each one, with exactly the options `eval` and `finetune` use; table, JSON and an SVG plot
-// with the train resolution, the apparent-size suggestion and the best resolutions marked.
+// at each one, with exactly the options `eval` and `finetune` use, and the model's speed at each;
+// table, JSON, an SVG plot with the train resolution, the apparent-size suggestion and the best
+// resolutions marked, top-1 against images per second with the Pareto front, and the resolution
+// chosen within a latency or throughput budget as a model folder (config.json).
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunOptions.h"
@@ -21,13 +25,18 @@ struct SweepState {
 };
 
 // The table on rank 0, a row as each size is done; the header once the first row is ready (an
-// error before it prints no table).
-void printSweepRow(const engine::SweepRow& row, bool finetune, bool first) {
-  if (first) std::printf("%6s %10s %14s\n", "size", "top1", finetune ? "top1 finetuned" : "");
-  if (finetune)
-    std::printf("%6d %10.3f %14.3f\n", row.size, row.plain.top1, row.finetuned.top1);
-  else
-    std::printf("%6d %10.3f\n", row.size, row.plain.top1);
+// error before it prints no table). Speed columns when it is measured.
+void printSweepRow(const engine::SweepRow& row, bool finetune, bool speed, bool first) {
+  if (first) {
+    std::printf("%6s %10s", "size", "top1");
+    if (finetune) std::printf(" %14s", "top1 finetuned");
+    if (speed) std::printf(" %10s %10s", "img/s", "ms/batch");
+    std::printf("\n");
+  }
+  std::printf("%6d %10.3f", row.size, row.plain.top1);
+  if (finetune) std::printf(" %14.3f", row.finetuned.top1);
+  if (speed) std::printf(" %10.1f %10.2f", row.imagesPerS, row.latencyMs);
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -42,6 +51,28 @@ void printSweepSummary(const engine::SweepOptions& o, const engine::SweepResult&
                 bt.finetuned.top1);
   }
   std::printf("apparent-size suggestion (fixres suggest-resolution): %.1f\n", r.suggested);
+  if (r.chosen) {
+    const engine::SweepRow& c = r.rows[*r.chosen];
+    const bool budget = o.maxLatencyMs > 0 || o.minThroughput > 0;
+    std::printf("chosen test resolution%s: %d (top-1 %.3f", budget ? " within the budget" : "",
+                c.size, engine::decidingTop1(c, o.finetune));
+    if (std::isfinite(c.imagesPerS))
+      std::printf(", %.1f img/s, %.2f ms/batch", c.imagesPerS, c.latencyMs);
+    std::printf(")\n");
+  }
+}
+
+// The budget in words, for the error when nothing meets it.
+std::string budgetText(const engine::SweepOptions& o) {
+  char text[160] = "";
+  if (o.maxLatencyMs > 0 && o.minThroughput > 0)
+    std::snprintf(text, sizeof(text), "--max-latency-ms %g and --min-throughput %g", o.maxLatencyMs,
+                  o.minThroughput);
+  else if (o.maxLatencyMs > 0)
+    std::snprintf(text, sizeof(text), "--max-latency-ms %g", o.maxLatencyMs);
+  else
+    std::snprintf(text, sizeof(text), "--min-throughput %g", o.minThroughput);
+  return text;
 }
 
 }  // namespace
@@ -74,6 +105,21 @@ Command addSweepCommand(CLI::App& parent) {
       ->check(finiteIn(0, 1e3, /*openLow=*/true))
       ->capture_default_str();
   addSharedFlag(*sub, "--absolute-lr", s->sweep.absoluteLr);
+  sub->add_option("--latency-batch", s->sweep.latencyBatch,
+                  "Images per forward pass when timing each size (default: --batch)")
+      ->check(intIn(1, 1 << 20));
+  sub->add_option("--latency-batches", s->sweep.latencyBatches,
+                  "Timed forward passes per size, after 2 untimed ones (0: speed not measured)")
+      ->check(intIn(0, 1000000))
+      ->capture_default_str();
+  sub->add_option("--max-latency-ms", s->sweep.maxLatencyMs,
+                  "Choose the best size whose forward pass of a --latency-batch batch takes at "
+                  "most this many milliseconds (exit 7 when none does)")
+      ->check(finiteIn(0, 1e9, /*openLow=*/true));
+  sub->add_option("--min-throughput", s->sweep.minThroughput,
+                  "Choose the best size that reaches this many images per second (exit 7 when "
+                  "none does)")
+      ->check(finiteIn(0, 1e12, /*openLow=*/true));
   addEvalFlags(*sub, s->eval);
   addShared(*sub, "--seed", s->sweep.seed);
   addShared(*sub, "--out", s->sweep.out);
@@ -91,17 +137,35 @@ Command addSweepCommand(CLI::App& parent) {
                           : parseSizes(s->sizes, "--sizes");
             o.eval = s->eval.settings;
             o.numerics = s->eval.numerics;
+            FIXRES_CHECK(o.latencyBatches > 0 || (o.maxLatencyMs == 0 && o.minThroughput == 0),
+                         UsageError,
+                         "--max-latency-ms and --min-throughput need the speed measured: "
+                         "--latency-batches must be at least 1");
             o.validate();
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
             const bool printing = rank.comm->rank() == 0;
             size_t printed = 0;
+            const bool speed = o.latencyBatches > 0;
             auto result = engine::runSweep(o, *rank.comm, rank.run, [&](const engine::SweepRow& r) {
-              if (printing) printSweepRow(r, o.finetune, printed++ == 0);
+              if (printing) printSweepRow(r, o.finetune, speed, printed++ == 0);
             });
             if (!printing) return 0;
             printSweepSummary(o, result);
             engine::writeSweep(o, result);
-            std::printf("wrote %s/sweep.json and %s/sweep.svg\n", o.out.c_str(), o.out.c_str());
+            std::string wrote = o.out + "/sweep.json, " + o.out + "/sweep.svg";
+            if (speed) wrote += ", " + o.out + "/sweep_speed.svg";
+            if (!result.modelConfig.empty()) wrote += ", " + o.out + "/config.json";
+            std::printf("wrote %s\n", wrote.c_str());
+            if (!result.chosen) {
+              // The fastest size, to say how far the budget is.
+              const engine::SweepRow* fastest = &result.rows.front();
+              for (const auto& r : result.rows)
+                if (r.imagesPerS > fastest->imagesPerS) fastest = &r;
+              FIXRES_FAIL(BudgetError, "no test resolution meets ", budgetText(o),
+                          " (the fastest, ", fastest->size, " px, runs ", fastest->imagesPerS,
+                          " img/s, ", fastest->latencyMs, " ms per batch of ",
+                          o.latencyBatch > 0 ? o.latencyBatch : o.eval.batch, ")");
+            }
             return 0;
           }};
 }

@@ -99,8 +99,26 @@ ModelCard readRunFolder(const std::string& folder, const nlohmann::json& j) {
 
 ModelCard readHubFolder(const std::string& folder, const nlohmann::json& top) {
   const std::string where = folder + "/config.json";
-  ModelCard c = folderCard(ModelFolderKind::kTimmHub, folder, "model.safetensors",
-                           " (a timm hub folder: config.json names an architecture)");
+  // A sweep folder's config.json names the chosen weights (fixres.weights) instead of holding
+  // model.safetensors beside it.
+  const nlohmann::json* named = nullptr;
+  if (top.contains("fixres") && top["fixres"].is_object() && top["fixres"].contains("weights"))
+    named = &top["fixres"]["weights"];
+  ModelCard c;
+  if (named != nullptr) {
+    FIXRES_CHECK(named->is_string() && !named->get<std::string>().empty(), WeightsError, where,
+                 ": fixres.weights must name the weight file, got ", named->dump());
+    std::string file = named->get<std::string>();
+    if (file[0] != '/') file = folder + "/" + file;
+    c.kind = ModelFolderKind::kTimmHub;
+    c.folder = folder;
+    c.weightFile = file;
+    FIXRES_CHECK(fileExists(file), WeightsError, where, " names the weight file ", file,
+                 ", which is missing");
+  } else {
+    c = folderCard(ModelFolderKind::kTimmHub, folder, "model.safetensors",
+                   " (a timm hub folder: config.json names an architecture)");
+  }
   FIXRES_CHECK(top["architecture"].is_string(), WeightsError, where,
                ": architecture must be a name");
   c.architecture = top["architecture"].get<std::string>();

@@ -1,8 +1,9 @@
 // What a model folder says about its model: a train or finetune run folder (config.json and
 // checkpoint.pth) or a timm hub folder (config.json in timm's layout and model.safetensors, as
-// `fixres export --format timm-hub` or timm's push_to_hub writes it). Such a folder is accepted
-// wherever a weight file is (--weight-path): its weights, architecture, classes and test-time
-// preprocessing come from it. The hub folder's config.json is written here too.
+// `fixres export --format timm-hub` or timm's push_to_hub writes it; a `fixres sweep` folder is
+// one too, its config.json naming the chosen weight file in fixres.weights). Such a folder is
+// accepted wherever a weight file is (--weight-path): its weights, architecture, classes and
+// test-time preprocessing come from it. The hub folder's config.json is written here too.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,13 +1,18 @@
 // The resolution sweep of `fixres sweep`: top-1 at each test resolution, optionally after FixRes
 // fine-tuning at each one (a `fixres finetune` run with the sweep's model, evaluation settings and
-// numerics), the best resolutions, and sweep.json and sweep.svg (the train resolution, the
-// apparent-size suggestion and the best resolutions marked).
+// numerics), the speed of the model at each resolution (images per second and milliseconds per
+// batch), the best resolutions, the resolution chosen within a latency or throughput budget, and
+// sweep.json, sweep.svg (the train resolution, the apparent-size suggestion and the best
+// resolutions marked), sweep_speed.svg (top-1 against images per second with the Pareto front)
+// and config.json (the chosen model as a model folder: ModelCard.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +39,14 @@ struct SweepOptions {
   bool absoluteLr = false;
   uint64_t seed = 0;
   std::string out = "sweep";  // sweep.json, sweep.svg and finetune_<size>/ go here
+  // Speed: rank 0 times `latencyBatches` forward passes of a batch of `latencyBatch` random
+  // images at each size (after 2 untimed ones), on the run's device, threads and numerics.
+  int latencyBatch = 0;    // 0: eval.batch
+  int latencyBatches = 5;  // 0: speed not measured
+  // The budget (0: none): the chosen size has the best top-1 among those whose batch takes at
+  // most maxLatencyMs and that reach minThroughput images per second.
+  double maxLatencyMs = 0;
+  double minThroughput = 0;
 
   // The fine-tuning run at `size`, in out/finetune_<size>.
   RunConfig finetuneRun(int size) const;
@@ -47,6 +60,9 @@ struct SweepRow {
   EvalResult plain;              // without fine-tuning
   EvalResult finetuned;          // with finetune: after the fine-tuning run at this size
   std::string finetunedWeights;  // with finetune: that run's checkpoint
+  double imagesPerS = NAN;       // rank 0's speed at this size (NaN: not measured)
+  double latencyMs = NAN;        // milliseconds per batch of SweepOptions::latencyBatch images
+  bool pareto = false;           // no other size is both at least as fast and as accurate
 };
 
 struct SweepResult {
@@ -54,7 +70,29 @@ struct SweepResult {
   double suggested = 0;        // the apparent-size suggestion for the train size
   size_t bestPlain = 0;        // index into rows of the best top-1 without fine-tuning
   size_t bestFinetuned = 0;    // with finetune: the same after fine-tuning
+  // The size chosen: the best top-1 (fine-tuned with finetune) within the budget, the faster of
+  // equals; without a budget the best. None when no size meets the budget.
+  std::optional<size_t> chosen;
+  std::string chosenWeights;  // its weight file (the fine-tuning run's checkpoint with finetune)
+  // config.json of the sweep folder, the chosen model's card (ModelCard.h): timm's hub layout
+  // with fixres.weights naming the weight file. Empty when nothing was chosen.
+  nlohmann::ordered_json modelConfig;
 };
+
+// The top-1 that decides among rows: the fine-tuned one with finetune.
+inline double decidingTop1(const SweepRow& row, bool finetune) {
+  return finetune ? row.finetuned.top1 : row.plain.top1;
+}
+
+// Marks each row's `pareto`: no other row has both imagesPerS and the deciding top-1 at least as
+// high, one of them higher. Rows without a speed are never on the front.
+void markParetoFront(std::vector<SweepRow>& rows, bool finetune);
+
+// The index of the row with the best deciding top-1 among those with latencyMs <= maxLatencyMs
+// (when > 0) and imagesPerS >= minThroughput (when > 0), the faster of equal top-1s, the first of
+// equal both; none when no row qualifies. With a bound, a row without a speed never qualifies.
+std::optional<size_t> chooseWithinBudget(const std::vector<SweepRow>& rows, bool finetune,
+                                         double maxLatencyMs, double minThroughput);
 
 // Evaluates options.model at every size (and with finetune, fine-tunes it there in a locked run
 // folder, then evaluates the result); a collective of every rank of `comm`. Rank 0 creates
@@ -63,10 +101,13 @@ SweepResult runSweep(const SweepOptions& options, distributed::Communicator& com
                      const RunDevice& run,
                      const std::function<void(const SweepRow&)>& onRow = nullptr);
 
-// sweep.json's document and sweep.svg's plot of a sweep.
+// sweep.json's document, sweep.svg's plot and sweep_speed.svg's plot (top-1 against images per
+// second, the Pareto front and the budget) of a sweep.
 nlohmann::json sweepJson(const SweepOptions& options, const SweepResult& result);
 std::string sweepSvg(const SweepOptions& options, const SweepResult& result);
-// Writes options.out/sweep.svg, then options.out/sweep.json (each atomically).
+std::string sweepSpeedSvg(const SweepOptions& options, const SweepResult& result);
+// Writes options.out/sweep.svg, sweep_speed.svg (when speed was measured), config.json (when a
+// size was chosen), then sweep.json (each atomically).
 void writeSweep(const SweepOptions& options, const SweepResult& result);
 
 }  // namespace fixres::engine

@@ -67,6 +67,7 @@ TEST(Error, ExitCodesAreTheDocumentedNumbers) {
   EXPECT_EQ(static_cast<int>(exitCodeOf(WeightsError("x"))), 4);
   EXPECT_EQ(static_cast<int>(exitCodeOf(DistributedError("x"))), 5);
   EXPECT_EQ(static_cast<int>(exitCodeOf(OutputError("x"))), 6);
+  EXPECT_EQ(static_cast<int>(exitCodeOf(BudgetError("x"))), 7);
   EXPECT_EQ(static_cast<int>(exitCodeOf(InternalError("x"))), 1);
   EXPECT_EQ(static_cast<int>(exitCodeOf(std::runtime_error("x"))), 1);
 }
