@@ -18,7 +18,7 @@ enum class ExitCode : int {
   kWeights = 4,      // weights or checkpoint unreadable / mismatched
   kDistributed = 5,  // peer lost, timeout, rendezvous failure
   kOutput = 6,       // an output could not be written: disk full, permission, read-only folder
-  kBudget = 7,       // nothing meets the budget asked for (sweep --max-latency-ms, --min-throughput)
+  kBudget = 7,  // nothing meets the budget asked for (sweep --max-latency-ms, --min-throughput)
 };
 
 // Base of every error fixres raises on purpose. Carries the exit code main() returns.

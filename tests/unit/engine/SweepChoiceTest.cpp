@@ -91,10 +91,10 @@ TEST(SweepChoice, RandomTablesAgreeWithTheDefinitions) {
       bool dominated = false;
       for (size_t b = 0; b < rows.size(); ++b) {
         if (a == b) continue;
-        const bool noWorse = rows[b].imagesPerS >= rows[a].imagesPerS &&
-                             rows[b].plain.top1 >= rows[a].plain.top1;
-        const bool better = rows[b].imagesPerS > rows[a].imagesPerS ||
-                            rows[b].plain.top1 > rows[a].plain.top1;
+        const bool noWorse =
+            rows[b].imagesPerS >= rows[a].imagesPerS && rows[b].plain.top1 >= rows[a].plain.top1;
+        const bool better =
+            rows[b].imagesPerS > rows[a].imagesPerS || rows[b].plain.top1 > rows[a].plain.top1;
         dominated = dominated || (noWorse && better);
       }
       EXPECT_EQ(rows[a].pareto, !dominated) << "trial " << trial << " row " << a;
