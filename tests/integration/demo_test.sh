@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A short `make demo` (a few hundred Fashion-MNIST images, one small epoch): the import, the
-# training, the sweep with fine-tuning, BN calibration without labels, the final table, the plot and the report are produced.
+# training, the sweep with fine-tuning (and its speed plot and chosen-model folder), BN calibration
+# without labels, the evaluation report with a fitted temperature, the final table, the plot and
+# the report are produced.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 if [ ! -d /usr/share/datasets/fashion-mnist ]; then
@@ -18,6 +20,11 @@ expect_out "^\| chosen res, BN calibrated \(no labels\) \| (16|24|32|40) \| [0-9
 expect_file "$WORK/out/test_cal_best.json"
 expect_file "$WORK/out/sweep/sweep.svg"
 expect_file "$WORK/out/report.md"
+expect_file "$WORK/out/sweep/sweep_speed.svg"
+expect_file "$WORK/out/sweep/config.json"
+for f in confusion.svg reliability.svg per_class.csv report.json; do expect_file "$WORK/out/report/$f"; done
+expect_out "^ECE [0-9.]+ % -> [0-9.]+ % at temperature [0-9.]+$"
+grep -q "report/reliability.svg" "$WORK/out/report.md" || bad "report.md does not show the reliability diagram"
 grep -q "<svg" "$WORK/out/sweep/sweep.svg" || bad "sweep.svg is not an SVG"
 grep -q "polyline" "$WORK/out/sweep/sweep.svg" || bad "sweep.svg has no curve"
 # The sweep's default sizes: multiples of resnet_tiny's stride (8) from 0.6x to 1.8x of 24 px.
