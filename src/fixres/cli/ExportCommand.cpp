@@ -10,6 +10,7 @@
 #include "fixres/engine/Export.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelSpec.h"
+#include "fixres/engine/OnnxExport.h"
 
 namespace fixres::cli {
 namespace {
@@ -20,6 +21,7 @@ struct ExportState {
   image::ResizeMode resizeMode = image::ResizeMode::kFixres;
   std::string out;
   engine::CardOverrides card;
+  bool dynamicSize = false;
 };
 
 }  // namespace
@@ -41,6 +43,9 @@ Command addExportCommand(CLI::App& parent) {
   addSharedChoice(*sub, "--resize-mode", s->resizeMode, image::resizeModes());
   addShared(*sub, "--class-names", s->card.classNamesFile);
   addShared(*sub, "--license", s->card.license);
+  sub->add_flag("--dynamic-size", s->dynamicSize,
+                "With --format onnx: height and width as dynamic axes (else the test size)")
+      ->group("Output");
   return {sub, [s, sub]() -> int {
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "export needs --weight-path");
             checkOutputPath("--out", s->out);
@@ -49,17 +54,25 @@ Command addExportCommand(CLI::App& parent) {
             if (s->model.numClasses == 0) s->model.numClasses = 1000;
             engine::RunDevice cpu;
             const bool hub = s->format == engine::ExportLayout::kTimmHub;
+            const bool onnx = s->format == engine::ExportLayout::kOnnx;
+            FIXRES_CHECK(onnx || !s->dynamicSize, UsageError,
+                         "--dynamic-size is for --format onnx");
+            FIXRES_CHECK(!onnx || engine::onnxExportBuilt(), UsageError,
+                         "--format onnx: this build of fixres has no ONNX export (built without "
+                         "ONNX's library: docs/after-training.md, ONNX)");
             std::optional<engine::ModelCard> card;
-            if (hub) {
+            if (hub || onnx) {
               if (sub->get_option("--resize-mode")->count() > 0) s->card.resizeMode = s->resizeMode;
               card = engine::exportCard(s->model, s->card);
             }
             auto built = engine::buildModel(s->model, s->model.numClasses, cpu);
-            size_t n = hub ? engine::exportTimmHub(*built.model, *card, s->out)
-                           : engine::exportWeights(*built.model, s->format, s->out);
-            std::cout << "exported " << n << " tensors of " << s->model.architectureName() << " as "
+            size_t n = onnx  ? engine::exportOnnx(*built.model, *card, s->out, s->dynamicSize)
+                       : hub ? engine::exportTimmHub(*built.model, *card, s->out)
+                             : engine::exportWeights(*built.model, s->format, s->out);
+            std::cout << "exported " << n << (onnx ? " nodes of " : " tensors of ")
+                      << s->model.architectureName() << " as "
                       << choiceName(engine::exportLayouts(), s->format) << " -> " << s->out;
-            if (hub) std::cout << " (test size " << card->testSize << " px)";
+            if (hub || onnx) std::cout << " (test size " << card->testSize << " px)";
             std::cout << std::endl;
             return 0;
           }};

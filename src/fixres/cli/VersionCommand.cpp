@@ -7,6 +7,7 @@
 #include "fixres/cli/Command.h"
 #include "fixres/common/Runtime.h"
 #include "fixres/distributed/ProcessGroupCommunicator.h"
+#include "fixres/engine/OnnxExport.h"
 #include "fixres/image/DecodeFormats.h"
 
 namespace fixres::cli {
@@ -32,6 +33,8 @@ Command addVersionCommand(CLI::App& parent) {
                       << "collectives " << distributed::collectivesDescription() << "\n"
                       << "cuda " << cudaLine() << "\n"
                       << "images " << image::formats::builtFormats() << "\n"
+                      << "exports fixres torchvision timm timm-hub"
+                      << (engine::onnxExportBuilt() ? " onnx" : "") << "\n"
 #if FIXRES_WITH_CURL
                       << "downloads libcurl\n"
 #else

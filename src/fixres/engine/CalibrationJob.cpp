@@ -22,14 +22,15 @@ CalibrationResult runCalibration(const CalibrationJob& job) {
   o.maxImages = job.maxImages;
   const CalibrationResult r = calibrate(built.model, dataset, o);
   built.model->to(torch::kCPU);
-  if (job.layout == ExportLayout::kTimmHub) {
-    // The hub folder records the resolution just calibrated for, and its resize rule.
+  if (job.layout == ExportLayout::kTimmHub || job.layout == ExportLayout::kOnnx) {
+    // The hub folder and the ONNX model record the resolution just calibrated for, and its
+    // resize rule.
     ModelSpec spec = job.model;
     spec.numClasses = classes;
     CardOverrides card;
     card.testSize = job.inputSize;
     card.resizeMode = job.eval.resizeMode;
-    exportTimmHub(*built.model, exportCard(spec, card), job.out);
+    exportModel(*built.model, job.layout, exportCard(spec, card), job.out);
   } else {
     exportWeights(*built.model, job.layout, job.out);
   }

@@ -7,6 +7,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/engine/OnnxExport.h"
 #include "fixres/models/Family.h"
 #include "fixres/models/SafetensorsFile.h"
 #include "fixres/models/WeightIO.h"
@@ -32,12 +33,21 @@ const ChoiceTable<ExportLayout>& exportLayouts() {
                                                    {{"fixres", ExportLayout::kFixres},
                                                     {"torchvision", ExportLayout::kTorchvision},
                                                     {"timm", ExportLayout::kTimm},
-                                                    {"timm-hub", ExportLayout::kTimmHub}}};
+                                                    {"timm-hub", ExportLayout::kTimmHub},
+                                                    {"onnx", ExportLayout::kOnnx}}};
   return kTable;
 }
 
+size_t exportModel(models::ModelImpl& model, ExportLayout layout, const ModelCard& card,
+                   const std::string& out) {
+  if (layout == ExportLayout::kTimmHub) return exportTimmHub(model, card, out);
+  if (layout == ExportLayout::kOnnx) return exportOnnx(model, card, out, /*dynamicSize=*/false);
+  return exportWeights(model, layout, out);
+}
+
 size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::string& path) {
-  FIXRES_CHECK(layout != ExportLayout::kTimmHub, InternalError, "timm-hub is a folder");
+  FIXRES_CHECK(layout != ExportLayout::kTimmHub && layout != ExportLayout::kOnnx, InternalError,
+               "timm-hub and onnx are not state dicts");
   auto sd = models::stateDict(model);
   c10::Dict<std::string, at::Tensor> out;
   for (const auto& e : sd) {

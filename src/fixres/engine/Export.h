@@ -11,12 +11,13 @@
 
 namespace fixres::engine {
 
-enum class ExportLayout { kFixres, kTorchvision, kTimm, kTimmHub };
-const ChoiceTable<ExportLayout>& exportLayouts();  // fixres, torchvision, timm, timm-hub
+enum class ExportLayout { kFixres, kTorchvision, kTimm, kTimmHub, kOnnx };
+const ChoiceTable<ExportLayout>& exportLayouts();  // fixres, torchvision, timm, timm-hub, onnx
 // --format's help, for every subcommand that writes weights (export, calibrate).
 inline constexpr const char* kExportLayoutHelp =
-    "Layout written: fixres (the reference's loader), torchvision, timm (state dicts), or "
-    "timm-hub (a folder: model.safetensors and timm's config.json with the test size)";
+    "Layout written: fixres (the reference's loader), torchvision, timm (state dicts), "
+    "timm-hub (a folder: model.safetensors and timm's config.json with the test size), or onnx "
+    "(an ONNX model at the test size with its preprocessing; ResNet family)";
 
 // Writes `model`'s parameters and buffers in `layout` to `path` (atomic: OutputError, exit 6, on
 // a write failure, `path` untouched). fixres's names are timm's, and torchvision's for a family
@@ -26,6 +27,11 @@ inline constexpr const char* kExportLayoutHelp =
 // (tf_efficientnet_*, PNASNet). Returns the number of tensors written.
 size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::string& path);
 
+// Writes `model` in `layout` at `out`: a state dict (exportWeights), a hub folder (exportTimmHub)
+// or an ONNX model (OnnxExport.h, dynamic batch, fixed size); `card` gives the hub folder's and
+// the ONNX model's test size and preprocessing. Returns the number of tensors (ONNX: nodes).
+size_t exportModel(models::ModelImpl& model, ExportLayout layout, const ModelCard& card,
+                   const std::string& out);
 // A timm hub folder at `dir` (new, or an empty folder; UsageError naming it, before anything is
 // written, when it holds anything or is a file): model.safetensors with timm's names, then
 // config.json (timmHubConfig(card, model)), each atomic, so a folder with a config.json is whole.

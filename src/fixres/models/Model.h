@@ -16,6 +16,7 @@
 namespace fixres::models {
 
 struct ArchitectureFamily;  // Family.h
+class GraphWriter;          // GraphWriter.h
 
 class ModelImpl : public torch::nn::Module {
  public:
@@ -31,6 +32,9 @@ class ModelImpl : public torch::nn::Module {
   // The final linear layer and its state-dict prefix ("fc.", "classifier.", "last_linear.").
   virtual torch::nn::Linear& classifier() = 0;
   virtual std::string classifierPrefix() const = 0;
+  // Describes the eval-mode graph to `writer` (GraphWriter.h) and returns true; false, writing
+  // nothing, for a family that cannot describe itself yet.
+  virtual bool writeGraph(GraphWriter& writer) { return false; }
 };
 
 using Model = std::shared_ptr<ModelImpl>;

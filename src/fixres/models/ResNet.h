@@ -46,6 +46,8 @@ class BlockImpl : public torch::nn::Module {
             int64_t widthPerGroup);
   torch::Tensor forward(
       torch::Tensor x);  // N x inplanes x H x W -> N x planes*expansion x H/s x W/s
+  // forward() as a graph (GraphWriter.h).
+  std::string writeGraph(GraphWriter& w, const std::string& x);
   static int64_t expansion(bool bottleneck) { return bottleneck ? 4 : 1; }
   // The BatchNorm ending the residual branch (bn3 or bn2).
   BatchNorm2d& lastBatchNorm() { return bottleneck_ ? bn3 : bn2; }
@@ -71,6 +73,7 @@ class ResNetImpl : public ModelImpl {
   torch::nn::Linear& classifier() override { return fc; }
   std::string classifierPrefix() const override { return "fc."; }
   const ArchitectureFamily& family() const override { return resnetFamily(); }
+  bool writeGraph(GraphWriter& writer) override;
   // The BatchNorm right before global pooling: the last block's bn3 (bottleneck) or bn2 (basic).
   BatchNorm2d& lastBatchNorm();
   int64_t embeddingDim() const override { return embeddingDim_; }

@@ -1,0 +1,219 @@
+// The ONNX exporter: a GraphWriter that builds ONNX's ModelProto (see OnnxExport.h).
+#include "fixres/engine/OnnxExport.h"
+
+#include <torch/torch.h>
+
+#if FIXRES_WITH_ONNX
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#endif
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Files.h"
+#include "fixres/models/GraphWriter.h"
+
+namespace fixres::engine {
+
+#if FIXRES_WITH_ONNX
+namespace {
+
+constexpr int64_t kOpset = 13;
+
+class OnnxGraphWriter : public models::GraphWriter {
+ public:
+  explicit OnnxGraphWriter(onnx::GraphProto* graph) : g_(graph) {}
+
+  Value input() override { return "input"; }
+
+  Value conv(const Value& x, const torch::nn::Conv2dImpl& c, int64_t padding) override {
+    const auto& o = c.options;
+    std::vector<Value> inputs{x, initializer(c.weight, "conv_w")};
+    if (c.bias.defined()) inputs.push_back(initializer(c.bias, "conv_b"));
+    auto* n = node("Conv", inputs);
+    ints(n, "kernel_shape", {c.weight.size(2), c.weight.size(3)});
+    ints(n, "strides", {(*o.stride())[0], (*o.stride())[1]});
+    ints(n, "pads", {padding, padding, padding, padding});
+    ints(n, "dilations", {(*o.dilation())[0], (*o.dilation())[1]});
+    integer(n, "group", o.groups());
+    return n->output(0);
+  }
+
+  Value batchNorm(const Value& x, const models::BatchNorm2dImpl& bn) override {
+    const int64_t c = bn.running_mean.size(0);
+    const auto ones = torch::ones({c}), zeros = torch::zeros({c});
+    auto* n =
+        node("BatchNormalization",
+             {x, initializer(bn.weight.defined() ? bn.weight : ones, "bn_scale"),
+              initializer(bn.bias.defined() ? bn.bias : zeros, "bn_bias"),
+              initializer(bn.running_mean, "bn_mean"), initializer(bn.running_var, "bn_var")});
+    auto* eps = n->add_attribute();
+    eps->set_name("epsilon");
+    eps->set_type(onnx::AttributeProto::FLOAT);
+    eps->set_f(static_cast<float>(bn.options.eps()));
+    return n->output(0);
+  }
+
+  Value relu(const Value& x) override { return node("Relu", {x})->output(0); }
+
+  Value add(const Value& a, const Value& b) override { return node("Add", {a, b})->output(0); }
+
+  Value maxPool(const Value& x, int64_t kernel, int64_t stride, int64_t padding) override {
+    auto* n = node("MaxPool", {x});
+    ints(n, "kernel_shape", {kernel, kernel});
+    ints(n, "strides", {stride, stride});
+    ints(n, "pads", {padding, padding, padding, padding});
+    return n->output(0);
+  }
+
+  Value globalAveragePool(const Value& x) override {
+    auto* flat = node("Flatten", {node("GlobalAveragePool", {x})->output(0)});
+    integer(flat, "axis", 1);
+    return flat->output(0);
+  }
+
+  Value linear(const Value& x, const torch::nn::LinearImpl& fc) override {
+    auto* n = node("Gemm", {x, initializer(fc.weight, "fc_w"), initializer(fc.bias, "fc_b")});
+    integer(n, "transB", 1);
+    return n->output(0);
+  }
+
+  void output(const Value& logits) override { logits_ = logits; }
+
+  const Value& logits() const { return logits_; }
+
+ private:
+  onnx::NodeProto* node(const std::string& op, const std::vector<Value>& inputs) {
+    auto* n = g_->add_node();
+    n->set_op_type(op);
+    n->set_name(op + "_" + std::to_string(g_->node_size()));
+    for (const auto& i : inputs) n->add_input(i);
+    n->add_output(n->name());
+    return n;
+  }
+
+  static void ints(onnx::NodeProto* n, const char* name, std::initializer_list<int64_t> values) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : values) a->add_ints(v);
+  }
+
+  static void integer(onnx::NodeProto* n, const char* name, int64_t value) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(value);
+  }
+
+  Value initializer(const torch::Tensor& t, const std::string& hint) {
+    const torch::Tensor c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
+    auto* init = g_->add_initializer();
+    init->set_name(hint + "_" + std::to_string(g_->initializer_size()));
+    init->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : c.sizes()) init->add_dims(d);
+    init->set_raw_data(c.data_ptr(), static_cast<size_t>(c.numel()) * sizeof(float));
+    return init->name();
+  }
+
+  onnx::GraphProto* g_;
+  Value logits_;
+};
+
+void tensorType(onnx::ValueInfoProto* v, const std::vector<std::string>& symbolic,
+                const std::vector<int64_t>& fixed) {
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* shape = t->mutable_shape();
+  for (size_t i = 0; i < fixed.size(); ++i) {
+    auto* d = shape->add_dim();
+    if (!symbolic[i].empty())
+      d->set_dim_param(symbolic[i]);
+    else
+      d->set_dim_value(fixed[i]);
+  }
+}
+
+void metadata(onnx::ModelProto& m, const std::string& key, const std::string& value) {
+  auto* p = m.add_metadata_props();
+  p->set_key(key);
+  p->set_value(value);
+}
+
+}  // namespace
+
+bool onnxExportBuilt() {
+  return true;
+}
+
+size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::string& path,
+                  bool dynamicSize) {
+  model.eval();
+  torch::NoGradGuard noGrad;
+  onnx::ModelProto m;
+  m.set_ir_version(onnx::IR_VERSION);
+  m.set_producer_name("fixres");
+  m.set_producer_version(FIXRES_VERSION);
+  auto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  auto* g = m.mutable_graph();
+  g->set_name(card.architecture);
+  OnnxGraphWriter writer(g);
+  FIXRES_CHECK(model.writeGraph(writer), UsageError, "export --format onnx: ", card.architecture,
+               " cannot be exported to ONNX yet (ONNX export covers the ResNet family: ResNet, "
+               "ResNeXt, Wide ResNet)");
+  const int64_t s = card.testSize, classes = card.numClasses;
+  tensorType(g->add_input(), {"batch", "", dynamicSize ? "height" : "", dynamicSize ? "width" : ""},
+             {1, 3, s, s});
+  g->mutable_input(0)->set_name("input");
+  auto* out = g->add_output();
+  out->set_name(writer.logits());
+  tensorType(out, {"batch", ""}, {1, classes});
+  // The preprocessing, as the hub config writes it.
+  const auto hub = timmHubConfig(card, model);
+  metadata(
+      m, "fixres.preprocessing",
+      nlohmann::ordered_json{{"input_size", s},
+                             {"dynamic_size", dynamicSize},
+                             {"crop_pct", card.testCropPct},
+                             {"crop_mode", "center"},
+                             {"resize_mode", hub["fixres"]["resize_mode"]},
+                             {"resize_rule", hub["fixres"]["resize_rule"]},
+                             {"interpolation", hub["pretrained_cfg"]["interpolation"]},
+                             {"mean", hub["pretrained_cfg"]["mean"]},
+                             {"std", hub["pretrained_cfg"]["std"]},
+                             {"input", "RGB, N x 3 x H x W float32, (pixel / 255 - mean) / std"},
+                             {"output", "logits, N x classes"}}
+          .dump());
+  metadata(m, "fixres.architecture", card.architecture);
+  if (!card.classNames.empty())
+    metadata(m, "fixres.class_names", nlohmann::json(card.classNames).dump());
+  if (!card.license.empty()) metadata(m, "license", card.license);
+  try {
+    onnx::checker::check_model(m);
+  } catch (const std::exception& e) {
+    FIXRES_FAIL(InternalError,
+                "export --format onnx: ONNX's checker refused the graph: ", oneLine(e.what()));
+  }
+  std::string bytes;
+  FIXRES_CHECK(m.SerializeToString(&bytes), InternalError,
+               "export --format onnx: the model does not serialise (over 2 GB?)");
+  writeFileAtomic(path, bytes);
+  return static_cast<size_t>(g->node_size());
+}
+
+#else
+
+bool onnxExportBuilt() {
+  return false;
+}
+
+size_t exportOnnx(models::ModelImpl&, const ModelCard&, const std::string&, bool) {
+  FIXRES_FAIL(UsageError,
+              "export --format onnx: this build of fixres has no ONNX export (built without "
+              "ONNX's library: docs/after-training.md, ONNX)");
+}
+
+#endif
+
+}  // namespace fixres::engine

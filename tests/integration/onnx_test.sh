@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `fixres export --format onnx` (ResNet family):
+# 1. resnet_tiny (a trained run folder: small stem, no max-pool), resnet18 (basic blocks,
+#    max-pool, downsampling) and resnext50_32x4d (bottlenecks, 32 groups), torchvision's random
+#    weights for the last two: ONNX's checker passes (inside fixres); ONNX Runtime, fed the images
+#    preprocessed by PIL from the model's own metadata, gives fixres predict's logits on the same
+#    JPEGs and PNGs (tests/reference/onnx_check.py: relative L2 < 1e-4, any batch size); a
+#    --dynamic-size export runs at another size against predict at that size. The run folder's
+#    class names are in the metadata.
+# 2. bad input: a family without an ONNX graph (tf_efficientnet_b0), --dynamic-size without
+#    --format onnx: exit 2, one line, nothing written.
+# ONNX Runtime comes from the project's PyPI environment (.venv-torch2, requirements-torch2.txt):
+# without it, part 1 stops after fixres's own checker. A build without ONNX's library says so
+# (exit 2) and the rest is skipped.
+set -u
+source "$(dirname "$0")/lib.sh" "$@"
+REF="$SRC/tests/reference"
+ORT_PY=${FIXRES_ORT_PYTHON:-$SRC/.venv-torch2/bin/python}
+D="$WORK/data"
+"$PY" "$REF/make_image_folder.py" "$D" --classes 3 --train 8 --val 4 --size 72 >/dev/null || bad "data"
+if ! "$FIXRES" version | grep -q "^exports .*onnx"; then
+  run "$FIXRES" export --architecture resnet18 --format onnx --weight-path x.pth --out "$WORK/m.onnx"
+  expect_code 2; expect_err_lines 1; expect_err "no ONNX export"
+  echo "SKIP: this build has no ONNX export"; finish
+fi
+HAVE_ORT=0
+if [ -x "$ORT_PY" ] && "$ORT_PY" -c "import onnxruntime" 2>/dev/null; then HAVE_ORT=1; else
+  echo "ONNX Runtime checks skipped: no onnxruntime at $ORT_PY (make torch2-env installs it)"
+fi
+
+run "$FIXRES" train --imnet-path "$D" --architecture resnet_tiny --workers 1 --input-size 32 \
+  --batch 4 --epochs 1 --shared-folder-path "$WORK/runs" --job-id t
+expect_code 0
+"$PY" "$REF/export_check.py" make-tv resnet18 "$WORK/r18.pth" || bad "resnet18 weights"
+"$PY" "$REF/export_check.py" make-tv resnext50_32x4d "$WORK/rx50.pth" || bad "resnext weights"
+check() {  # check NAME SIZE [ORT SIZE] -- fixres flags for the weights
+  local name=$1 size=$2 ortsize=$3; shift 4
+  run "$FIXRES" export "$@" --format onnx --input-size "$size" --out "$WORK/$name.onnx" ${DYN:-}
+  expect_code 0; expect_out "exported [0-9]+ nodes of .* as onnx -> .*$name.onnx \(test size $size px\)"
+  run "$FIXRES" predict "$D/val" "$@" --input-size "$ortsize" --output-type logit --topk 10 \
+    --results-format json --out "$WORK/$name.json" --workers 1
+  expect_code 0
+  [ "$HAVE_ORT" = 1 ] || return 0
+  run "$ORT_PY" "$REF/onnx_check.py" "$WORK/$name.onnx" "$WORK/$name.json" "$ortsize"
+  expect_code 0; expect_out "relative L2 error"; cat "$OUT"
+}
+check tiny 40 40 -- --weight-path "$WORK/runs/train/t"
+check r18 64 64 -- --architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth"
+check rx50 64 64 -- --architecture resnext50_32x4d --num-classes 10 --weight-path "$WORK/rx50.pth"
+DYN=--dynamic-size check r18dyn 64 96 -- --architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth"
+if [ "$HAVE_ORT" = 1 ]; then
+  "$ORT_PY" -c "
+import json, sys, onnxruntime as ort
+m = ort.InferenceSession(sys.argv[1], providers=['CPUExecutionProvider']).get_modelmeta().custom_metadata_map
+assert json.loads(m['fixres.class_names']) == ['class0', 'class1', 'class2'], m
+assert json.loads(m['fixres.preprocessing'])['input_size'] == 40, m" "$WORK/tiny.onnx" ||
+    bad "the run folder's class names or test size are not in the metadata"
+fi
+
+# --- 2. bad input ---------------------------------------------------------------------------------
+run "$FIXRES" train --imnet-path "$D" --architecture tf_efficientnet_b0 --workers 1 --input-size 32 \
+  --batch 4 --epochs 1 --iteration-cap 1 --shared-folder-path "$WORK/runs" --job-id b0
+expect_code 0
+run "$FIXRES" export --weight-path "$WORK/runs/train/b0" --format onnx --out "$WORK/b0.onnx"
+expect_code 2; expect_err_lines 1; expect_err "cannot be exported to ONNX yet"
+[ -e "$WORK/b0.onnx" ] && bad "a refused export wrote its file"
+run "$FIXRES" export --architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" \
+  --dynamic-size --out "$WORK/r18x.pth"
+expect_code 2; expect_err_lines 1; expect_err "--dynamic-size is for --format onnx"
+[ -e "$WORK/r18x.pth" ] && bad "a refused export wrote its file"
+finish
