@@ -42,7 +42,7 @@ expect_code 2; expect_err "torchvision has no such architecture"
 [ ! -e "$WORK/no.pth" ] || bad "a refused export wrote a file"
 # Bad values of the new model and export flags: exit 2 naming the flag or value, nothing written.
 for bad_args in "--mean 0.5 0.5:--mean" "--drop-rate 1.5:--drop-rate" "--interpolation lanczos:lanczos" \
-  "--format onnx:onnx" "--EfficientNet-models tf_efficientnet_b0:EfficientNet-models"; do
+  "--format tflite:tflite" "--EfficientNet-models tf_efficientnet_b0:EfficientNet-models"; do
   run "$FIXRES" export --architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" \
     --out "$WORK/bad.pth" ${bad_args%%:*}
   expect_code 2; expect_err_lines 1; expect_err "${bad_args#*:}"

@@ -1,6 +1,10 @@
 // The ONNX exporter: a GraphWriter that builds ONNX's ModelProto (see OnnxExport.h).
 #include "fixres/engine/OnnxExport.h"
 
+#include <map>
+#include <optional>
+#include <utility>
+
 #include <torch/torch.h>
 
 #if FIXRES_WITH_ONNX
@@ -21,20 +25,35 @@ constexpr int64_t kOpset = 13;
 
 class OnnxGraphWriter : public models::GraphWriter {
  public:
-  explicit OnnxGraphWriter(onnx::GraphProto* graph) : g_(graph) {}
+  // size > 0: every value's height and width are tracked from size x size; 0: dynamic.
+  OnnxGraphWriter(onnx::GraphProto* graph, int64_t size) : g_(graph) {
+    if (size > 0) sizes_["input"] = {size, size};
+  }
 
   Value input() override { return "input"; }
 
-  Value conv(const Value& x, const torch::nn::Conv2dImpl& c, int64_t padding) override {
+  std::optional<std::pair<int64_t, int64_t>> spatialSize(const Value& x) const override {
+    const auto it = sizes_.find(x);
+    if (it == sizes_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  Value conv(const Value& x, const torch::nn::Conv2dImpl& c, models::Pads p) override {
     const auto& o = c.options;
+    const int64_t kh = c.weight.size(2), kw = c.weight.size(3);
+    const int64_t sh = (*o.stride())[0], sw = (*o.stride())[1];
+    const int64_t dh = (*o.dilation())[0], dw = (*o.dilation())[1];
     std::vector<Value> inputs{x, initializer(c.weight, "conv_w")};
     if (c.bias.defined()) inputs.push_back(initializer(c.bias, "conv_b"));
     auto* n = node("Conv", inputs);
-    ints(n, "kernel_shape", {c.weight.size(2), c.weight.size(3)});
-    ints(n, "strides", {(*o.stride())[0], (*o.stride())[1]});
-    ints(n, "pads", {padding, padding, padding, padding});
-    ints(n, "dilations", {(*o.dilation())[0], (*o.dilation())[1]});
+    ints(n, "kernel_shape", {kh, kw});
+    ints(n, "strides", {sh, sw});
+    ints(n, "pads", {p.top, p.left, p.bottom, p.right});  // ONNX: begins, then ends
+    ints(n, "dilations", {dh, dw});
     integer(n, "group", o.groups());
+    if (const auto in = spatialSize(x))
+      sizes_[n->output(0)] = {(in->first + p.top + p.bottom - dh * (kh - 1) - 1) / sh + 1,
+                              (in->second + p.left + p.right - dw * (kw - 1) - 1) / sw + 1};
     return n->output(0);
   }
 
@@ -50,18 +69,31 @@ class OnnxGraphWriter : public models::GraphWriter {
     eps->set_name("epsilon");
     eps->set_type(onnx::AttributeProto::FLOAT);
     eps->set_f(static_cast<float>(bn.options.eps()));
-    return n->output(0);
+    return same(x, n);
   }
 
-  Value relu(const Value& x) override { return node("Relu", {x})->output(0); }
+  Value relu(const Value& x) override { return same(x, node("Relu", {x})); }
 
-  Value add(const Value& a, const Value& b) override { return node("Add", {a, b})->output(0); }
+  Value sigmoid(const Value& x) override { return same(x, node("Sigmoid", {x})); }
+
+  Value add(const Value& a, const Value& b) override { return same(a, node("Add", {a, b})); }
+
+  Value mul(const Value& a, const Value& b) override { return same(a, node("Mul", {a, b})); }
 
   Value maxPool(const Value& x, int64_t kernel, int64_t stride, int64_t padding) override {
     auto* n = node("MaxPool", {x});
     ints(n, "kernel_shape", {kernel, kernel});
     ints(n, "strides", {stride, stride});
     ints(n, "pads", {padding, padding, padding, padding});
+    if (const auto in = spatialSize(x))
+      sizes_[n->output(0)] = {(in->first + 2 * padding - kernel) / stride + 1,
+                              (in->second + 2 * padding - kernel) / stride + 1};
+    return n->output(0);
+  }
+
+  Value spatialMean(const Value& x) override {
+    auto* n = node("GlobalAveragePool", {x});
+    sizes_[n->output(0)] = {1, 1};
     return n->output(0);
   }
 
@@ -115,7 +147,14 @@ class OnnxGraphWriter : public models::GraphWriter {
     return init->name();
   }
 
+  // The output of `n` has the spatial size of `x` (elementwise operations).
+  Value same(const Value& x, onnx::NodeProto* n) {
+    if (const auto in = spatialSize(x)) sizes_[n->output(0)] = *in;
+    return n->output(0);
+  }
+
   onnx::GraphProto* g_;
+  std::map<Value, std::pair<int64_t, int64_t>> sizes_;
   Value logits_;
 };
 
@@ -158,10 +197,10 @@ size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::st
   opset->set_version(kOpset);
   auto* g = m.mutable_graph();
   g->set_name(card.architecture);
-  OnnxGraphWriter writer(g);
+  OnnxGraphWriter writer(g, dynamicSize ? 0 : card.testSize);
   FIXRES_CHECK(model.writeGraph(writer), UsageError, "export --format onnx: ", card.architecture,
-               " cannot be exported to ONNX yet (ONNX export covers the ResNet family: ResNet, "
-               "ResNeXt, Wide ResNet)");
+               " cannot be exported to ONNX yet (ONNX export covers the ResNet family and "
+               "EfficientNet)");
   const int64_t s = card.testSize, classes = card.numClasses;
   tensorType(g->add_input(), {"batch", "", dynamicSize ? "height" : "", dynamicSize ? "width" : ""},
              {1, 3, s, s});

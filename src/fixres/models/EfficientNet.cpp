@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "fixres/common/Error.h"
+#include "fixres/models/GraphWriter.h"
 
 namespace fixres::models {
 namespace {
@@ -67,6 +68,19 @@ torch::Tensor mbPadSame(const torch::Tensor& x, int64_t k, int64_t stride) {
   return torch::constant_pad_nd(x, {pw / 2, pw - pw / 2, ph / 2, ph - ph / 2}, 0);
 }
 
+// mbPadSame's padding for a graph written at a fixed size (GraphWriter::spatialSize).
+Pads mbPadsSame(const GraphWriter& w, const std::string& x, int64_t k, int64_t stride) {
+  const auto size = w.spatialSize(x);
+  FIXRES_CHECK(size.has_value(), UsageError,
+               "tf_efficientnet's TensorFlow \"same\" padding depends on the input size: export "
+               "it at a fixed size (without --dynamic-size)");
+  auto pad = [&](int64_t in) {
+    return std::max<int64_t>((((in + stride - 1) / stride) - 1) * stride + k - in, 0);
+  };
+  const int64_t ph = pad(size->first), pw = pad(size->second);
+  return {ph / 2, pw / 2, ph - ph / 2, pw - pw / 2};
+}
+
 // timm's drop path: whole samples of the residual branch zeroed with probability p, the rest
 // scaled by 1 / (1 - p); identity in eval mode.
 torch::Tensor mbDropPath(const torch::Tensor& x, double p, bool training) {
@@ -90,13 +104,19 @@ torch::Tensor SqueezeExciteImpl::forward(const torch::Tensor& x) {
   return x * torch::sigmoid(s);
 }
 
+std::string SqueezeExciteImpl::writeGraph(GraphWriter& w, const std::string& x) {
+  auto s = w.silu(w.conv(w.spatialMean(x), *conv_reduce, Pads{}));
+  return w.mul(x, w.sigmoid(w.conv(s, *conv_expand, Pads{})));
+}
+
 MBConvImpl::MBConvImpl(int64_t in, int64_t out, int64_t expansion, int64_t kernel, int64_t stride,
                        bool tfSame, double bnEps, double dropPath)
     : inverted_(expansion != 1),
       skip_(stride == 1 && in == out),
       samePad_(tfSame && stride > 1),
+      staticPad_(mbStaticPadding(kernel, stride, tfSame)),
       dropPath_(dropPath) {
-  int64_t pad = mbStaticPadding(kernel, stride, tfSame);
+  int64_t pad = staticPad_;
   if (inverted_) {
     int64_t mid = mbMakeDivisible(static_cast<double>(in * expansion));
     conv_pw = register_module("conv_pw", mbConv(in, mid, 1, 1, 0));
@@ -136,6 +156,27 @@ torch::Tensor MBConvImpl::forward(torch::Tensor x) {
   }
   if (skip_) x = mbDropPath(x, dropPath_, is_training()) + shortcut;
   return x;
+}
+
+std::string MBConvImpl::writeGraph(GraphWriter& w, const std::string& in) {
+  auto depthwise = [&](const std::string& t) {
+    const Pads p = samePad_ ? mbPadsSame(w, t, conv_dw->options.kernel_size()->at(0),
+                                         conv_dw->options.stride()->at(0))
+                            : Pads::all(staticPad_);
+    return w.conv(t, *conv_dw, p);
+  };
+  std::string x = in;
+  if (inverted_) {
+    x = w.silu(w.batchNorm(w.conv(x, *conv_pw, Pads{}), *bn1));
+    x = w.silu(w.batchNorm(depthwise(x), *bn2));
+    x = se->writeGraph(w, x);
+    x = w.batchNorm(w.conv(x, *conv_pwl, Pads{}), *bn3);
+  } else {
+    x = w.silu(w.batchNorm(depthwise(x), *bn1));
+    x = se->writeGraph(w, x);
+    x = w.batchNorm(w.conv(x, *conv_pw, Pads{}), *bn2);
+  }
+  return skip_ ? w.add(x, in) : x;  // drop path is the identity in eval mode
 }
 
 EfficientNetImpl::EfficientNetImpl(const EfficientNetConfig& config) : config_(config) {
@@ -212,6 +253,18 @@ std::pair<torch::Tensor, torch::Tensor> EfficientNetImpl::forwardWithEmbedding(t
   torch::Tensor features = embedding;
   if (dropRate_ > 0 && is_training()) features = torch::dropout(embedding, dropRate_, true);
   return {classifier_(features), embedding};
+}
+
+bool EfficientNetImpl::writeGraph(GraphWriter& w) {
+  std::string x = w.input();
+  const Pads stem =
+      config_.tfSame ? mbPadsSame(w, x, 3, 2) : Pads::all(mbStaticPadding(3, 2, false));
+  x = w.silu(w.batchNorm(w.conv(x, *conv_stem, stem), *bn1));
+  for (const auto& stage : *blocks)
+    for (const auto& block : stage->children()) x = block->as<MBConvImpl>()->writeGraph(w, x);
+  x = w.silu(w.batchNorm(w.conv(x, *conv_head, Pads{}), *bn2));
+  w.output(w.linear(w.globalAveragePool(x), *classifier_));  // dropout: identity in eval mode
+  return true;
 }
 
 }  // namespace fixres::models

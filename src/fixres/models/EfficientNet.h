@@ -47,6 +47,7 @@ class SqueezeExciteImpl : public torch::nn::Module {
  public:
   SqueezeExciteImpl(int64_t channels, int64_t reduced);
   torch::Tensor forward(const torch::Tensor& x);
+  std::string writeGraph(GraphWriter& w, const std::string& x);  // forward() as a graph
   torch::nn::Conv2d conv_reduce{nullptr}, conv_expand{nullptr};
 };
 TORCH_MODULE(SqueezeExcite);
@@ -59,6 +60,7 @@ class MBConvImpl : public torch::nn::Module {
   MBConvImpl(int64_t in, int64_t out, int64_t expansion, int64_t kernel, int64_t stride,
              bool tfSame, double bnEps, double dropPath);
   torch::Tensor forward(torch::Tensor x);
+  std::string writeGraph(GraphWriter& w, const std::string& x);  // forward() as a graph
 
   torch::nn::Conv2d conv_pw{nullptr}, conv_dw{nullptr}, conv_pwl{nullptr};
   BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
@@ -67,7 +69,8 @@ class MBConvImpl : public torch::nn::Module {
  private:
   bool inverted_;  // inverted residual (expansion > 1) or depthwise-separable
   bool skip_;
-  bool samePad_;  // conv_dw pads "same" from each input's size
+  bool samePad_;       // conv_dw pads "same" from each input's size
+  int64_t staticPad_;  // conv_dw's own padding, every side
   double dropPath_;
 };
 TORCH_MODULE(MBConv);
@@ -81,6 +84,7 @@ class EfficientNetImpl : public ModelImpl {
   const ArchitectureFamily& family() const override { return efficientNetFamily(); }
   torch::nn::Linear& classifier() override { return classifier_; }
   std::string classifierPrefix() const override { return "classifier."; }
+  bool writeGraph(GraphWriter& writer) override;
 
   const EfficientNetConfig& config() const { return config_; }
   // Per stage: the expansion ratio of its blocks (1: depthwise-separable).

@@ -7,11 +7,19 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "fixres/models/BatchNorm.h"
 
 namespace fixres::models {
+
+// Zeros added before a convolution or pooling, per side.
+struct Pads {
+  int64_t top = 0, left = 0, bottom = 0, right = 0;
+  static Pads all(int64_t p) { return {p, p, p, p}; }
+};
 
 class GraphWriter {
  public:
@@ -19,15 +27,25 @@ class GraphWriter {
   virtual ~GraphWriter() = default;
   // The image batch, N x 3 x H x W, normalised.
   virtual Value input() = 0;
-  // The module's convolution (weights, bias when present, stride, dilation, groups) with
-  // `padding` zeros on every side (the family knows its padding).
-  virtual Value conv(const Value& x, const torch::nn::Conv2dImpl& conv, int64_t padding) = 0;
+  // {height, width} of a value when the graph is written for a fixed input size; none when the
+  // size is dynamic.
+  virtual std::optional<std::pair<int64_t, int64_t>> spatialSize(const Value& x) const = 0;
+  // The module's convolution (weights, bias when present, stride, dilation, groups) with `pads`
+  // zeros around the input (the family knows its padding).
+  virtual Value conv(const Value& x, const torch::nn::Conv2dImpl& conv, Pads pads) = 0;
   // BatchNorm with its running statistics (eval mode).
   virtual Value batchNorm(const Value& x, const BatchNorm2dImpl& bn) = 0;
   virtual Value relu(const Value& x) = 0;
+  virtual Value sigmoid(const Value& x) = 0;
   virtual Value add(const Value& a, const Value& b) = 0;
-  // Max pooling with symmetric zero-free padding (as torch's max_pool2d).
+  // Elementwise product, b broadcast over a (N x C x 1 x 1 over N x C x H x W).
+  virtual Value mul(const Value& a, const Value& b) = 0;
+  // x * sigmoid(x).
+  Value silu(const Value& x) { return mul(x, sigmoid(x)); }
+  // Max pooling with symmetric padding that never wins (as torch's max_pool2d).
   virtual Value maxPool(const Value& x, int64_t kernel, int64_t stride, int64_t padding) = 0;
+  // The mean over height and width, kept as N x C x 1 x 1.
+  virtual Value spatialMean(const Value& x) = 0;
   // Global average pooling and flattening: N x C x H x W -> N x C.
   virtual Value globalAveragePool(const Value& x) = 0;
   virtual Value linear(const Value& x, const torch::nn::LinearImpl& fc) = 0;

@@ -61,11 +61,11 @@ torch::Tensor BlockImpl::forward(torch::Tensor x) {
 
 std::string BlockImpl::writeGraph(GraphWriter& w, const std::string& x) {
   const std::string identity =
-      downsample ? w.batchNorm(w.conv(x, *downsample[0]->as<torch::nn::Conv2d>(), 0),
+      downsample ? w.batchNorm(w.conv(x, *downsample[0]->as<torch::nn::Conv2d>(), Pads{}),
                                *downsample[1]->as<BatchNorm2d>())
                  : x;
   // Every convolution pads kernel / 2 (conv() above).
-  const auto pad = [](const torch::nn::Conv2d& c) { return c->weight.size(2) / 2; };
+  const auto pad = [](const torch::nn::Conv2d& c) { return Pads::all(c->weight.size(2) / 2); };
   std::string out = w.relu(w.batchNorm(w.conv(x, *conv1, pad(conv1)), *bn1));
   if (bottleneck_) {
     out = w.relu(w.batchNorm(w.conv(out, *conv2, pad(conv2)), *bn2));
@@ -77,7 +77,8 @@ std::string BlockImpl::writeGraph(GraphWriter& w, const std::string& x) {
 }
 
 bool ResNetImpl::writeGraph(GraphWriter& w) {
-  std::string x = w.relu(w.batchNorm(w.conv(w.input(), *conv1, conv1->weight.size(2) / 2), *bn1));
+  std::string x =
+      w.relu(w.batchNorm(w.conv(w.input(), *conv1, Pads::all(conv1->weight.size(2) / 2)), *bn1));
   if (!config_.smallStem) x = w.maxPool(x, 3, 2, 1);
   for (auto* layer : {&layer1, &layer2, &layer3, &layer4})
     for (const auto& block : (*layer)->children()) x = block->as<BlockImpl>()->writeGraph(w, x);
