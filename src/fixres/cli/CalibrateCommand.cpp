@@ -8,6 +8,7 @@
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Log.h"
 #include "fixres/engine/CalibrationJob.h"
+#include "fixres/engine/OnnxExport.h"
 
 namespace fixres::cli {
 
@@ -38,6 +39,7 @@ Command addCalibrateCommand(CLI::App& parent) {
       ->group("Output");
   addShared(*sub, "--out", j.out)->required();
   return {sub, [s, sub]() -> int {
+            if (s->job.layout == engine::ExportLayout::kOnnx) engine::requireOnnxExport();
             checkOutputPath("--out", s->job.out, {{"--dataset-path", s->job.datasetPath}});
             applyFolderTestSettings(*sub, s->job.model, &s->job.inputSize,
                                     &s->eval.settings.resizeMode);

@@ -47,6 +47,10 @@ Command addExportCommand(CLI::App& parent) {
                 "With --format onnx: height and width as dynamic axes (else the test size)")
       ->group("Output");
   return {sub, [s, sub]() -> int {
+            const bool onnx = s->format == engine::ExportLayout::kOnnx;
+            FIXRES_CHECK(onnx || !s->dynamicSize, UsageError,
+                         "--dynamic-size is for --format onnx");
+            if (onnx) engine::requireOnnxExport();
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "export needs --weight-path");
             checkOutputPath("--out", s->out);
             // The classifier's size: given, the model folder's, the file's, else ImageNet's.
@@ -54,12 +58,6 @@ Command addExportCommand(CLI::App& parent) {
             if (s->model.numClasses == 0) s->model.numClasses = 1000;
             engine::RunDevice cpu;
             const bool hub = s->format == engine::ExportLayout::kTimmHub;
-            const bool onnx = s->format == engine::ExportLayout::kOnnx;
-            FIXRES_CHECK(onnx || !s->dynamicSize, UsageError,
-                         "--dynamic-size is for --format onnx");
-            FIXRES_CHECK(!onnx || engine::onnxExportBuilt(), UsageError,
-                         "--format onnx: this build of fixres has no ONNX export (built without "
-                         "ONNX's library: docs/after-training.md, ONNX)");
             std::optional<engine::ModelCard> card;
             if (hub || onnx) {
               if (sub->get_option("--resize-mode")->count() > 0) s->card.resizeMode = s->resizeMode;

@@ -248,11 +248,16 @@ bool onnxExportBuilt() {
 }
 
 size_t exportOnnx(models::ModelImpl&, const ModelCard&, const std::string&, bool) {
-  FIXRES_FAIL(UsageError,
-              "export --format onnx: this build of fixres has no ONNX export (built without "
-              "ONNX's library: docs/after-training.md, ONNX)");
+  requireOnnxExport();
+  return 0;
 }
 
 #endif
+
+void requireOnnxExport() {
+  FIXRES_CHECK(onnxExportBuilt(), UsageError,
+               "--format onnx: this build of fixres has no ONNX export (built without ONNX's "
+               "library: docs/after-training.md, ONNX)");
+}
 
 }  // namespace fixres::engine

@@ -15,6 +15,8 @@ namespace fixres::engine {
 
 // Whether this build writes ONNX.
 bool onnxExportBuilt();
+// UsageError (exit 2: "--format onnx: this build of fixres has no ONNX export ...") unless it does.
+void requireOnnxExport();
 
 // Writes `model` (put in eval mode) to `path` (atomic; OutputError on a write failure) at
 // card.testSize x card.testSize, with "batch" as the first input dimension and, with
