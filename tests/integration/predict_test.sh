@@ -156,10 +156,11 @@ TIMMS=()
 [ -f "$ORACLES/timm/__init__.py" ] && TIMMS+=("$ORACLES")
 env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && TIMMS+=(pypi)
 "$PY" "$REF/export_check.py" make-tv resnet18 "$WORK/r18.pth" || bad "resnet weights"
+"$PY" "$REF/export_check.py" make-tv resnext50_32x4d "$WORK/rx50.pth" || bad "resnext weights"
 for timm in ${TIMMS[@]+"${TIMMS[@]}"}; do
   "$PY" "$REF/zoo_reference.py" weights efficientnet_b0 "$WORK/b0.pth" "$timm" || bad "b0 weights"
   "$PY" "$REF/zoo_reference.py" weights tf_efficientnet_b0 "$WORK/tfb0.pth" "$timm" || bad "tf_b0 weights"
-  for case in resnet18:r18 efficientnet_b0:b0 tf_efficientnet_b0:tfb0; do
+  for case in resnet18:r18 resnext50_32x4d:rx50 efficientnet_b0:b0 tf_efficientnet_b0:tfb0; do
     arch=${case%%:*} w="$WORK/${case#*:}.pth" hub="$WORK/hub_${case#*:}_$(basename "$timm")"
     run "$FIXRES" export --architecture "$arch" --num-classes 10 --weight-path "$w" \
       --format timm-hub --input-size 64 --resize-mode shorter --out "$hub"
