@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# `fixres export --format onnx` (ResNet family, EfficientNet):
+# `fixres export --format onnx` (ResNet family, EfficientNet, PNASNet):
 # 1. resnet_tiny (a trained run folder: small stem, no max-pool), resnet18 (basic blocks,
 #    max-pool, downsampling) and resnext50_32x4d (bottlenecks, 32 groups), torchvision's random
 #    weights for the last two; efficientnet_b0 and tf_efficientnet_b0 (TF "same" padding,
 #    asymmetric at 64 px, other pads at 75 px) with timm's random weights (from ../shared/oracles;
-#    without it, 1-step fixres runs): ONNX's checker passes (inside fixres); ONNX Runtime, fed the images
+#    without it, 1-step fixres runs) and pnasnet5large at 96 px (timm's weights; skipped without
+#    them): ONNX's checker passes (inside fixres); ONNX Runtime, fed the images
 #    preprocessed by PIL from the model's own metadata, gives fixres predict's logits on the same
 #    JPEGs and PNGs (tests/reference/onnx_check.py: relative L2 < 1e-4, any batch size); a
 #    --dynamic-size export runs at another size against predict at that size. The run folder's
 #    class names are in the metadata.
-# 2. bad input: a family without an ONNX graph (pnasnet5large, with timm's weights), a dynamic
-#    size for TF "same" padding, --dynamic-size without --format onnx: exit 2, one line, nothing
-#    written.
+# 2. bad input: a dynamic size for TF "same" padding, --dynamic-size without --format onnx:
+#    exit 2, one line, nothing written.
 # ONNX Runtime comes from the project's PyPI environment (.venv-torch2, requirements-torch2.txt):
 # without it, part 1 stops after fixres's own checker. A build without ONNX's library says so
 # (exit 2) and the rest is skipped.
@@ -67,6 +67,15 @@ for a in efficientnet_b0 tf_efficientnet_b0; do
   check "$a" 64 64 -- "${W[@]}"
 done
 check tf_b0_75 75 75 -- "${W[@]}"
+# PNASNet-5-Large (timm's random weights, 340 MB; only with timm's source): TF "same" padding
+# in its separable convolutions and max pools, the factorized reduction's shifted path, concats.
+if [ "$HAVE_TIMM" = 1 ]; then
+  "$PY" "$REF/zoo_reference.py" weights pnasnet5large "$WORK/pnas.pth" "$ORACLES" || bad "pnasnet weights"
+  check pnas 96 96 -- --architecture pnasnet5large --num-classes 10 --weight-path "$WORK/pnas.pth"
+  rm -f "$WORK/pnas.pth" "$WORK/pnas.onnx"
+else
+  echo "PNASNet case skipped: no timm source at $ORACLES"
+fi
 if [ "$HAVE_ORT" = 1 ]; then
   "$ORT_PY" -c "
 import json, sys, onnxruntime as ort
@@ -80,14 +89,6 @@ fi
 run "$FIXRES" export "${W[@]}" --format onnx --dynamic-size --out "$WORK/tfdyn.onnx"
 expect_code 2; expect_err_lines 1; expect_err "depends on the input size"
 [ -e "$WORK/tfdyn.onnx" ] && bad "a refused export wrote its file"
-if [ "$HAVE_TIMM" = 1 ]; then
-  "$PY" "$REF/zoo_reference.py" weights pnasnet5large "$WORK/pnas.pth" "$ORACLES" || bad "pnasnet weights"
-  run "$FIXRES" export --architecture pnasnet5large --num-classes 10 --weight-path "$WORK/pnas.pth" \
-    --format onnx --out "$WORK/pnas.onnx"
-  expect_code 2; expect_err_lines 1; expect_err "pnasnet5large cannot be exported to ONNX yet"
-  [ -e "$WORK/pnas.onnx" ] && bad "a refused export wrote its file"
-  rm -f "$WORK/pnas.pth"
-fi
 run "$FIXRES" export --architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" \
   --dynamic-size --out "$WORK/r18x.pth"
 expect_code 2; expect_err_lines 1; expect_err "--dynamic-size is for --format onnx"

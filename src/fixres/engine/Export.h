@@ -17,7 +17,7 @@ const ChoiceTable<ExportLayout>& exportLayouts();  // fixres, torchvision, timm,
 inline constexpr const char* kExportLayoutHelp =
     "Layout written: fixres (the reference's loader), torchvision, timm (state dicts), "
     "timm-hub (a folder: model.safetensors and timm's config.json with the test size), or onnx "
-    "(an ONNX model at the test size with its preprocessing; ResNet family)";
+    "(an ONNX model at the test size with its preprocessing)";
 
 // Writes `model`'s parameters and buffers in `layout` to `path` (atomic: OutputError, exit 6, on
 // a write failure, `path` untouched). fixres's names are timm's, and torchvision's for a family

@@ -1,6 +1,7 @@
 // The ONNX exporter: a GraphWriter that builds ONNX's ModelProto (see OnnxExport.h).
 #include "fixres/engine/OnnxExport.h"
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -80,15 +81,39 @@ class OnnxGraphWriter : public models::GraphWriter {
 
   Value mul(const Value& a, const Value& b) override { return same(a, node("Mul", {a, b})); }
 
-  Value maxPool(const Value& x, int64_t kernel, int64_t stride, int64_t padding) override {
+  Value maxPool(const Value& x, int64_t kernel, int64_t stride, models::Pads p) override {
     auto* n = node("MaxPool", {x});
     ints(n, "kernel_shape", {kernel, kernel});
     ints(n, "strides", {stride, stride});
-    ints(n, "pads", {padding, padding, padding, padding});
+    ints(n, "pads", {p.top, p.left, p.bottom, p.right});
     if (const auto in = spatialSize(x))
-      sizes_[n->output(0)] = {(in->first + 2 * padding - kernel) / stride + 1,
-                              (in->second + 2 * padding - kernel) / stride + 1};
+      sizes_[n->output(0)] = {(in->first + p.top + p.bottom - kernel) / stride + 1,
+                              (in->second + p.left + p.right - kernel) / stride + 1};
     return n->output(0);
+  }
+
+  Value subsample2(const Value& x) override {
+    constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+    auto* n = node("Slice", {x, int64s({0, 0}, "starts"), int64s({kEnd, kEnd}, "ends"),
+                             int64s({2, 3}, "axes"), int64s({2, 2}, "steps")});
+    if (const auto in = spatialSize(x))
+      sizes_[n->output(0)] = {(in->first + 1) / 2, (in->second + 1) / 2};
+    return n->output(0);
+  }
+
+  Value shiftUpLeft(const Value& x) override {
+    constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+    const Value cut = node("Slice", {x, int64s({1, 1}, "starts"), int64s({kEnd, kEnd}, "ends"),
+                                     int64s({2, 3}, "axes")})
+                          ->output(0);
+    // Pad's pads: the begins of N, C, H, W, then their ends.
+    return same(x, node("Pad", {cut, int64s({0, 0, 0, 0, 0, 0, 1, 1}, "pads")}));
+  }
+
+  Value concatChannels(const std::vector<Value>& values) override {
+    auto* n = node("Concat", values);
+    integer(n, "axis", 1);
+    return same(values.front(), n);
   }
 
   Value spatialMean(const Value& x) override {
@@ -135,6 +160,16 @@ class OnnxGraphWriter : public models::GraphWriter {
     a->set_name(name);
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(value);
+  }
+
+  // A constant int64 vector (Slice's and Pad's index inputs).
+  Value int64s(std::initializer_list<int64_t> values, const std::string& hint) {
+    auto* init = g_->add_initializer();
+    init->set_name(hint + "_" + std::to_string(g_->initializer_size()));
+    init->set_data_type(onnx::TensorProto::INT64);
+    init->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) init->add_int64_data(v);
+    return init->name();
   }
 
   Value initializer(const torch::Tensor& t, const std::string& hint) {
@@ -199,8 +234,7 @@ size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::st
   g->set_name(card.architecture);
   OnnxGraphWriter writer(g, dynamicSize ? 0 : card.testSize);
   FIXRES_CHECK(model.writeGraph(writer), UsageError, "export --format onnx: ", card.architecture,
-               " cannot be exported to ONNX yet (ONNX export covers the ResNet family and "
-               "EfficientNet)");
+               " cannot be exported to ONNX yet");
   const int64_t s = card.testSize, classes = card.numClasses;
   tensorType(g->add_input(), {"batch", "", dynamicSize ? "height" : "", dynamicSize ? "width" : ""},
              {1, 3, s, s});

@@ -68,19 +68,6 @@ torch::Tensor mbPadSame(const torch::Tensor& x, int64_t k, int64_t stride) {
   return torch::constant_pad_nd(x, {pw / 2, pw - pw / 2, ph / 2, ph - ph / 2}, 0);
 }
 
-// mbPadSame's padding for a graph written at a fixed size (GraphWriter::spatialSize).
-Pads mbPadsSame(const GraphWriter& w, const std::string& x, int64_t k, int64_t stride) {
-  const auto size = w.spatialSize(x);
-  FIXRES_CHECK(size.has_value(), UsageError,
-               "tf_efficientnet's TensorFlow \"same\" padding depends on the input size: export "
-               "it at a fixed size (without --dynamic-size)");
-  auto pad = [&](int64_t in) {
-    return std::max<int64_t>((((in + stride - 1) / stride) - 1) * stride + k - in, 0);
-  };
-  const int64_t ph = pad(size->first), pw = pad(size->second);
-  return {ph / 2, pw / 2, ph - ph / 2, pw - pw / 2};
-}
-
 // timm's drop path: whole samples of the residual branch zeroed with probability p, the rest
 // scaled by 1 / (1 - p); identity in eval mode.
 torch::Tensor mbDropPath(const torch::Tensor& x, double p, bool training) {
@@ -160,8 +147,8 @@ torch::Tensor MBConvImpl::forward(torch::Tensor x) {
 
 std::string MBConvImpl::writeGraph(GraphWriter& w, const std::string& in) {
   auto depthwise = [&](const std::string& t) {
-    const Pads p = samePad_ ? mbPadsSame(w, t, conv_dw->options.kernel_size()->at(0),
-                                         conv_dw->options.stride()->at(0))
+    const Pads p = samePad_ ? samePads(w, t, conv_dw->options.kernel_size()->at(0),
+                                       conv_dw->options.stride()->at(0), "tf_efficientnet")
                             : Pads::all(staticPad_);
     return w.conv(t, *conv_dw, p);
   };
@@ -258,7 +245,7 @@ std::pair<torch::Tensor, torch::Tensor> EfficientNetImpl::forwardWithEmbedding(t
 bool EfficientNetImpl::writeGraph(GraphWriter& w) {
   std::string x = w.input();
   const Pads stem =
-      config_.tfSame ? mbPadsSame(w, x, 3, 2) : Pads::all(mbStaticPadding(3, 2, false));
+      config_.tfSame ? samePads(w, x, 3, 2, config_.name) : Pads::all(mbStaticPadding(3, 2, false));
   x = w.silu(w.batchNorm(w.conv(x, *conv_stem, stem), *bn1));
   for (const auto& stage : *blocks)
     for (const auto& block : stage->children()) x = block->as<MBConvImpl>()->writeGraph(w, x);

@@ -7,9 +7,13 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include "fixres/common/Error.h"
 
 #include "fixres/models/BatchNorm.h"
 
@@ -42,8 +46,14 @@ class GraphWriter {
   virtual Value mul(const Value& a, const Value& b) = 0;
   // x * sigmoid(x).
   Value silu(const Value& x) { return mul(x, sigmoid(x)); }
-  // Max pooling with symmetric padding that never wins (as torch's max_pool2d).
-  virtual Value maxPool(const Value& x, int64_t kernel, int64_t stride, int64_t padding) = 0;
+  // Max pooling with padding that never wins (as torch's max_pool2d, or -inf padding).
+  virtual Value maxPool(const Value& x, int64_t kernel, int64_t stride, Pads pads) = 0;
+  // Every second row and column from the first: x[:, :, ::2, ::2].
+  virtual Value subsample2(const Value& x) = 0;
+  // x moved up and left by one pixel, a zero row and column entering at the bottom and right.
+  virtual Value shiftUpLeft(const Value& x) = 0;
+  // The values one after the other along the channels.
+  virtual Value concatChannels(const std::vector<Value>& values) = 0;
   // The mean over height and width, kept as N x C x 1 x 1.
   virtual Value spatialMean(const Value& x) = 0;
   // Global average pooling and flattening: N x C x H x W -> N x C.
@@ -52,5 +62,20 @@ class GraphWriter {
   // The logits, N x classes.
   virtual void output(const Value& logits) = 0;
 };
+
+// TensorFlow "same" padding of a k x k window of `stride` at x's size: output ceil(in / stride),
+// the odd pixel on the bottom/right. UsageError naming `what` when the graph has no fixed size.
+inline Pads samePads(const GraphWriter& w, const GraphWriter::Value& x, int64_t k, int64_t stride,
+                     const std::string& what) {
+  const auto size = w.spatialSize(x);
+  FIXRES_CHECK(size.has_value(), UsageError, what,
+               "'s TensorFlow \"same\" padding depends on the input size: export it at a fixed "
+               "size (without --dynamic-size)");
+  const auto pad = [&](int64_t in) {
+    return std::max<int64_t>((((in + stride - 1) / stride) - 1) * stride + k - in, 0);
+  };
+  const int64_t ph = pad(size->first), pw = pad(size->second);
+  return {ph / 2, pw / 2, ph - ph / 2, pw - pw / 2};
+}
 
 }  // namespace fixres::models

@@ -88,4 +88,18 @@ std::pair<torch::Tensor, torch::Tensor> PNASNetImpl::forwardWithEmbedding(torch:
   return {last_linear(features), embedding};
 }
 
+bool PNASNetImpl::writeGraph(GraphWriter& w) {
+  const std::string x0 = conv_0->writeGraph(w, w.input());
+  std::string prev = cell_stem_0->writeGraph(w, x0, x0);
+  std::string cur = cell_stem_1->writeGraph(w, x0, prev);
+  for (auto& c : cells_) {
+    std::string next = c->writeGraph(w, prev, cur);
+    prev = cur;
+    cur = next;
+  }
+  // Dropout: the identity in eval mode.
+  w.output(w.linear(w.globalAveragePool(w.relu(cur)), *last_linear));
+  return true;
+}
+
 }  // namespace fixres::models

@@ -32,6 +32,7 @@ class PNASNetImpl : public ModelImpl {
   // The features after the last cell, ReLU, global average pooling (the embedding), dropout in
   // train mode, last_linear.
   std::pair<torch::Tensor, torch::Tensor> forwardWithEmbedding(torch::Tensor x) override;
+  bool writeGraph(GraphWriter& writer) override;
   int64_t embeddingDim() const override { return kEmbeddingDim; }
   const ArchitectureFamily& family() const override { return pnasnetFamily(); }
   torch::nn::Linear& classifier() override { return last_linear; }

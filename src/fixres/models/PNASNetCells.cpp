@@ -45,6 +45,12 @@ torch::Tensor pnasMaxPool(const torch::Tensor& x, int64_t stride) {
                            {3, 3}, {stride, stride});
 }
 
+// pnasMaxPool as a graph.
+std::string pnasMaxPoolGraph(GraphWriter& w, const std::string& x, int64_t stride) {
+  if (stride == 1) return w.maxPool(x, 3, 1, Pads::all(1));
+  return w.maxPool(x, 3, stride, samePads(w, x, 3, stride, "pnasnet5large"));
+}
+
 }  // namespace
 
 PNASNetSeparableImpl::PNASNetSeparableImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride)
@@ -58,6 +64,12 @@ PNASNetSeparableImpl::PNASNetSeparableImpl(int64_t in, int64_t out, int64_t kern
 torch::Tensor PNASNetSeparableImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = stride_ > 1 ? pnasPadSame(x, kernel_, stride_, 0) : x;
   return pointwise_conv2d(depthwise_conv2d(y));
+}
+
+std::string PNASNetSeparableImpl::writeGraph(GraphWriter& w, const std::string& x) {
+  const Pads p =
+      stride_ > 1 ? samePads(w, x, kernel_, stride_, "pnasnet5large") : Pads::all(kernel_ / 2);
+  return w.conv(w.conv(x, *depthwise_conv2d, p), *pointwise_conv2d, Pads{});
 }
 
 PNASNetBranchImpl::PNASNetBranchImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride,
@@ -74,6 +86,11 @@ torch::Tensor PNASNetBranchImpl::forward(const torch::Tensor& x) {
   return bn_sep_2(separable_2(torch::relu(y)));
 }
 
+std::string PNASNetBranchImpl::writeGraph(GraphWriter& w, const std::string& x) {
+  const std::string y = w.batchNorm(separable_1->writeGraph(w, w.relu(x)), *bn_sep_1);
+  return w.batchNorm(separable_2->writeGraph(w, w.relu(y)), *bn_sep_2);
+}
+
 PNASNetConvBnImpl::PNASNetConvBnImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride,
                                      bool preAct, bool prePool)
     : stride_(stride), preAct_(preAct), prePool_(prePool) {
@@ -87,6 +104,12 @@ torch::Tensor PNASNetConvBnImpl::forward(torch::Tensor x) {
   if (preAct_) x = torch::relu(x);
   if (prePool_) x = pnasMaxPool(x, stride_);
   return bn(conv(x));
+}
+
+std::string PNASNetConvBnImpl::writeGraph(GraphWriter& w, const std::string& in) {
+  std::string x = preAct_ ? w.relu(in) : in;
+  if (prePool_) x = pnasMaxPoolGraph(w, x, stride_);
+  return w.batchNorm(w.conv(x, *conv, Pads{}), *bn);
 }
 
 PNASNetPathImpl::PNASNetPathImpl(int64_t in, int64_t out) {
@@ -112,6 +135,13 @@ torch::Tensor PNASNetFactorizedReductionImpl::forward(const torch::Tensor& x) {
   const torch::Tensor shifted = torch::constant_pad_nd(a, {-1, 1, -1, 1}, 0);
   torch::Tensor y = torch::cat({path_1->conv(even(a)), path_2->conv(even(shifted))}, 1);
   return final_path_bn(y);
+}
+
+std::string PNASNetFactorizedReductionImpl::writeGraph(GraphWriter& w, const std::string& x) {
+  const std::string a = w.relu(x);
+  const std::string p1 = w.conv(w.subsample2(a), *path_1->conv, Pads{});
+  const std::string p2 = w.conv(w.subsample2(w.shiftUpLeft(a)), *path_2->conv, Pads{});
+  return w.batchNorm(w.concatChannels({p1, p2}), *final_path_bn);
 }
 
 PNASNetCellImpl::PNASNetCellImpl(const PNASNetCellConfig& c)
@@ -168,6 +198,27 @@ torch::Tensor PNASNetCellImpl::forward(const torch::Tensor& left, const torch::T
   torch::Tensor c3 = comb_iter_3_left(c2) + pnasMaxPool(r, stride_);
   torch::Tensor c4 = comb_iter_4_left(l) + (comb_iter_4_right ? comb_iter_4_right(r) : r);
   return torch::cat({c0, c1, c2, c3, c4}, 1);
+}
+
+std::string PNASNetCellImpl::writeGraph(GraphWriter& w, const std::string& left,
+                                        const std::string& right) {
+  std::string l = left;
+  if (factorized_prev)
+    l = factorized_prev->writeGraph(w, left);
+  else if (conv_prev_1x1)
+    l = conv_prev_1x1->writeGraph(w, left);
+  const std::string r = conv_1x1->writeGraph(w, right);
+  const std::string c0 = w.add(
+      comb_iter_0_left->writeGraph(w, l),
+      comb_iter_0_right ? comb_iter_0_right->writeGraph(w, l) : pnasMaxPoolGraph(w, l, stride_));
+  const std::string c1 = w.add(comb_iter_1_left->writeGraph(w, r), pnasMaxPoolGraph(w, r, stride_));
+  const std::string c2 =
+      w.add(comb_iter_2_left->writeGraph(w, r), comb_iter_2_right->writeGraph(w, r));
+  const std::string c3 =
+      w.add(comb_iter_3_left->writeGraph(w, c2), pnasMaxPoolGraph(w, r, stride_));
+  const std::string c4 = w.add(comb_iter_4_left->writeGraph(w, l),
+                               comb_iter_4_right ? comb_iter_4_right->writeGraph(w, r) : r);
+  return w.concatChannels({c0, c1, c2, c3, c4});
 }
 
 }  // namespace fixres::models

@@ -11,7 +11,10 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 
+#include <string>
+
 #include "fixres/models/BatchNorm.h"
+#include "fixres/models/GraphWriter.h"
 
 namespace fixres::models {
 
@@ -21,6 +24,7 @@ class PNASNetSeparableImpl : public torch::nn::Module {
  public:
   PNASNetSeparableImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride);
   torch::Tensor forward(const torch::Tensor& x);
+  std::string writeGraph(GraphWriter& w, const std::string& x);  // forward() as a graph
 
   torch::nn::Conv2d depthwise_conv2d{nullptr}, pointwise_conv2d{nullptr};
 
@@ -35,6 +39,7 @@ class PNASNetBranchImpl : public torch::nn::Module {
  public:
   PNASNetBranchImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride, bool stemCell);
   torch::Tensor forward(const torch::Tensor& x);
+  std::string writeGraph(GraphWriter& w, const std::string& x);  // forward() as a graph
 
   PNASNetSeparable separable_1{nullptr}, separable_2{nullptr};
   BatchNorm2d bn_sep_1{nullptr}, bn_sep_2{nullptr};
@@ -49,6 +54,7 @@ class PNASNetConvBnImpl : public torch::nn::Module {
   PNASNetConvBnImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride, bool preAct,
                     bool prePool = false);
   torch::Tensor forward(torch::Tensor x);
+  std::string writeGraph(GraphWriter& w, const std::string& x);  // forward() as a graph
 
   torch::nn::Conv2d conv{nullptr};
   BatchNorm2d bn{nullptr};
@@ -74,6 +80,7 @@ class PNASNetFactorizedReductionImpl : public torch::nn::Module {
  public:
   PNASNetFactorizedReductionImpl(int64_t in, int64_t out);
   torch::Tensor forward(const torch::Tensor& x);
+  std::string writeGraph(GraphWriter& w, const std::string& x);  // forward() as a graph
 
   PNASNetPath path_1{nullptr}, path_2{nullptr};
   BatchNorm2d final_path_bn{nullptr};
@@ -97,6 +104,7 @@ class PNASNetCellImpl : public torch::nn::Module {
   // left: the cell's previous-previous output (the stem cell: its only input); right: the
   // previous output (the stem cell: the same tensor as left).
   torch::Tensor forward(const torch::Tensor& left, const torch::Tensor& right);
+  std::string writeGraph(GraphWriter& w, const std::string& left, const std::string& right);
 
   PNASNetFactorizedReduction factorized_prev{nullptr};  // registered as conv_prev_1x1
   PNASNetConvBn conv_prev_1x1{nullptr}, conv_1x1{nullptr};

@@ -79,7 +79,7 @@ std::string BlockImpl::writeGraph(GraphWriter& w, const std::string& x) {
 bool ResNetImpl::writeGraph(GraphWriter& w) {
   std::string x =
       w.relu(w.batchNorm(w.conv(w.input(), *conv1, Pads::all(conv1->weight.size(2) / 2)), *bn1));
-  if (!config_.smallStem) x = w.maxPool(x, 3, 2, 1);
+  if (!config_.smallStem) x = w.maxPool(x, 3, 2, Pads::all(1));
   for (auto* layer : {&layer1, &layer2, &layer3, &layer4})
     for (const auto& block : (*layer)->children()) x = block->as<BlockImpl>()->writeGraph(w, x);
   w.output(w.linear(w.globalAveragePool(x), *fc));
