@@ -132,6 +132,18 @@ res = res if isinstance(res, list) else [res]
 assert res[0]["input_size"] == sweep["chosen"] and abs(res[0]["top1"] - row["top1_finetuned"]) < 1e-9, (res, row)
 EOF
 
+# A damaged sweep folder: fixres.weights not a name, or naming a file that is gone: exit 4, one
+# line naming the folder's config.json.
+cp -r "$WORK/s1" "$WORK/s1bad"
+for w in 7 '"gone.pth"'; do
+  "$PY" -c "import json, sys; c = json.load(open(sys.argv[1])); c['fixres']['weights'] = json.loads(sys.argv[2]); json.dump(c, open(sys.argv[1], 'w'))" \
+    "$WORK/s1bad/config.json" "$w" || bad "damaging config.json"
+  run "$FIXRES" eval --weight-path "$WORK/s1bad" --dataset-path "$D/val" --workers 1
+  expect_code 4; expect_err_lines 1
+  if [ "$w" = 7 ]; then expect_err "s1bad/config.json: fixres.weights must name the weight file"
+  else expect_err "s1bad/config.json names the weight file .*s1bad/gone.pth, which is missing"; fi
+done
+
 # --- 4. bad usage -------------------------------------------------------------------------------
 run "$FIXRES" "${SWEEP[@]}" "${SIZES[@]}" --out "$WORK/s6" --max-latency-ms 5 --latency-batches 0
 expect_code 2; expect_err_lines 1; expect_err "need the speed measured"

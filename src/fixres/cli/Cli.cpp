@@ -98,6 +98,10 @@ int runCli(int argc, char** argv) {
     const std::string problem = subcommandProblem(app, argc, argv);
     if (!problem.empty()) return fail(ExitCode::kUsage, problem);
     return fail(ExitCode::kUsage, std::string(e.what()) + " (see 'fixres --help')");
+  } catch (const std::exception& e) {
+    // Parsing runs the options' callbacks, which read what a flag names (a model folder's
+    // config.json, a --config file): their errors keep their exit codes.
+    return fail(exitCodeOf(e), e.what());
   }
 
   if (global.verbose) log::setLevel(log::Level::kDebug);

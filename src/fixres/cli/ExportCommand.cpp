@@ -58,19 +58,17 @@ Command addExportCommand(CLI::App& parent) {
             if (s->model.numClasses == 0) s->model.numClasses = 1000;
             engine::RunDevice cpu;
             const bool hub = s->format == engine::ExportLayout::kTimmHub;
-            std::optional<engine::ModelCard> card;
+            engine::ModelCard card;  // the hub folder's and the ONNX model's test settings
             if (hub || onnx) {
               if (sub->get_option("--resize-mode")->count() > 0) s->card.resizeMode = s->resizeMode;
               card = engine::exportCard(s->model, s->card);
             }
             auto built = engine::buildModel(s->model, s->model.numClasses, cpu);
-            size_t n = onnx  ? engine::exportOnnx(*built.model, *card, s->out, s->dynamicSize)
-                       : hub ? engine::exportTimmHub(*built.model, *card, s->out)
-                             : engine::exportWeights(*built.model, s->format, s->out);
+            size_t n = engine::exportModel(*built.model, s->format, card, s->out, s->dynamicSize);
             std::cout << "exported " << n << (onnx ? " nodes of " : " tensors of ")
                       << s->model.architectureName() << " as "
                       << choiceName(engine::exportLayouts(), s->format) << " -> " << s->out;
-            if (hub || onnx) std::cout << " (test size " << card->testSize << " px)";
+            if (hub || onnx) std::cout << " (test size " << card.testSize << " px)";
             std::cout << std::endl;
             return 0;
           }};

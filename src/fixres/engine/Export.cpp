@@ -39,9 +39,9 @@ const ChoiceTable<ExportLayout>& exportLayouts() {
 }
 
 size_t exportModel(models::ModelImpl& model, ExportLayout layout, const ModelCard& card,
-                   const std::string& out) {
+                   const std::string& out, bool dynamicSize) {
   if (layout == ExportLayout::kTimmHub) return exportTimmHub(model, card, out);
-  if (layout == ExportLayout::kOnnx) return exportOnnx(model, card, out, /*dynamicSize=*/false);
+  if (layout == ExportLayout::kOnnx) return exportOnnx(model, card, out, dynamicSize);
   return exportWeights(model, layout, out);
 }
 

@@ -28,10 +28,11 @@ inline constexpr const char* kExportLayoutHelp =
 size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::string& path);
 
 // Writes `model` in `layout` at `out`: a state dict (exportWeights), a hub folder (exportTimmHub)
-// or an ONNX model (OnnxExport.h, dynamic batch, fixed size); `card` gives the hub folder's and
-// the ONNX model's test size and preprocessing. Returns the number of tensors (ONNX: nodes).
+// or an ONNX model (OnnxExport.h, dynamic batch; dynamic height and width with dynamicSize);
+// `card` gives the hub folder's and the ONNX model's test size and preprocessing. Returns the
+// number of tensors (ONNX: nodes).
 size_t exportModel(models::ModelImpl& model, ExportLayout layout, const ModelCard& card,
-                   const std::string& out);
+                   const std::string& out, bool dynamicSize = false);
 // A timm hub folder at `dir` (new, or an empty folder; UsageError naming it, before anything is
 // written, when it holds anything or is a file): model.safetensors with timm's names, then
 // config.json (timmHubConfig(card, model)), each atomic, so a folder with a config.json is whole.
