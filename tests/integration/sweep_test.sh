@@ -87,6 +87,11 @@ expect_err "^fixres: error: no test resolution meets --max-latency-ms 1e-06 \(th
 expect_file "$WORK/s4/sweep.json"
 grep -q '"chosen": null' "$WORK/s4/sweep.json" || bad "sweep.json does not say that nothing was chosen"
 [ -e "$WORK/s4/config.json" ] && bad "a sweep that chose nothing wrote config.json"
+# The same folder as a sweep that chose: its config.json goes, the choice is not left behind.
+cp -r "$WORK/s1" "$WORK/s1again"
+run "$FIXRES" "${SWEEP[@]}" "${SIZES[@]}" --out "$WORK/s1again" --max-latency-ms 0.000001
+expect_code 7
+[ -e "$WORK/s1again/config.json" ] && bad "an earlier sweep's config.json was left in a folder whose sweep chose nothing"
 
 # --- 3. the sweep folder as a model folder -------------------------------------------------------
 run "$FIXRES" eval --weight-path "$WORK/s1" --dataset-path "$D/val" --workers 1 --batch 6 --json "$WORK/e1.json"

@@ -317,10 +317,19 @@ std::string sweepSpeedSvg(const SweepOptions& o, const SweepResult& result) {
 }
 
 void writeSweep(const SweepOptions& o, const SweepResult& result) {
+  // A file this sweep does not write is removed, so that a folder reused by a sweep that chose
+  // nothing (or timed nothing) holds no earlier sweep's choice.
+  const auto writeOrRemove = [&](const std::string& name, bool write, const auto& text) {
+    std::error_code ignored;
+    if (write)
+      writeFileAtomic(o.out + "/" + name, text());
+    else
+      std::filesystem::remove(o.out + "/" + name, ignored);
+  };
   writeFileAtomic(o.out + "/sweep.svg", sweepSvg(o, result));
-  if (o.latencyBatches > 0) writeFileAtomic(o.out + "/sweep_speed.svg", sweepSpeedSvg(o, result));
-  if (!result.modelConfig.empty())
-    writeFileAtomic(o.out + "/config.json", result.modelConfig.dump(2) + "\n");
+  writeOrRemove("sweep_speed.svg", o.latencyBatches > 0, [&] { return sweepSpeedSvg(o, result); });
+  writeOrRemove("config.json", !result.modelConfig.empty(),
+                [&] { return result.modelConfig.dump(2) + "\n"; });
   writeFileAtomic(o.out + "/sweep.json", sweepJson(o, result).dump(2) + "\n");
 }
 

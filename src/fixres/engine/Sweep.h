@@ -107,7 +107,8 @@ nlohmann::json sweepJson(const SweepOptions& options, const SweepResult& result)
 std::string sweepSvg(const SweepOptions& options, const SweepResult& result);
 std::string sweepSpeedSvg(const SweepOptions& options, const SweepResult& result);
 // Writes options.out/sweep.svg, sweep_speed.svg (when speed was measured), config.json (when a
-// size was chosen), then sweep.json (each atomically).
+// size was chosen), then sweep.json (each atomically); an earlier sweep's sweep_speed.svg or
+// config.json that this one does not write is removed.
 void writeSweep(const SweepOptions& options, const SweepResult& result);
 
 }  // namespace fixres::engine
