@@ -10,7 +10,8 @@
 #      accuracy, confusion heat map, calibration with a temperature fitted on the held-out split).
 # Usage: scripts/demo.sh [FIXRES_BIN] ; environment: DEMO_SEED, DEMO_EPOCHS, DEMO_TRAIN_SIZE,
 # DEMO_ITERS, DEMO_FT_ITERS, DEMO_LIMIT_TRAIN, DEMO_LIMIT_VAL, DEMO_HOLDOUT, DEMO_SIZES, DEMO_OUT,
-# DEMO_DATA, DEMO_THREADS, DEMO_ARCH, DEMO_BATCH, DEMO_TRAIN_FLAGS (more train flags, e.g. a
+# DEMO_DATA, DEMO_THREADS, DEMO_ARCH, DEMO_BATCH, DEMO_LR (0.1), DEMO_FT_LR (0.01), DEMO_CALIBRATE
+# (0: skip step 5, for models without BatchNorm), DEMO_TRAIN_FLAGS (more train flags, e.g. a
 # recipe: "--auto-augment ta_wide --model-ema"), DEMO_USE_EMA (1: sweep and evaluate the EMA
 # weights of a --model-ema run).
 set -euo pipefail
@@ -40,7 +41,7 @@ echo "== 1. import Fashion-MNIST -> $DATA"
 echo "== 2. train $ARCH at ${TRAIN_SIZE}px with RandomResizedCrop ($EPOCHS epochs, seed $SEED)"
 rm -rf "$OUT"; mkdir -p "$OUT"
 "$FIXRES" train --imnet-path "$DATA" --architecture "$ARCH" --input-size "$TRAIN_SIZE" \
-  --epochs "$EPOCHS" --batch "$BATCH" --workers 2 --learning-rate 0.1 --absolute-lr \
+  --epochs "$EPOCHS" --batch "$BATCH" --workers 2 --learning-rate "${DEMO_LR:-0.1}" --absolute-lr \
   --lr-schedule cosine --transform torch --sampler distributed --eval-every "$EPOCHS" \
   --iteration-cap "$ITERS" \
   --seed "$SEED" --shared-folder-path "$OUT" --job-id train --log-every 100 ${DEMO_TRAIN_FLAGS:-}
@@ -53,7 +54,7 @@ fi
 
 echo "== 3. sweep test resolutions on the held-out split (with FixRes fine-tuning at each)"
 "$FIXRES" sweep --imnet-path "$DATA" --split holdout --architecture "$ARCH" --weight-path "$WEIGHTS" \
-  --train-size "$TRAIN_SIZE" ${SIZES:+--sizes "$SIZES"} --finetune --finetune-epochs 1 --finetune-iterations "$FT_ITERS" --finetune-lr 0.01 \
+  --train-size "$TRAIN_SIZE" ${SIZES:+--sizes "$SIZES"} --finetune --finetune-epochs 1 --finetune-iterations "$FT_ITERS" --finetune-lr "${DEMO_FT_LR:-0.01}" \
   --absolute-lr --batch "$BATCH" --workers 2 --seed "$SEED" --out "$OUT/sweep" | tee "$OUT/sweep.txt"
 BEST=$(/usr/bin/python3 -c "import json;print(json.load(open('$OUT/sweep/sweep.json'))['best_finetuned'])")
 
@@ -67,12 +68,14 @@ echo "== 4. test set (val): train resolution $TRAIN_SIZE vs chosen $BEST"
   --weight-path "$OUT/sweep/finetune_$BEST/checkpoint.pth" --input-size "$BEST" \
   --batch 256 --workers 2 --json "$OUT/test_ft_best.json" >/dev/null
 
+if [ "${DEMO_CALIBRATE:-1}" = 1 ]; then
 echo "== 5. FixRes without labels: BatchNorm statistics calibrated at $BEST px on unlabelled train images"
 "$FIXRES" calibrate --architecture "$ARCH" --weight-path "$WEIGHTS" --dataset-path "$DATA/train" \
   --input-size "$BEST" --max-images $((FT_ITERS * BATCH)) --batch "$BATCH" --workers 2 --seed "$SEED" \
   --out "$OUT/calibrated_$BEST.pth"
 "$FIXRES" eval --imnet-path "$DATA" --architecture "$ARCH" --weight-path "$OUT/calibrated_$BEST.pth" \
   --input-size "$BEST" --batch 256 --workers 2 --json "$OUT/test_cal_best.json" >/dev/null
+fi
 
 echo "== 6. the report of the fine-tuned model at $BEST px (temperature fitted on the held-out split)"
 "$FIXRES" eval --imnet-path "$DATA" --architecture "$ARCH" \
@@ -85,7 +88,10 @@ out, train, best, seed, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 
 plain = {r["input_size"]: r for r in json.load(open(f"{out}/test_plain.json"))["results"]}
 ft_train = json.load(open(f"{out}/test_ft_train.json"))["results"][0]
 ft_best = json.load(open(f"{out}/test_ft_best.json"))["results"][0]
-cal_best = json.load(open(f"{out}/test_cal_best.json"))["results"][0]
+try:
+    cal_best = json.load(open(f"{out}/test_cal_best.json"))["results"][0]
+except FileNotFoundError:  # DEMO_CALIBRATE=0: a model without BatchNorm
+    cal_best = None
 sweep = json.load(open(f"{out}/sweep/sweep.json"))
 rep = json.load(open(f"{out}/report/report.json"))
 rows = [
@@ -93,8 +99,7 @@ rows = [
     ("train res, fine-tuned", train, ft_train["top1"]),
     ("chosen res, no fine-tuning", best, plain[best]["top1"]),
     ("chosen res, FixRes fine-tuned", best, ft_best["top1"]),
-    ("chosen res, BN calibrated (no labels)", best, cal_best["top1"]),
-]
+] + ([("chosen res, BN calibrated (no labels)", best, cal_best["top1"])] if cal_best else [])
 lines = ["| setting | test res | top-1 on 10k test images |", "|---|---|---|"]
 lines += [f"| {n} | {s} | {t:.2f} |" for n, s, t in rows]
 table = "\n".join(lines)

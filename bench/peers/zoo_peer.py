@@ -6,8 +6,10 @@ train: forward + cross-entropy + backward + SGD step, model in train mode, with 
 eval:  forward only, eval mode, no gradients.
 Prints images per second, to compare with `fixres bench train|eval` at the same model, size,
 batch and thread count.
-Usage: zoo_peer.py --oracles DIR {train,eval} --arch NAME --size S --batch B --threads T --steps N
-       [--drop-rate R --drop-path-rate P]
+--oracles pypi: the installed timm (the pinned PyPI environment, torch 2.11); --compile: the model
+through torch.compile (compiled before timing, by the warm-up steps).
+Usage: zoo_peer.py --oracles DIR|pypi {train,eval} --arch NAME --size S --batch B --threads T
+       --steps N [--drop-rate R --drop-path-rate P] [--compile]
 """
 import argparse
 import sys
@@ -25,14 +27,18 @@ ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--drop-rate", type=float, default=0.0)
 ap.add_argument("--drop-path-rate", type=float, default=0.0)
+ap.add_argument("--compile", action="store_true")
+ap.add_argument("--warmup", type=int, default=1)
 a = ap.parse_args()
-sys.path.insert(0, a.oracles)
+if a.oracles != "pypi":
+    sys.path.insert(0, a.oracles)
 import timm  # noqa: E402
 
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
 extra = {"drop_path_rate": a.drop_path_rate} if a.drop_path_rate > 0 else {}
 m = timm.create_model(a.arch, num_classes=1000, drop_rate=a.drop_rate, **extra)
+run = torch.compile(m) if a.compile else m
 x = torch.randn(a.batch, 3, a.size, a.size)
 if a.mode == "train":
     m.train()
@@ -41,7 +47,7 @@ if a.mode == "train":
     crit = torch.nn.CrossEntropyLoss()
 
     def step():
-        loss = crit(m(x), y)
+        loss = crit(run(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -50,12 +56,12 @@ else:
 
     def step():
         with torch.no_grad():
-            m(x)
-for _ in range(1):
+            run(x)
+for _ in range(max(a.warmup, 2 if a.compile else 1)):
     step()
 t = time.perf_counter()
 for _ in range(a.steps):
     step()
 dt = time.perf_counter() - t
-print(f"peer timm {a.mode} {a.arch} size={a.size} batch={a.batch} threads={a.threads}: "
+print(f"peer timm {'compiled ' if a.compile else ''}{a.mode} {a.arch} size={a.size} batch={a.batch} threads={a.threads}: "
       f"{a.steps * a.batch / dt:.2f} img/s")

@@ -54,7 +54,7 @@ void addBenchShapeOptions(CLI::App& sub, BenchShape& b) {
 // The model (seeded, built as every subcommand builds it) and a random input batch.
 std::pair<models::Model, torch::Tensor> benchModel(const BenchShape& b,
                                                    const engine::RunDevice& run) {
-  auto model = engine::buildModel(b.model, b.model.numClasses, run).model;
+  auto model = engine::buildModel(b.model.forSizes({b.inputSize}), b.model.numClasses, run).model;
   auto x = torch::randn({b.batch, 3, b.inputSize, b.inputSize},
                         torch::TensorOptions().device(run.device))
                .contiguous(run.numerics.channelsLast ? at::MemoryFormat::ChannelsLast

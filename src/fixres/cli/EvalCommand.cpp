@@ -152,9 +152,9 @@ Command addEvalCommand(CLI::App& parent) {
           heldOut = data::openDataset(s->heldOut, s->fileIndex);
           data::checkSameClasses(*heldOut, *dataset);
         }
-        auto model =
-            engine::buildModel(s->model, static_cast<int64_t>(dataset->classes().size()), rank.run)
-                .model;
+        auto model = engine::buildModel(s->model.forSizes(sizes),
+                                        static_cast<int64_t>(dataset->classes().size()), rank.run)
+                         .model;
         // A first SIGINT/SIGTERM ends the size being evaluated at its next batch; the results
         // so far are printed and written (marked partial) before exiting 128 + signal.
         installStopHandlers();

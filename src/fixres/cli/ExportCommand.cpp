@@ -63,7 +63,9 @@ Command addExportCommand(CLI::App& parent) {
               if (sub->get_option("--resize-mode")->count() > 0) s->card.resizeMode = s->resizeMode;
               card = engine::exportCard(s->model, s->card);
             }
-            auto built = engine::buildModel(s->model, s->model.numClasses, cpu);
+            auto built = engine::buildModel(
+                s->model.forSizes({card.testSize > 0 ? card.testSize : s->card.testSize}),
+                s->model.numClasses, cpu);
             size_t n = engine::exportModel(*built.model, s->format, card, s->out, s->dynamicSize);
             std::cout << "exported " << n << (onnx ? " nodes of " : " tensors of ")
                       << s->model.architectureName() << " as "

@@ -83,9 +83,10 @@ Command addExtractCommand(CLI::App& parent) {
             auto dataset = data::openDataset(s->datasetPath);
             // The output folder exists before the work whose results it takes.
             if (rank.comm->rank() == 0) makeDirectories(s->savePath);
-            auto model = engine::buildModel(
-                             s->model, static_cast<int64_t>(dataset->classes().size()), rank.run)
-                             .model;
+            auto model =
+                engine::buildModel(s->model.forSizes({s->inputSize}),
+                                   static_cast<int64_t>(dataset->classes().size()), rank.run)
+                    .model;
             auto o = engine::evalOptions(s->eval.settings, s->inputSize, s->model.preprocessing(),
                                          rank.run);
             auto out = engine::extract(model, dataset, o, *rank.comm);

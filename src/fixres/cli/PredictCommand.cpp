@@ -86,7 +86,7 @@ Command addPredictCommand(CLI::App& parent) {
         auto images = data::openImageInputs(s->inputs, std::cin);
         auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
         s->model.numClasses = classes;
-        auto model = engine::buildModel(s->model, classes, rank.run).model;
+        auto model = engine::buildModel(s->model.forSizes({size}), classes, rank.run).model;
         auto o = engine::evalOptions(s->eval.settings, size, s->model.preprocessing(), rank.run);
         auto rows = engine::predict(model, images, o, s->topk, s->scores, *rank.comm);
         if (rank.comm->rank() != 0) return 0;

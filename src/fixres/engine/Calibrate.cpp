@@ -9,6 +9,7 @@
 #include "fixres/data/Sampler.h"
 #include "fixres/engine/ModelInput.h"
 #include "fixres/models/BatchNorm.h"
+#include "fixres/models/Family.h"
 
 namespace fixres::engine {
 namespace {
@@ -46,8 +47,10 @@ std::vector<Norm> batchNorms(torch::nn::Module& model) {
 CalibrationResult calibrateBatchNorm(models::Model& model,
                                      const std::function<torch::Tensor()>& next) {
   std::vector<Norm> norms = batchNorms(*model);
-  FIXRES_CHECK(!norms.empty(), UsageError,
-               "calibrate: the model has no BatchNorm layer with running statistics");
+  FIXRES_CHECK(!norms.empty(), UsageError, "calibrate: ", model->family().name,
+               " models have no BatchNorm layer, so nothing to recalibrate (their LayerNorms "
+               "normalise each image by itself, at any resolution); fine-tune the head at the "
+               "test resolution instead (fixres finetune, or sweep --finetune)");
   model->eval();
   {
     torch::NoGradGuard noGrad;

@@ -16,7 +16,7 @@ CalibrationResult runCalibration(const CalibrationJob& job) {
                " has no class folders and no shard index naming the classes: give --num-classes "
                "(the classifier's size)");
   const auto run = makeRunDevice(0, job.cpu, job.numerics);
-  auto built = buildModel(job.model, classes, run, job.seed);
+  auto built = buildModel(job.model.forSizes({job.inputSize}), classes, run, job.seed);
   CalibrateOptions o;
   o.eval = evalOptions(job.eval, job.inputSize, job.model.preprocessing(), run, job.seed);
   o.maxImages = job.maxImages;

@@ -5,6 +5,7 @@
 
 #include <torch/nn/module.h>
 
+#include "fixres/common/Choice.h"
 #include "fixres/models/Family.h"
 #include "fixres/models/Model.h"
 
@@ -12,9 +13,16 @@ namespace fixres::engine {
 
 using FinetuneRecipe = models::FinetuneRecipe;
 
-// The recipe of `model`'s family (ArchitectureFamily::finetune); `bnAffine`: the BatchNorm that
-// re-estimates its statistics also learns its weight and bias (the FixRes paper's variant).
-FinetuneRecipe finetuneRecipe(models::Model& model, bool bnAffine);
+// --finetune-scope's names: recipe, head, head-pos, all.
+const ChoiceTable<models::FinetuneScope>& finetuneScopes();
+
+// The recipe of `model`'s family for `scope` (ArchitectureFamily::finetune, finetuneScope);
+// `bnAffine`: the BatchNorm that re-estimates its statistics also learns its weight and bias (the
+// FixRes paper's variant); `layerDecay`: kAll's learning-rate multiplier per layer below the
+// head. UsageError for a scope the model has nothing for (head-pos without a position embedding).
+FinetuneRecipe finetuneRecipe(models::Model& model, bool bnAffine,
+                              models::FinetuneScope scope = models::FinetuneScope::kRecipe,
+                              double layerDecay = 1);
 
 // Freezes every parameter but recipe.trainable.
 void freezeForFinetune(torch::nn::Module& model, const FinetuneRecipe& recipe);

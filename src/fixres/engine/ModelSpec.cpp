@@ -35,6 +35,14 @@ std::string ModelSpec::architectureName() const {
   return architecture;
 }
 
+ModelSpec ModelSpec::forSizes(const std::vector<int>& sizes) const {
+  ModelSpec s = *this;
+  if (!sizes.empty()) s.runSize = sizes.front();
+  for (int size : sizes)
+    if (size != sizes.front()) s.dynamicImgSize = true;
+  return s;
+}
+
 Preprocessing ModelSpec::preprocessing() const {
   models::ArchInfo a = info();
   Preprocessing p;
@@ -86,6 +94,9 @@ BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDe
   mo.numClasses = spec.numClasses > 0 ? spec.numClasses : datasetClasses;
   mo.dropRate = spec.dropRate;
   mo.dropPathRate = spec.dropPathRate;
+  const int layout = spec.imgSize > 0 ? spec.imgSize : spec.runSize;
+  if (layout > 0) mo.imageSize = {layout, layout};
+  mo.dynamicImgSize = spec.dynamicImgSize;
   out.model = models::createModel(spec.architectureName(), mo);
   if (!weightFile.empty()) {
     auto lo = models::loadOptionsFor(*out.model, spec.skipClassifier);

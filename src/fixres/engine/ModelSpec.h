@@ -41,6 +41,12 @@ struct ModelSpec {
   image::Filter interpolation = image::Filter::kBilinear;  // the reference's resize filter
   // Dropout and drop-path rates in training (< 0: the architecture's default).
   double dropRate = -1, dropPathRate = -1;
+  // Vision transformers: the image size the position embedding is laid out for (0: the size the
+  // run feeds, runSize), and whether inputs of other sizes resample it per forward pass.
+  int imgSize = 0;
+  bool dynamicImgSize = false;
+  // The size the subcommand feeds the model (set by it before buildModel; 0: the architecture's).
+  int runSize = 0;
   // Where and how a weightPath URL is fetched (--cache-dir, --download-timeout); not a setting
   // of the run (config.json does not record it).
   DownloadOptions download;
@@ -85,6 +91,17 @@ struct ModelSpec {
               "(EfficientNet; default 0.2)",
               Range::reals(0, 0.99).orValue(-1, "the architecture's")},
       m.dropPathRate);
+    v(Setting{"img_size", "--img-size", "Model",
+              "Vision transformers: the image size the position embedding is laid out for; the "
+              "weights' embedding is resampled to it (bicubic) when they load (0: the size the "
+              "command runs at)",
+              Range::integers(0, 100000)},
+      m.imgSize);
+    v(Setting{"dynamic_img_size", "--dynamic-img-size", "Model",
+              "Vision transformers: resample the position embedding per input, so that one model "
+              "takes images of any size (timm's dynamic_img_size; sweep and several --input-size "
+              "values turn it on)"},
+      m.dynamicImgSize);
     v(Setting{"num_classes", "--num-classes", "Model",
               "Classifier size (0: number of dataset classes)", Range::integers(0, 1000000),
               SettingRole::kDefinesRun},
@@ -110,6 +127,9 @@ struct ModelSpec {
       m.useEma);
   }
 
+  // This spec for a command that feeds the model images of `sizes`: runSize the first, and a
+  // dynamic position embedding when they differ.
+  ModelSpec forSizes(const std::vector<int>& sizes) const;
   // The registry name: efficientNetModel for "EfficientNet", else architecture. UsageError when
   // --EfficientNet-models is missing or given with another architecture.
   std::string architectureName() const;

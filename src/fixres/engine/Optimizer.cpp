@@ -92,9 +92,9 @@ const ChoiceTable<OptimizerKind>& optimizerKinds() {
 
 std::vector<ParameterGroup> parameterGroups(const torch::nn::Module& model,
                                             const OptimizerOptions& o) {
-  ParameterGroup other{"other", o.weightDecay, {}, {}};
-  ParameterGroup norm{"norm", o.normWeightDecay.value_or(0), {}, {}};
-  ParameterGroup bias{"bias", o.biasWeightDecay.value_or(0), {}, {}};
+  ParameterGroup other{"other", o.weightDecay, 1, {}, {}};
+  ParameterGroup norm{"norm", o.normWeightDecay.value_or(0), 1, {}, {}};
+  ParameterGroup bias{"bias", o.biasWeightDecay.value_or(0), 1, {}, {}};
   // Pre-order over the modules, each module's own parameters in registration order: the
   // references' recursion over named_children.
   for (const auto& item : model.named_modules()) {
@@ -107,8 +107,25 @@ std::vector<ParameterGroup> parameterGroups(const torch::nn::Module& model,
     }
   }
   std::vector<ParameterGroup> out;
-  for (auto* g : {&other, &norm, &bias})
-    if (!g->parameters.empty()) out.push_back(std::move(*g));
+  for (auto* g : {&other, &norm, &bias}) {
+    if (g->parameters.empty()) continue;
+    if (!o.lrScale) {
+      out.push_back(std::move(*g));
+      continue;
+    }
+    // Split by learning-rate multiplier (layer-wise decay), in the order of first appearance.
+    std::vector<ParameterGroup> split;
+    for (size_t k = 0; k < g->parameters.size(); ++k) {
+      const double scale = o.lrScale(g->parameters[k]);
+      auto it = std::find_if(split.begin(), split.end(),
+                             [&](const ParameterGroup& s) { return s.lrScale == scale; });
+      if (it == split.end())
+        it = split.insert(split.end(), ParameterGroup{g->role, g->weightDecay, scale, {}, {}});
+      it->names.push_back(g->names[k]);
+      it->parameters.push_back(g->parameters[k]);
+    }
+    for (auto& s : split) out.push_back(std::move(s));
+  }
   return out;
 }
 
@@ -124,8 +141,10 @@ std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const torch::nn::Module& 
   FIXRES_CHECK(!o.nesterov || (o.kind == OptimizerKind::kSgd && o.momentum > 0), UsageError,
                "--nesterov needs --opt sgd and --momentum > 0");
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  for (auto& g : parameterGroups(model, o))
+  for (auto& g : parameterGroups(model, o)) {
     groups.emplace_back(g.parameters, groupOptions(o, g.weightDecay));
+    groups.back().options().set_lr(o.learningRate * g.lrScale);
+  }
   using namespace torch::optim;
   switch (o.kind) {
     case OptimizerKind::kSgd:
@@ -141,8 +160,18 @@ std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const torch::nn::Module& 
   FIXRES_FAIL(InternalError, "unknown optimizer kind");
 }
 
-void setLearningRate(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+void setLearningRate(torch::optim::Optimizer& optimizer, double lr,
+                     const std::vector<double>& scales) {
+  auto& groups = optimizer.param_groups();
+  for (size_t k = 0; k < groups.size(); ++k)
+    groups[k].options().set_lr(k < scales.size() ? lr * scales[k] : lr);
+}
+
+std::vector<double> groupLearningRateScales(const torch::nn::Module& model,
+                                            const OptimizerOptions& options) {
+  std::vector<double> out;
+  for (const auto& g : parameterGroups(model, options)) out.push_back(g.lrScale);
+  return out;
 }
 
 std::vector<torch::Tensor> optimizerStateTensors(torch::optim::Optimizer& optimizer,

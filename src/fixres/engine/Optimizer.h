@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,12 +37,15 @@ struct OptimizerOptions {
   // Parameters named "bias" (norm layers' included, as the references' custom key); nullopt: as
   // the other parameters of their layer.
   std::optional<double> biasWeightDecay;
+  // A parameter's learning-rate multiplier (layer-wise decay); empty: 1 for every parameter.
+  std::function<double(const torch::Tensor&)> lrScale;
 };
 
 // One parameter group: its parameters (with their names in the model) and weight decay.
 struct ParameterGroup {
   std::string role;  // "other", "norm" or "bias"
   double weightDecay = 0;
+  double lrScale = 1;  // its learning rate is the run's times this
   std::vector<std::string> names;
   std::vector<torch::Tensor> parameters;
 };
@@ -55,8 +60,13 @@ std::vector<ParameterGroup> parameterGroups(const torch::nn::Module& model,
 std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const torch::nn::Module& model,
                                                        const OptimizerOptions& options);
 
-// Sets every group's learning rate.
-void setLearningRate(torch::optim::Optimizer& optimizer, double lr);
+// Sets every group's learning rate: `lr` times the group's multiplier (`scales`, one per group,
+// as groupLearningRateScales gives them; empty: lr for every group).
+void setLearningRate(torch::optim::Optimizer& optimizer, double lr,
+                     const std::vector<double>& scales = {});
+// The learning-rate multiplier of each group makeOptimizer(model, options) makes, in its order.
+std::vector<double> groupLearningRateScales(const torch::nn::Module& model,
+                                            const OptimizerOptions& options);
 
 // Every (defined) tensor of the optimizer's per-parameter state (momentum, moments), in no fixed
 // order.

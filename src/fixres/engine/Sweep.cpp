@@ -165,7 +165,10 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
                      const std::function<void(const SweepRow&)>& onRow) {
   std::shared_ptr<const data::Dataset> dataset = data::openDataset(o.imnetPath + "/" + o.split);
   if (o.finetune) data::openDataset(o.imnetPath + "/train");
-  auto model = buildModel(o.model, static_cast<int64_t>(dataset->classes().size()), run).model;
+  // One set of weights at every size: the position embedding (transformers) follows each input.
+  ModelSpec spec = o.model.forSizes({o.trainSize});
+  spec.dynamicImgSize = true;
+  auto model = buildModel(spec, static_cast<int64_t>(dataset->classes().size()), run).model;
   if (comm.rank() == 0) makeDirectories(o.out);
   SweepResult result;
   result.suggested = suggestResolution(o.trainSize).suggested;

@@ -35,7 +35,7 @@ bool allFinite(const std::vector<torch::Tensor>& tensors) {
 TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicator& comm)
     : model_(std::move(model)), o_(o), comm_(comm) {
   if (o_.finetune) {
-    recipe_ = finetuneRecipe(model_, o_.finetuneBnAffine);
+    recipe_ = finetuneRecipe(model_, o_.finetuneBnAffine, o_.finetuneScope, o_.layerDecay);
     freezeForFinetune(*model_, recipe_);
   }
   if (o_.syncBatchNorm) enableSyncBatchNorm(*model_, comm_);
@@ -57,7 +57,17 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
   oo.nesterov = o_.nesterov;
   oo.normWeightDecay = o_.normWeightDecay;
   oo.biasWeightDecay = o_.biasWeightDecay;
+  if (!recipe_.lrScale.empty()) {
+    auto scales = std::make_shared<std::map<const void*, double>>();
+    for (size_t k = 0; k < recipe_.trainable.size() && k < recipe_.lrScale.size(); ++k)
+      (*scales)[recipe_.trainable[k].unsafeGetTensorImpl()] = recipe_.lrScale[k];
+    oo.lrScale = [scales](const torch::Tensor& p) {
+      auto it = scales->find(p.unsafeGetTensorImpl());
+      return it == scales->end() ? 1.0 : it->second;
+    };
+  }
   optimizer_ = makeOptimizer(*model_, oo);
+  groupScales_ = groupLearningRateScales(*model_, oo);
   if (o_.lossScaling) scaler_.emplace(*o_.lossScaling);
   reducer_ = std::make_unique<distributed::GradReducer>(comm_, params_, o_.reducer);
   for (size_t i = 0; i < buffers_.size(); ++i) {
@@ -183,7 +193,7 @@ StepResult TrainStep::finishStep(double lr, bool lossFinite) {
   }
   if (o_.clipGradNorm > 0)
     lastGradNorm_ = torch::nn::utils::clip_grad_norm_(params_, o_.clipGradNorm);
-  setLearningRate(*optimizer_, lr);
+  setLearningRate(*optimizer_, lr, groupScales_);
   phase_ = Phase::kApplying;
   optimizer_->step();
   phase_ = Phase::kIdle;

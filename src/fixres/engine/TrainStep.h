@@ -41,6 +41,8 @@ struct StepOptions {
   double labelSmoothing = 0;
   bool finetune = false;  // the FixRes recipe of the model's family (FinetuneRecipe.h)
   bool finetuneBnAffine = false;
+  models::FinetuneScope finetuneScope = models::FinetuneScope::kRecipe;
+  double layerDecay = 0.75;  // --finetune-scope all: learning-rate multiplier per layer
   Precision precision = Precision::kFp32;  // bf16: forward and loss under autocast
   // Data-parallel gradients: bucket sizes and the precision they travel in.
   distributed::ReducerOptions reducer;
@@ -90,6 +92,23 @@ struct StepOptions {
               SettingRole::kCompared,
               "finetune"},
       o.finetuneBnAffine);
+    v(Setting{"finetune_scope",
+              "--finetune-scope",
+              g,
+              "What learns when fine-tuning at the test resolution: recipe (the family's FixRes "
+              "recipe: CNNs the classifier and last BatchNorm, ViTs head-pos, ConvNeXts head), "
+              "head (classifier and the norm before it), head-pos (also a ViT's position "
+              "embedding), all (every parameter, the learning rate decaying per layer by "
+              "--layer-decay)",
+              {},
+              SettingRole::kCompared,
+              "finetune"},
+      o.finetuneScope, finetuneScopes());
+    v(Setting{"layer_decay", "--layer-decay", g,
+              "With --finetune-scope all: each layer below the head learns at this times the "
+              "rate of the layer above it",
+              Range::reals(0, 1, /*loOpen=*/true), SettingRole::kCompared, "finetune"},
+      o.layerDecay);
     v(Setting{"sync_bn", "--sync-bn", "Cluster",
               "BatchNorm statistics over the global batch (every rank's images), as PyTorch's "
               "SyncBatchNorm; without it each rank normalises with its own batch and rank 0's "
@@ -168,7 +187,8 @@ class TrainStep {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::optional<LossScaler> scaler_;
   std::unique_ptr<distributed::GradReducer> reducer_;
-  FinetuneRecipe recipe_;  // finetune only
+  FinetuneRecipe recipe_;            // finetune only
+  std::vector<double> groupScales_;  // the optimizer's groups' learning-rate multipliers
   std::vector<torch::Tensor> buffers_;
   std::vector<torch::Tensor> params_;  // the trainable ones
   torch::Tensor top1Correct_;          // int64 scalar on the model's device (undefined: none yet)

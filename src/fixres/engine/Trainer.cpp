@@ -55,7 +55,11 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
                "--num-classes ", cfg_.model.numClasses, " is fewer than the ", classes,
                " classes of ", cfg_.trainPath);
   // Same initial weights on every rank (and broadcast by the step anyway).
-  auto built = buildModel(cfg_.model, classes, run_, cfg_.seed);
+  // A transformer's position embedding is laid out for the training size; evaluations at another
+  // size, or progressive resizing, resample it per input.
+  ModelSpec spec = cfg_.model.forSizes({cfg_.inputSize, cfg_.evaluationSize()});
+  if (cfg_.progressive.enabled()) spec.dynamicImgSize = true;
+  auto built = buildModel(spec, classes, run_, cfg_.seed);
   model_ = built.model;
   const int64_t outputs = cfg_.model.numClasses > 0 ? cfg_.model.numClasses : classes;
   if (cfg_.ema.enabled) {
@@ -67,7 +71,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
     eo.adjustedDecay = adjustedEmaDecay(eo.decay, comm_.worldSize(),
                                         static_cast<int64_t>(cfg_.batch) * cfg_.accumulationSteps,
                                         eo.steps, cfg_.epochs);
-    ema_ = std::make_unique<ModelEma>(buildModel(cfg_.model, classes, run_, cfg_.seed).model, eo);
+    ema_ = std::make_unique<ModelEma>(buildModel(spec, classes, run_, cfg_.seed).model, eo);
     log::info("EMA weights: decay ", eo.adjustedDecay, " (", eo.decay, " adjusted) every ",
               eo.steps, " steps");
   }

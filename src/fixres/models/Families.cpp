@@ -1,9 +1,11 @@
 // The registration list: every architecture family fixres builds, in the order its names are
 // listed. A new family is its own files plus one line here.
+#include "fixres/models/ConvNeXt.h"
 #include "fixres/models/EfficientNet.h"
 #include "fixres/models/Family.h"
 #include "fixres/models/PNASNet.h"
 #include "fixres/models/ResNet.h"
+#include "fixres/models/VisionTransformer.h"
 
 namespace fixres::models {
 
@@ -15,6 +17,8 @@ const std::vector<const ArchitectureFamily*>& architectureFamilies() {
       &efficientNetFamily(),
       &resnextWslFamily(),
       &pnasnetFamily(),
+      &vitFamily(),
+      &convNeXtFamily(),
   };
   return kFamilies;
 }

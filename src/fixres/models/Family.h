@@ -44,12 +44,21 @@ struct ArchInfo {
 struct FinetuneRecipe {
   std::vector<torch::Tensor> trainable;
   std::vector<std::shared_ptr<torch::nn::Module>> trainMode;
+  // Per trainable tensor, its learning rate's multiplier (layer-wise decay); empty: all 1.
+  std::vector<double> lrScale;
 
   // Every parameter of `m` learns.
   void addParameters(const torch::nn::Module& m) {
     for (const auto& p : m.parameters()) trainable.push_back(p);
   }
 };
+
+// Which parameters learn when fine-tuning at the test resolution (--finetune-scope):
+//   kRecipe  the family's FixRes recipe (the default);
+//   kHead    the classifier and the norm before it (a CNN's last BatchNorm: its recipe);
+//   kHeadPos kHead and the position embedding (transformers);
+//   kAll     every parameter, the learning rate decaying layer by layer from the head down.
+enum class FinetuneScope { kRecipe, kHead, kHeadPos, kAll };
 
 // Another published layout of a family's weight files (torchvision's names for EfficientNet).
 // The weight loader recognises it in a file's keys and renames them to the model's own names
@@ -82,8 +91,32 @@ struct ArchitectureFamily {
   // Its FixRes fine-tuning recipe, of a model it built; `bnAffine`: the BatchNorm that
   // re-estimates its statistics also learns its weight and bias.
   FinetuneRecipe (*finetune)(ModelImpl& model, bool bnAffine) = nullptr;
+  // The recipe of another scope (kRecipe included); nullptr: kRecipe and kHead are `finetune`,
+  // kAll every parameter with the whole model in train mode, kHeadPos refused. `layerDecay`: the
+  // learning-rate multiplier per layer below the head (kAll).
+  FinetuneRecipe (*finetuneScope)(ModelImpl& model, FinetuneScope scope, bool bnAffine,
+                                  double layerDecay) = nullptr;
+  // Which parameters learn when fine-tuning at the test resolution (--finetune-scope):
+  //   kRecipe  the family's FixRes recipe (the default);
+  //   kHead    the classifier and the norm before it (a CNN's last BatchNorm: its recipe);
+  //   kHeadPos kHead and the position embedding (transformers);
+  //   kAll     every parameter, the learning rate decaying layer by layer from the head down.
+  enum class FinetuneScope { kRecipe, kHead, kHeadPos, kAll };
+
   // Another published layout its weight files come in, loaded and exported.
   std::optional<KeyLayout> foreignLayout;
+  // Entries of a weight file the family fits to its model as they load (a transformer's position
+  // embedding laid out for another image size: resampled). `fits`: whether the file's `name` of
+  // `fileShape` (differing from the model's) is taken; `fit`: the model's tensor from the file's
+  // (WeightsError naming `source` when it cannot be). nullptr: shapes must match.
+  bool (*fits)(const ModelImpl& model, const std::string& name,
+               at::IntArrayRef fileShape) = nullptr;
+  at::Tensor (*fit)(const ModelImpl& model, const std::string& name, const at::Tensor& file,
+                    const std::string& source) = nullptr;
+  // A sentence saying why a file of these keys does not fit `model` (register tokens the model
+  // lacks, ...), "" when the family has nothing particular to say; nullptr: nothing.
+  std::string (*explainMismatch)(const ModelImpl& model,
+                                 const std::vector<std::string>& fileKeys) = nullptr;
   // Its own state-dict names are torchvision's too (they are timm's for every family).
   bool torchvisionNames = false;
 };

@@ -46,6 +46,11 @@ struct ModelOptions {
   // drop_path_rate), active in train mode only; < 0: the architecture's training default.
   double dropRate = -1;
   double dropPathRate = -1;
+  // Vision transformers: the input height and width their position embedding is laid out for
+  // ({0, 0}: the architecture's own size, 224 for vit_*_224), and whether inputs of another size
+  // resample it per forward pass (timm's dynamic_img_size). Other families ignore both.
+  std::array<int64_t, 2> imageSize{0, 0};
+  bool dynamicImgSize = false;
 };
 
 }  // namespace fixres::models

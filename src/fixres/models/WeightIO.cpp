@@ -149,6 +149,10 @@ LoadReport loadEntries(torch::nn::Module& m, Entries file, const LoadOptions& op
   std::unordered_map<std::string, size_t> modelIndex;
   for (size_t k = 0; k < model.size(); ++k) modelIndex.emplace(model[k].first, k);
 
+  const ArchitectureFamily* family = opts.layouts ? &opts.layouts->family() : nullptr;
+  auto fitted = [&](const std::string& name, const at::Tensor& src) {
+    return family && family->fits && family->fit && family->fits(*opts.layouts, name, src.sizes());
+  };
   LoadReport report;
   report.layout = std::move(layout);
   std::vector<std::string> missing, unexpected, misShaped;
@@ -163,7 +167,9 @@ LoadReport loadEntries(torch::nn::Module& m, Entries file, const LoadOptions& op
       continue;
     }
     const at::Tensor& src = file[it->second].second;
-    if (src.sizes() != t.sizes()) {
+    if (src.sizes() != t.sizes() && fitted(name, src)) {
+      // Taken by the family (fits), fitted when copied.
+    } else if (src.sizes() != t.sizes()) {
       misShaped.push_back(name + " (file " + shapeText(src.sizes()) + ", model " +
                           shapeText(t.sizes()) + ")");
     } else if (at::isFloatingType(src.scalar_type()) != at::isFloatingType(t.scalar_type()) ||
@@ -193,6 +199,12 @@ LoadReport loadEntries(torch::nn::Module& m, Entries file, const LoadOptions& op
         missing.empty() && unexpected.empty() &&
         std::all_of(misShaped.begin(), misShaped.end(),
                     [&](const std::string& s) { return startsWith(s, opts.classifierPrefix); });
+    if (family && family->explainMismatch) {
+      std::vector<std::string> keys;
+      for (const auto& e : file) keys.push_back(e.first);
+      const std::string why = family->explainMismatch(*opts.layouts, keys);
+      if (!why.empty()) FIXRES_FAIL(WeightsError, source, ": ", why);
+    }
     msg += onlyClassifier ? " only the classifier differs: another number of classes? Load "
                             "without the classifier to keep a fresh one"
                           : " wrong architecture or not a weights file for it?";
@@ -202,7 +214,16 @@ LoadReport loadEntries(torch::nn::Module& m, Entries file, const LoadOptions& op
   torch::NoGradGuard noGrad;
   for (auto& [name, t] : model) {
     if (isClassifier(name)) continue;
-    copy(file[fileIndex.at(name)].second, t);
+    const at::Tensor& src = file[fileIndex.at(name)].second;
+    if (src.sizes() != t.sizes()) {
+      // Read whole, fitted by the family (checked above), then set.
+      at::Tensor whole = at::empty(src.sizes(), at::TensorOptions().dtype(t.scalar_type()));
+      copy(src, whole);
+      t.copy_(family->fit(*opts.layouts, name, whole, source));
+      ++report.loaded;
+      continue;
+    }
+    copy(src, t);
     ++report.loaded;
   }
   if (report.skipped.empty()) {
