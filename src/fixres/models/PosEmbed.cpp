@@ -2,6 +2,7 @@
 #include "fixres/models/PosEmbed.h"
 
 #include <ATen/ATen.h>
+#include <ATen/ops/_upsample_bicubic2d_aa.h>
 
 #include <cmath>
 
@@ -33,9 +34,9 @@ torch::Tensor resampleAbsPosEmbed(const torch::Tensor& posemb, std::array<int64_
                            .permute({0, 3, 1, 2})
                            .contiguous();
   // F.interpolate(size=grid, mode="bicubic", antialias=True): align_corners false, no scales.
-  at::Tensor resized =
-      at::_upsample_bicubic2d_aa(patches, {grid[0], grid[1]},
-                                 /*align_corners=*/false, c10::nullopt, c10::nullopt);
+  at::Tensor resized = at::_upsample_bicubic2d_aa(patches, {grid[0], grid[1]},
+                                                  /*align_corners=*/false, c10::optional<double>(),
+                                                  c10::optional<double>());
   resized = resized.permute({0, 2, 3, 1}).reshape({1, grid[0] * grid[1], dim}).to(posemb.dtype());
   return prefixTokens > 0 ? at::cat({prefix, resized}, 1) : resized;
 }

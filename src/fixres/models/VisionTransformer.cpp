@@ -2,6 +2,7 @@
 #include "fixres/models/VisionTransformer.h"
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <cmath>
 
