@@ -56,6 +56,10 @@ std::vector<Row> runRows(engine::RunMode mode) {
 // config.json's keys as fixres has written them (the 0.1.0 files' keys and those added since):
 // the file format, stated here independently of the rows.
 const std::set<std::string> kConfigKeys = {"absolute_lr",
+                                           "img_size",
+                                           "dynamic_img_size",
+                                           "finetune_scope",
+                                           "layer_decay",
                                            "accumulation_steps",
                                            "architecture",
                                            "augmix_severity",
