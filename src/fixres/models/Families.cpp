@@ -13,12 +13,8 @@ const ArchitectureFamily& resnextWslFamily();  // ResNeXtWslFamily.cpp
 
 const std::vector<const ArchitectureFamily*>& architectureFamilies() {
   static const std::vector<const ArchitectureFamily*> kFamilies = {
-      &resnetFamily(),
-      &efficientNetFamily(),
-      &resnextWslFamily(),
-      &pnasnetFamily(),
-      &vitFamily(),
-      &convNeXtFamily(),
+      &resnetFamily(),  &efficientNetFamily(), &resnextWslFamily(),
+      &pnasnetFamily(), &vitFamily(),          &convNeXtFamily(),
   };
   return kFamilies;
 }
