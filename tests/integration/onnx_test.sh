@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `fixres export --format onnx` (ResNet family, EfficientNet, PNASNet):
+# `fixres export --format onnx` (ResNet family, EfficientNet, PNASNet, ViT, ConvNeXt):
 # 1. resnet_tiny (a trained run folder: small stem, no max-pool), resnet18 (basic blocks,
 #    max-pool, downsampling) and resnext50_32x4d (bottlenecks, 32 groups), torchvision's random
 #    weights for the last two; efficientnet_b0 and tf_efficientnet_b0 (TF "same" padding,
@@ -67,6 +67,28 @@ for a in efficientnet_b0 tf_efficientnet_b0; do
   check "$a" 64 64 -- "${W[@]}"
 done
 check tf_b0_75 75 75 -- "${W[@]}"
+# Transformers: run folders of vit_demo and convnext_demo (conv_mlp blocks) at their training
+# size and at another (the ViT's position embedding resampled for it at export), and timm's
+# random weights with non-trivial norms, tokens and layer scales (tests/reference/vit_reference.py)
+# of deit_tiny_distilled_patch16_224 (two heads), vit_medium_patch16_reg4_gap_256 (register
+# tokens, average pooling, layer scale) and convnext_tiny (channels-last blocks) at 64 px. A ViT's --dynamic-size is refused (its embedding depends on the size).
+for a in vit_demo convnext_demo; do
+  run "$FIXRES" train --imnet-path "$D" --architecture "$a" --workers 1 --input-size 32 \
+    --batch 4 --epochs 1 --iteration-cap 2 --shared-folder-path "$WORK/runs" --job-id "$a"
+  expect_code 0
+  check "$a" 32 32 -- --weight-path "$WORK/runs/train/$a"
+  check "${a}_40" 40 40 -- --weight-path "$WORK/runs/train/$a"
+done
+run "$FIXRES" export --weight-path "$WORK/runs/train/vit_demo" --format onnx --dynamic-size \
+  --out "$WORK/vitdyn.onnx"
+expect_code 2; expect_err_lines 1; expect_err "position embedding is laid out for one image size"
+if [ "$HAVE_TIMM" = 1 ]; then
+  for a in deit_tiny_distilled_patch16_224 vit_medium_patch16_reg4_gap_256 convnext_tiny; do
+    "$PY" "$REF/vit_reference.py" weights "$a" "$WORK/$a.pth" "$ORACLES" || bad "$a weights"
+    check "$a" 64 64 -- --architecture "$a" --num-classes 10 --weight-path "$WORK/$a.pth"
+    rm -f "$WORK/$a.pth" "$WORK/$a.onnx"
+  done
+fi
 # PNASNet-5-Large (timm's random weights, 340 MB; only with timm's source): TF "same" padding
 # in its separable convolutions and max pools, the factorized reduction's shifted path, concats.
 if [ "$HAVE_TIMM" = 1 ]; then

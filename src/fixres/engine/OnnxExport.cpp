@@ -1,6 +1,7 @@
 // The ONNX exporter: a GraphWriter that builds ONNX's ModelProto (see OnnxExport.h).
 #include "fixres/engine/OnnxExport.h"
 
+#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -134,6 +135,129 @@ class OnnxGraphWriter : public models::GraphWriter {
     return n->output(0);
   }
 
+  Value flatten(const Value& x) override {
+    auto* n = node("Flatten", {x});
+    integer(n, "axis", 1);
+    return n->output(0);
+  }
+
+  Value addConstant(const Value& x, const torch::Tensor& c) override {
+    return same(x, node("Add", {x, initializer(c, "const")}));
+  }
+
+  Value mulConstant(const Value& x, const torch::Tensor& c) override {
+    return same(x, node("Mul", {x, initializer(c, "const")}));
+  }
+
+  Value gelu(const Value& x) override {
+    const Value erf =
+        node("Erf",
+             {node("Mul", {x, initializer(torch::tensor(float(M_SQRT1_2)), "rsqrt2")})->output(0)})
+            ->output(0);
+    const Value onePlus = node("Add", {erf, initializer(torch::tensor(1.0f), "one")})->output(0);
+    const Value half = node("Mul", {x, initializer(torch::tensor(0.5f), "half")})->output(0);
+    return same(x, node("Mul", {half, onePlus}));
+  }
+
+  Value layerNorm(const Value& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                  double eps, bool channels) override {
+    const int64_t axis = channels ? 1 : -1;
+    auto mean = [&](const Value& v) {
+      auto* n = node("ReduceMean", {v});
+      ints(n, "axes", {axis});
+      integer(n, "keepdims", 1);
+      return n->output(0);
+    };
+    const Value centred = node("Sub", {x, mean(x)})->output(0);
+    const Value var = mean(node("Mul", {centred, centred})->output(0));
+    const Value std =
+        node("Sqrt", {node("Add", {var, initializer(torch::tensor(float(eps)), "eps")})->output(0)})
+            ->output(0);
+    const Value normed = node("Div", {centred, std})->output(0);
+    const auto shape = [&](const torch::Tensor& t) { return channels ? t.reshape({-1, 1, 1}) : t; };
+    const Value scaled = node("Mul", {normed, initializer(shape(weight), "ln_w")})->output(0);
+    return same(x, node("Add", {scaled, initializer(shape(bias), "ln_b")}));
+  }
+
+  Value pointwiseLinear(const Value& x, const torch::nn::LinearImpl& fc) override {
+    auto* n =
+        node("Conv", {x, initializer(fc.weight.reshape({fc.weight.size(0), -1, 1, 1}), "pw_w"),
+                      initializer(fc.bias, "pw_b")});
+    ints(n, "kernel_shape", {1, 1});
+    return same(x, n);
+  }
+
+  Value patchTokens(const Value& x) override {
+    const Value flat = node("Reshape", {x, int64s({0, 0, -1}, "shape")})->output(0);
+    auto* t = node("Transpose", {flat});
+    ints(t, "perm", {0, 2, 1});
+    return t->output(0);
+  }
+
+  Value prependTokens(const Value& tokens, const torch::Tensor& prefix) override {
+    // The first token times 0 (N x 1 x D) plus the prefix (1 x k x D): the prefix for every image
+    // of a batch of any size.
+    const Value first =
+        node("Slice", {tokens, int64s({0}, "starts"), int64s({1}, "ends"), int64s({1}, "axes")})
+            ->output(0);
+    const Value zero = node("Mul", {first, initializer(torch::tensor(0.0f), "zero")})->output(0);
+    const Value expanded = node("Add", {zero, initializer(prefix, "prefix")})->output(0);
+    auto* n = node("Concat", {expanded, tokens});
+    integer(n, "axis", 1);
+    return n->output(0);
+  }
+
+  Value tokenLinear(const Value& x, const torch::nn::LinearImpl& fc) override {
+    const Value y = node("MatMul", {x, initializer(fc.weight.t(), "mm_w")})->output(0);
+    return fc.bias.defined() ? node("Add", {y, initializer(fc.bias, "mm_b")})->output(0) : y;
+  }
+
+  Value attention(const Value& x, const torch::nn::LinearImpl& qkv,
+                  const torch::nn::LinearImpl& proj, int64_t heads) override {
+    const int64_t dim = proj.weight.size(0), headDim = dim / heads;
+    // N x T x 3D -> N x T x 3 x H x d -> 3 x N x H x T x d.
+    const Value split =
+        node("Reshape", {tokenLinear(x, qkv), int64s({0, 0, 3, heads, headDim}, "shape")})
+            ->output(0);
+    auto* perm = node("Transpose", {split});
+    ints(perm, "perm", {2, 0, 3, 1, 4});
+    auto part = [&](int64_t i) {
+      auto* g = node("Gather", {perm->output(0), int64Scalar(i)});
+      integer(g, "axis", 0);
+      return g->output(0);
+    };
+    const Value q =
+        node("Mul", {part(0),
+                     initializer(torch::tensor(float(1.0 / std::sqrt(double(headDim)))), "scale")})
+            ->output(0);
+    auto* kt = node("Transpose", {part(1)});
+    ints(kt, "perm", {0, 1, 3, 2});
+    auto* soft = node("Softmax", {node("MatMul", {q, kt->output(0)})->output(0)});
+    integer(soft, "axis", -1);
+    auto* back = node("Transpose", {node("MatMul", {soft->output(0), part(2)})->output(0)});
+    ints(back, "perm", {0, 2, 1, 3});
+    const Value merged =
+        node("Reshape", {back->output(0), int64s({0, 0, dim}, "shape")})->output(0);
+    return tokenLinear(merged, proj);
+  }
+
+  Value token(const Value& x, int64_t index) override {
+    auto* g = node("Gather", {x, int64Scalar(index)});
+    integer(g, "axis", 1);
+    return g->output(0);
+  }
+
+  Value meanTokens(const Value& x, int64_t from) override {
+    constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+    const Value rest =
+        node("Slice", {x, int64s({from}, "starts"), int64s({kEnd}, "ends"), int64s({1}, "axes")})
+            ->output(0);
+    auto* n = node("ReduceMean", {rest});
+    ints(n, "axes", {1});
+    integer(n, "keepdims", 0);
+    return n->output(0);
+  }
+
   void output(const Value& logits) override { logits_ = logits; }
 
   const Value& logits() const { return logits_; }
@@ -169,6 +293,15 @@ class OnnxGraphWriter : public models::GraphWriter {
     init->set_data_type(onnx::TensorProto::INT64);
     init->add_dims(static_cast<int64_t>(values.size()));
     for (int64_t v : values) init->add_int64_data(v);
+    return init->name();
+  }
+
+  // A constant int64 scalar (Gather's index).
+  Value int64Scalar(int64_t value) {
+    auto* init = g_->add_initializer();
+    init->set_name("index_" + std::to_string(g_->initializer_size()));
+    init->set_data_type(onnx::TensorProto::INT64);
+    init->add_int64_data(value);
     return init->name();
   }
 

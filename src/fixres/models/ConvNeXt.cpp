@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "fixres/common/Error.h"
+#include "fixres/models/GraphWriter.h"
 
 namespace fixres::models {
 namespace {
@@ -151,6 +152,41 @@ std::pair<torch::Tensor, torch::Tensor> ConvNeXtImpl::forwardWithEmbedding(torch
   // timm's NormMlpClassifierHead: average pool, LayerNorm over the channels, flatten, fc.
   auto emb = headNorm(x.mean({2, 3}, /*keepdim=*/true)).flatten(1);
   return {headFc(torch::dropout(emb, dropRate_, is_training())), emb};
+}
+
+bool ConvNeXtImpl::writeGraph(GraphWriter& w) {
+  torch::NoGradGuard noGrad;
+  const auto ln2d = [&](const GraphWriter::Value& v, const LayerNorm2dImpl& n) {
+    return w.layerNorm(v, n.weight.detach(), n.bias.detach(), n.eps(), /*channels=*/true);
+  };
+  GraphWriter::Value x = w.conv(w.input(), *stem[0]->as<torch::nn::Conv2d>(), Pads{});
+  x = ln2d(x, *stem[1]->as<LayerNorm2d>());
+  for (const auto& s : *stages) {
+    for (const auto& child : s->named_children()) {
+      auto& seq = *child.value()->as<torch::nn::Sequential>();
+      if (child.key() == "downsample") {
+        x = w.conv(ln2d(x, *seq[0]->as<LayerNorm2d>()), *seq[1]->as<torch::nn::Conv2d>(), Pads{});
+        continue;
+      }
+      for (const auto& m : seq) {
+        auto& b = *m.ptr()->as<ConvNeXtBlock>();
+        GraphWriter::Value y = w.conv(x, *b.conv_dw, Pads::all(3));
+        if (b.convMlp()) {
+          y = ln2d(y, *b.norm2d);
+          y = w.conv(w.gelu(w.conv(y, *b.mlp->fc1Conv, Pads{})), *b.mlp->fc2Conv, Pads{});
+        } else {
+          // Channels-last LayerNorm and Linear layers = the same over NCHW channels.
+          y = w.layerNorm(y, b.normLast->weight, b.normLast->bias, b.normLast->options.eps(),
+                          /*channels=*/true);
+          y = w.pointwiseLinear(w.gelu(w.pointwiseLinear(y, *b.mlp->fc1)), *b.mlp->fc2);
+        }
+        x = w.add(w.mulConstant(y, b.gamma.detach().reshape({-1, 1, 1})), x);
+      }
+    }
+  }
+  x = w.flatten(ln2d(w.spatialMean(x), *headNorm));
+  w.output(w.linear(x, *headFc));
+  return true;
 }
 
 }  // namespace fixres::models

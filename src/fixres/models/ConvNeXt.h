@@ -87,6 +87,7 @@ class ConvNeXtImpl : public ModelImpl {
   const ArchitectureFamily& family() const override { return convNeXtFamily(); }
   torch::nn::Linear& classifier() override { return headFc; }
   std::string classifierPrefix() const override { return "head.fc."; }
+  bool writeGraph(GraphWriter& writer) override;
 
   const ConvNeXtConfig& config() const { return config_; }
 

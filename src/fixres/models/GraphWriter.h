@@ -59,6 +59,31 @@ class GraphWriter {
   // Global average pooling and flattening: N x C x H x W -> N x C.
   virtual Value globalAveragePool(const Value& x) = 0;
   virtual Value linear(const Value& x, const torch::nn::LinearImpl& fc) = 0;
+  // N x C x 1 x 1 -> N x C.
+  virtual Value flatten(const Value& x) = 0;
+  // x + c and x * c, the constant broadcast numpy-style (a position embedding, a layer scale).
+  virtual Value addConstant(const Value& x, const torch::Tensor& c) = 0;
+  virtual Value mulConstant(const Value& x, const torch::Tensor& c) = 0;
+  // GELU with erf: x / 2 * (1 + erf(x / sqrt(2))).
+  virtual Value gelu(const Value& x) = 0;
+  // LayerNorm with `weight` and `bias` over the last axis, or (`channels`) over axis 1 of
+  // N x C x H x W.
+  virtual Value layerNorm(const Value& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                          double eps, bool channels) = 0;
+  // The Linear layer over axis 1 of N x C x H x W (a 1 x 1 convolution with its weights).
+  virtual Value pointwiseLinear(const Value& x, const torch::nn::LinearImpl& fc) = 0;
+  // Token sequences, N x T x D. A patch grid as tokens: N x D x h x w -> N x (h w) x D.
+  virtual Value patchTokens(const Value& x) = 0;
+  // `prefix` (1 x k x D, the same for every image) before the tokens: N x (k + T) x D.
+  virtual Value prependTokens(const Value& tokens, const torch::Tensor& prefix) = 0;
+  // The Linear layer over the last axis.
+  virtual Value tokenLinear(const Value& x, const torch::nn::LinearImpl& fc) = 0;
+  // Multi-head self-attention: qkv, `heads` heads of softmax(q k^T / sqrt(d)) v, proj.
+  virtual Value attention(const Value& x, const torch::nn::LinearImpl& qkv,
+                          const torch::nn::LinearImpl& proj, int64_t heads) = 0;
+  // Token `index`: N x T x D -> N x D; the mean of the tokens from `from` on.
+  virtual Value token(const Value& x, int64_t index) = 0;
+  virtual Value meanTokens(const Value& x, int64_t from) = 0;
   // The logits, N x classes.
   virtual void output(const Value& logits) = 0;
 };

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "fixres/common/Error.h"
+#include "fixres/models/GraphWriter.h"
 #include "fixres/models/PosEmbed.h"
 
 namespace fixres::models {
@@ -217,6 +218,55 @@ std::pair<torch::Tensor, torch::Tensor> VisionTransformerImpl::forwardWithEmbedd
     emb = x.select(1, 0);
   torch::Tensor logits = head(torch::dropout(emb, dropRate_, is_training()));
   return {logits, emb};
+}
+
+bool VisionTransformerImpl::writeGraph(GraphWriter& w) {
+  torch::NoGradGuard noGrad;
+  const GraphWriter::Value in = w.input();
+  const auto size = w.spatialSize(in);
+  const int64_t patch = config_.patchSize;
+  FIXRES_CHECK(size.has_value(), UsageError, config_.name,
+               "'s position embedding is laid out for one image size: export it at a fixed size "
+               "(without --dynamic-size)");
+  FIXRES_CHECK(size->first % patch == 0 && size->second % patch == 0, UsageError, config_.name,
+               " takes images whose sides are multiples of its patch size ", patch, ": ",
+               size->first, "x", size->second, " is not");
+  GraphWriter::Value x = w.patchTokens(w.conv(in, *patch_embed->proj, Pads{}));
+  const torch::Tensor pos = positionEmbedding(size->first / patch, size->second / patch).detach();
+  std::vector<torch::Tensor> prefixes;
+  for (const torch::Tensor& t : {cls_token, reg_token, dist_token})
+    if (t.defined()) prefixes.push_back(t.detach());
+  const auto prepend = [&](const GraphWriter::Value& v) {
+    return prefixes.empty() ? v : w.prependTokens(v, torch::cat(prefixes, 1));
+  };
+  x = config_.noEmbedClass ? prepend(w.addConstant(x, pos)) : w.addConstant(prepend(x), pos);
+  const auto ln = [&](const GraphWriter::Value& v, const torch::nn::LayerNorm& n) {
+    return w.layerNorm(v, n->weight, n->bias, n->options.eps(), /*channels=*/false);
+  };
+  for (const auto& m : *blocks) {
+    auto& b = *m->as<VitBlock>();
+    GraphWriter::Value a =
+        w.attention(ln(x, b.norm1), *b.attn->qkv, *b.attn->proj, b.attn->heads());
+    if (b.ls1) a = w.mulConstant(a, b.ls1->gamma.detach());
+    x = w.add(x, a);
+    GraphWriter::Value f =
+        w.tokenLinear(w.gelu(w.tokenLinear(ln(x, b.norm2), *b.mlp->fc1)), *b.mlp->fc2);
+    if (b.ls2) f = w.mulConstant(f, b.ls2->gamma.detach());
+    x = w.add(x, f);
+  }
+  if (norm) x = ln(x, norm);
+  GraphWriter::Value logits;
+  if (head_dist) {
+    logits =
+        w.mulConstant(w.add(w.linear(w.token(x, 0), *head), w.linear(w.token(x, 1), *head_dist)),
+                      torch::tensor(0.5f));
+  } else {
+    const GraphWriter::Value emb =
+        config_.avgPool ? ln(w.meanTokens(x, prefixTokens()), fc_norm) : w.token(x, 0);
+    logits = w.linear(emb, *head);
+  }
+  w.output(logits);
+  return true;
 }
 
 }  // namespace fixres::models

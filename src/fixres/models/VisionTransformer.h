@@ -114,6 +114,8 @@ class VisionTransformerImpl : public ModelImpl {
   const ArchitectureFamily& family() const override { return vitFamily(); }
   torch::nn::Linear& classifier() override { return head; }
   std::string classifierPrefix() const override { return "head."; }
+  // At a fixed size only: the position embedding is resampled for that size once.
+  bool writeGraph(GraphWriter& writer) override;
 
   const VitConfig& config() const { return config_; }
   // The patch grid (rows, columns) the position embedding is laid out for.
