@@ -10,7 +10,9 @@
 #    the checkpoint's weights; config.json carries the test size, the class names and the resize
 #    rule; fixres reads the folder back (predict gives the run folder's rows); timm loads it and,
 #    through its own test-size preprocessing, gives fixres's logits (rel. L2 < 1e-5) for
-#    resnet18 and the EfficientNets (vendored timm and the installed package, each when present).
+#    resnet18, the EfficientNets, a distilled DeiT (its position embedding laid out for the test
+#    size, timm told so by model_args) and a ConvNeXt (vendored timm and the installed package,
+#    each when present).
 # 3. bad input: a class-names file of the wrong length, an unknown --results-format, a missing input,
 #    export to a non-empty folder (nothing overwritten): one line each, distinct exit codes.
 set -u
@@ -160,7 +162,10 @@ env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && TIMMS+=(pypi)
 for timm in ${TIMMS[@]+"${TIMMS[@]}"}; do
   "$PY" "$REF/zoo_reference.py" weights efficientnet_b0 "$WORK/b0.pth" "$timm" || bad "b0 weights"
   "$PY" "$REF/zoo_reference.py" weights tf_efficientnet_b0 "$WORK/tfb0.pth" "$timm" || bad "tf_b0 weights"
-  for case in resnet18:r18 resnext50_32x4d:rx50 efficientnet_b0:b0 tf_efficientnet_b0:tfb0; do
+  "$PY" "$REF/vit_reference.py" weights deit_tiny_distilled_patch16_224 "$WORK/deit.pth" "$timm" || bad "deit weights"
+  "$PY" "$REF/vit_reference.py" weights convnext_nano "$WORK/cnn.pth" "$timm" || bad "convnext weights"
+  for case in resnet18:r18 resnext50_32x4d:rx50 efficientnet_b0:b0 tf_efficientnet_b0:tfb0 \
+      deit_tiny_distilled_patch16_224:deit convnext_nano:cnn; do
     arch=${case%%:*} w="$WORK/${case#*:}.pth" hub="$WORK/hub_${case#*:}_$(basename "$timm")"
     run "$FIXRES" export --architecture "$arch" --num-classes 10 --weight-path "$w" \
       --format timm-hub --input-size 64 --resize-mode shorter --out "$hub"

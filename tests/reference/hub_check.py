@@ -10,7 +10,7 @@ safetensors FILE WEIGHTS   FILE parsed by the format's specification alone (u64 
 timm HUB ORACLES PREDICTIONS
                            timm loads HUB: with the safetensors package, timm.create_model(
                            "local-dir:HUB") (its own reading of config.json and the weights);
-                           without it, create_model(architecture, num_classes) with the weights
+                           without it, create_model(architecture, num_classes, **model_args) with the weights
                            of the specification parser above, strictly, and the config's
                            pretrained_cfg. The eval transform is timm's own
                            (resolve_data_config(model=..., use_test_size=True), create_transform)
@@ -94,8 +94,9 @@ def timm_logits(hub, oracles, predictions):
     if how == "local-dir":
         model = timm.create_model("local-dir:" + hub, pretrained=True)
     else:
+        # As timm's local-dir loading: config.json's model_args go to the model (a ViT's img_size).
         model = timm.create_model(cfg["architecture"], pretrained=False,
-                                  num_classes=cfg["num_classes"])
+                                  num_classes=cfg["num_classes"], **cfg.get("model_args", {}))
         model.load_state_dict(parse_safetensors(os.path.join(hub, "model.safetensors")))
         model.pretrained_cfg = dict(model.pretrained_cfg, **cfg["pretrained_cfg"])
     model.eval()

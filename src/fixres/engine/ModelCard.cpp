@@ -266,7 +266,10 @@ nlohmann::ordered_json timmHubConfig(const ModelCard& card, models::ModelImpl& m
   j["architecture"] = card.architecture;
   j["num_classes"] = card.numClasses;
   j["num_features"] = model.embeddingDim();
-  j["global_pool"] = "avg";
+  j["global_pool"] = model.globalPool();
+  // A transformer's weights are laid out for one size: timm builds the model at it.
+  if (const auto layout = model.layoutImageSize())
+    j["model_args"] = {{"img_size", {(*layout)[0], (*layout)[1]}}};
   if (!card.classNames.empty()) j["label_names"] = card.classNames;
   j["pretrained_cfg"] = p;
   j["fixres"] = {{"resize_mode", choiceName(image::resizeModes(), card.resizeMode.value())},

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,10 @@ class ModelImpl : public torch::nn::Module {
   // Describes the eval-mode graph to `writer` (GraphWriter.h) and returns true; false, writing
   // nothing, for a family that cannot describe itself yet.
   virtual bool writeGraph(GraphWriter& writer) { return false; }
+  // The image size {height, width} its parameters are laid out for (a transformer's position
+  // embedding), none when they fit any size; and its pooling in timm's words ("avg", "token").
+  virtual std::optional<std::array<int64_t, 2>> layoutImageSize() const { return std::nullopt; }
+  virtual std::string globalPool() const { return "avg"; }
 };
 
 using Model = std::shared_ptr<ModelImpl>;

@@ -116,6 +116,10 @@ class VisionTransformerImpl : public ModelImpl {
   std::string classifierPrefix() const override { return "head."; }
   // At a fixed size only: the position embedding is resampled for that size once.
   bool writeGraph(GraphWriter& writer) override;
+  std::optional<std::array<int64_t, 2>> layoutImageSize() const override {
+    return std::array<int64_t, 2>{grid_[0] * config_.patchSize, grid_[1] * config_.patchSize};
+  }
+  std::string globalPool() const override { return config_.avgPool ? "avg" : "token"; }
 
   const VitConfig& config() const { return config_; }
   // The patch grid (rows, columns) the position embedding is laid out for.
