@@ -15,6 +15,8 @@
 #include <string>
 
 #include "../Reference.h"
+#include "fixres/common/Error.h"
+#include "fixres/models/Family.h"
 #include "fixres/models/PosEmbed.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
@@ -158,6 +160,47 @@ TEST(PosEmbedParity, MatchesTimmResampleAbsPosEmbed) {
     std::cout << "[ parity ] pos_embed " << what << ": relative L2 error " << err << "\n";
   }
   EXPECT_GT(k, 0) << path;
+}
+
+}  // namespace
+}  // namespace fixres::models
+
+namespace fixres::models {
+namespace {
+
+// sum(p.numel() for p in timm.create_model(name).parameters()) and len(state_dict()), 1000
+// classes, timm 1.0.29 (vit_large_patch16_384's 305M parameters are left out: too slow to build
+// in a unit test).
+TEST(TransformerNames, ParameterAndStateDictCountsMatchTimm) {
+  const struct {
+    const char* name;
+    int64_t parameters;
+    size_t entries;
+  } kTimm[] = {{"vit_tiny_patch16_224", 5717416, 152},
+               {"vit_small_patch16_224", 22050664, 152},
+               {"vit_base_patch16_224", 86567656, 152},
+               {"vit_medium_patch16_reg4_gap_256", 38881768, 176},
+               {"deit_tiny_distilled_patch16_224", 5910800, 155},
+               {"deit3_small_patch16_224", 22059496, 176},
+               {"convnext_nano", 15593560, 146},
+               {"convnext_tiny", 28589128, 182}};
+  for (const auto& t : kTimm) {
+    Model m = createModel(t.name, 1000);
+    int64_t n = 0;
+    for (const auto& p : m->parameters()) n += p.numel();
+    EXPECT_EQ(n, t.parameters) << t.name;
+    EXPECT_EQ(stateDict(*m).size(), t.entries) << t.name;
+  }
+  EXPECT_EQ(architectureInfo("vit_small_patch16_224.augreg_in21k_ft_in1k").name,
+            "vit_small_patch16_224");
+  EXPECT_EQ(architectureInfo("convnext_tiny.fb_in1k").testSize, 288);
+  EXPECT_EQ(architectureInfo("vit_base_patch16_384").defaultSize, 384);
+  EXPECT_EQ(architectureInfo("deit_tiny_patch16_224").mean,
+            (std::array<float, 3>{0.485f, 0.456f, 0.406f}));
+  EXPECT_EQ(architectureInfo("vit_tiny_patch16_224").mean,
+            (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
+  EXPECT_THROW(createModel("vit_tiny_patch16_224", ModelOptions{10, -1, -1, {230, 230}, false}),
+               UsageError);  // not a multiple of the 16 px patch
 }
 
 }  // namespace
