@@ -68,7 +68,9 @@ echo "== 4. test set (val): train resolution $TRAIN_SIZE vs chosen $BEST"
   --weight-path "$OUT/sweep/finetune_$BEST/checkpoint.pth" --input-size "$BEST" \
   --batch 256 --workers 2 --json "$OUT/test_ft_best.json" >/dev/null
 
-if [ "${DEMO_CALIBRATE:-1}" = 1 ]; then
+# Transformers and ConvNeXts have no BatchNorm statistics to calibrate.
+case "$ARCH" in vit*|deit*|convnext*) CALIBRATE=${DEMO_CALIBRATE:-0} ;; *) CALIBRATE=${DEMO_CALIBRATE:-1} ;; esac
+if [ "$CALIBRATE" = 1 ]; then
 echo "== 5. FixRes without labels: BatchNorm statistics calibrated at $BEST px on unlabelled train images"
 "$FIXRES" calibrate --architecture "$ARCH" --weight-path "$WEIGHTS" --dataset-path "$DATA/train" \
   --input-size "$BEST" --max-images $((FT_ITERS * BATCH)) --batch "$BATCH" --workers 2 --seed "$SEED" \
