@@ -84,15 +84,15 @@ def svg(path, series):
     pts = [p for _, line in series for p in line]
     x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
     y0, y1 = min(p[1] for p in pts) - 1, max(p[1] for p in pts) + 1
-    W, H, L, B = 640, 400, 60, 50
-    sx = lambda x: L + (x - x0) / max(x1 - x0, 1) * (W - L - 160)
+    W, H, L, B = 800, 400, 60, 50
+    sx = lambda x: L + (x - x0) / max(x1 - x0, 1) * (W - L - 240)
     sy = lambda y: H - B - (y - y0) / max(y1 - y0, 1e-9) * (H - B - 20)
     colors = ["#1f77b4", "#aec7e8", "#d62728", "#ff9896", "#2ca02c", "#98df8a"]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
            f'<rect width="{W}" height="{H}" fill="white"/>',
-           f'<line x1="{L}" y1="{H - B}" x2="{W - 160}" y2="{H - B}" stroke="black"/>',
+           f'<line x1="{L}" y1="{H - B}" x2="{W - 240}" y2="{H - B}" stroke="black"/>',
            f'<line x1="{L}" y1="20" x2="{L}" y2="{H - B}" stroke="black"/>',
-           f'<text x="{(W - 160 + L) / 2}" y="{H - 12}" text-anchor="middle">test resolution (px)</text>',
+           f'<text x="{(W - 240 + L) / 2}" y="{H - 12}" text-anchor="middle">test resolution (px)</text>',
            f'<text x="15" y="{H / 2}" transform="rotate(-90 15 {H / 2})" text-anchor="middle">held-out top-1 (%)</text>']
     for x in sorted({p[0] for p in pts}):
         out.append(f'<text x="{sx(x):.1f}" y="{H - B + 16}" text-anchor="middle">{x}</text>')
@@ -104,7 +104,7 @@ def svg(path, series):
         d = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in line)
         dash = ' stroke-dasharray="5,3"' if "no fine" in label else ""
         out.append(f'<polyline points="{d}" fill="none" stroke="{c}" stroke-width="2"{dash}/>')
-        out.append(f'<text x="{W - 150}" y="{30 + 18 * i}" fill="{c}">{label}</text>')
+        out.append(f'<text x="{W - 230}" y="{30 + 18 * i}" fill="{c}">{label}</text>')
     out.append("</svg>")
     open(path, "w").write("\n".join(out) + "\n")
 
