@@ -49,6 +49,9 @@ import sys
 import torch
 from torch import nn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from zoo_reference import import_timm  # noqa: E402  (timm from the oracles folder or PyPI)
+
 NUM_CLASSES = 10
 BATCH = 2
 SIZES = {"s0": None, "s1": (288, 288), "s2": (160, 256)}  # None: the model's default size
@@ -73,22 +76,6 @@ POSEMBED_CASES = [
     (12, 12, 8, 18, 1),  # timm returns the input unchanged
 ]
 POSEMBED_DIM = 32
-
-
-def import_timm(oracles):
-    """timm from the folder ORACLES (its source, first on sys.path), or the installed package when
-    ORACLES is "pypi"; None when that timm is absent."""
-    if oracles == "pypi":
-        try:
-            import timm  # noqa: E402
-        except ImportError:
-            return None
-        return timm
-    if not oracles or not os.path.isdir(os.path.join(oracles, "timm")):
-        return None
-    sys.path.insert(0, oracles)
-    import timm  # noqa: E402
-    return timm
 
 
 def build(timm, name, family, size=None, dynamic=False, weights=None, filt=None):
