@@ -137,7 +137,6 @@ ConvNeXtImpl::ConvNeXtImpl(const ConvNeXtConfig& config) : config_(config) {
   headNorm = head->add("norm", LayerNorm2d(d[3], kConvNeXtNormEps));
   headFc = head->add("fc", torch::nn::Linear(d[3], o.numClasses));
   register_module("head", head);
-  headModule = head.get();
   cnInit(*this);
 }
 

@@ -91,9 +91,8 @@ class ConvNeXtImpl : public ModelImpl {
 
   const ConvNeXtConfig& config() const { return config_; }
 
-  torch::nn::Sequential stem{nullptr};      // 0: conv, 1: LayerNorm2d
-  torch::nn::ModuleList stages{nullptr};    // each a Module with downsample and blocks
-  torch::nn::Module* headModule = nullptr;  // "head": norm and fc
+  torch::nn::Sequential stem{nullptr};    // 0: conv, 1: LayerNorm2d
+  torch::nn::ModuleList stages{nullptr};  // each a Module with downsample and blocks
   LayerNorm2d headNorm{nullptr};
   torch::nn::Linear headFc{nullptr};
 
