@@ -6,7 +6,7 @@
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 if [ ! -d /usr/share/datasets/fashion-mnist ]; then
-  echo "SKIP: dataset-fashion-mnist is not installed (make deps installs it)"; exit 77
+  skip_check fashion-mnist "dataset-fashion-mnist is not installed (make deps installs it)"; finish
 fi
 export DEMO_LIMIT_TRAIN=600 DEMO_LIMIT_VAL=200 DEMO_HOLDOUT=100 DEMO_EPOCHS=1 DEMO_ITERS=4 \
   DEMO_FT_ITERS=2 DEMO_BATCH=32 DEMO_DATA="$WORK/data" DEMO_OUT="$WORK/out" \

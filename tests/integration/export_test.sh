@@ -34,7 +34,10 @@ for timm in ${TIMMS[@]+"${TIMMS[@]}"}; do
   export_and_check timm efficientnet_b0 "$WORK/tv_b0.pth" "$timm"
   export_and_check fixres efficientnet_b0 "$WORK/tv_b0.pth" "$timm"
 done
-[ ${#TIMMS[@]} -gt 0 ] || echo "timm cases skipped: no timm source at $ORACLES, no timm package"
+if ! env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && required timm-pypi; then
+  skip_check timm-pypi "no timm package for $PY"
+fi
+[ ${#TIMMS[@]} -gt 0 ] || skip_check timm "no timm source at $ORACLES, no timm package: the timm cases"
 
 run "$FIXRES" export --architecture tf_efficientnet_b0 --num-classes 10 --weight-path "$WORK/tv_b0.pth" \
   --format torchvision --out "$WORK/no.pth"

@@ -118,8 +118,11 @@ for r in 0 1; do
     >"$WORK/eval.r$r.out" 2>"$WORK/eval.r$r.err" &
   PIDS[$r]=$!
 done
-for _ in $(seq 1 500); do grep -q "world:" "$WORK/eval.r0.err" 2>/dev/null && break; sleep 0.02; done
-sleep 1.5
+# Rank 1 is killed once it has joined the job: its store connection and its Gloo pair are open
+# (two sockets), so the collective group is up and the evaluation under way (polled, 60 s at most).
+sockets() { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
+for _ in $(seq 1 1200); do [ "$(sockets "${PIDS[1]}")" -ge 2 ] && break; sleep 0.05; done
+[ "$(sockets "${PIDS[1]}")" -ge 2 ] || bad "eval kill -9: rank 1 did not join within 60 s"
 kill -9 "${PIDS[1]}"
 wait_code "${PIDS[0]}" 20
 [ "$c" = 5 ] || { bad "eval kill -9: rank 0 exit $c, expected 5"; tail -3 "$WORK/eval.r0.err"; }

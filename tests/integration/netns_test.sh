@@ -14,10 +14,10 @@ A=fixres_ns_a_$$; B=fixres_ns_b_$$
 cleanup() { ip netns del "$A" 2>/dev/null; ip netns del "$B" 2>/dev/null; }
 trap cleanup EXIT
 if ! command -v ip >/dev/null || ! ip netns add "$A" 2>/dev/null; then
-  echo "SKIP: network namespaces not permitted here (need root and iproute2)"; exit 77
+  skip_check netns "network namespaces not permitted here (need root and iproute2)"; finish
 fi
-ip netns add "$B" || { echo "SKIP: cannot add a second namespace"; exit 77; }
-ip link add "va$$" type veth peer name "vb$$" || { echo "SKIP: veth not permitted"; exit 77; }
+ip netns add "$B" || { skip_check netns "cannot add a second namespace"; finish; }
+ip link add "va$$" type veth peer name "vb$$" || { skip_check netns "veth not permitted"; finish; }
 ip link set "va$$" netns "$A"; ip link set "vb$$" netns "$B"
 ip -n "$A" addr add 10.77.0.1/24 dev "va$$"; ip -n "$B" addr add 10.77.0.2/24 dev "vb$$"
 for n in "$A" "$B"; do ip -n "$n" link set lo up; done

@@ -24,11 +24,11 @@ D="$WORK/data"
 if ! "$FIXRES" version | grep -q "^exports .*onnx"; then
   run "$FIXRES" export --architecture resnet18 --format onnx --weight-path x.pth --out "$WORK/m.onnx"
   expect_code 2; expect_err_lines 1; expect_err "no ONNX export"
-  echo "SKIP: this build has no ONNX export"; finish
+  skip_check onnx-export "this build has no ONNX export"; finish
 fi
 HAVE_ORT=0
 if [ -x "$ORT_PY" ] && "$ORT_PY" -c "import onnxruntime" 2>/dev/null; then HAVE_ORT=1; else
-  echo "ONNX Runtime checks skipped: no onnxruntime at $ORT_PY (make torch2-env installs it)"
+  skip_check onnxruntime "no onnxruntime at $ORT_PY (make torch2-env installs it): the ONNX Runtime comparisons"
 fi
 
 run "$FIXRES" train --imnet-path "$D" --architecture resnet_tiny --workers 1 --input-size 32 \
@@ -54,6 +54,7 @@ DYN=--dynamic-size check r18dyn 64 96 -- --architecture resnet18 --num-classes 1
 ORACLES="$SRC/../shared/oracles"
 HAVE_TIMM=0
 [ -f "$ORACLES/timm/__init__.py" ] && HAVE_TIMM=1
+[ "$HAVE_TIMM" = 1 ] || skip_check oracles "no timm source at $ORACLES: the EfficientNet, transformer and PNASNet cases with timm's weights"
 for a in efficientnet_b0 tf_efficientnet_b0; do
   if [ "$HAVE_TIMM" = 1 ]; then
     "$PY" "$REF/zoo_reference.py" weights "$a" "$WORK/$a.pth" "$ORACLES" || bad "$a weights"
@@ -95,8 +96,6 @@ if [ "$HAVE_TIMM" = 1 ]; then
   "$PY" "$REF/zoo_reference.py" weights pnasnet5large "$WORK/pnas.pth" "$ORACLES" || bad "pnasnet weights"
   check pnas 96 96 -- --architecture pnasnet5large --num-classes 10 --weight-path "$WORK/pnas.pth"
   rm -f "$WORK/pnas.pth" "$WORK/pnas.onnx"
-else
-  echo "PNASNet case skipped: no timm source at $ORACLES"
 fi
 if [ "$HAVE_ORT" = 1 ]; then
   "$ORT_PY" -c "

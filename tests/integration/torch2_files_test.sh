@@ -68,10 +68,14 @@ CHECKS=("fixres,resnet50,$WORK/resnet50.pth,$WORK/resnet50.fixres.pth,")
 # 3. TensorBoard's reader on both runs.
 run "$PY" "$H" events "$RUNS/train/t" "$RUNS/finetune/f"
 expect_code 0; cat "$OUT"
+grep -q "^SKIP: no tensorboard" "$OUT" && skip_check tensorboard "no tensorboard package for $PY: TensorBoard's reader"
 
 # 4. export --format timm of each family, strictly in timm. Source weights: torchvision's (resnet18,
 # efficientnet_b0, from 2) or timm's (the others), random with randomised BatchNorm.
 TIMM=""
+if ! env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && required timm-pypi; then
+  skip_check timm-pypi "no timm package for $PY"
+fi
 if env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null; then TIMM=pypi
 elif [ -f "$ORACLES/timm/__init__.py" ]; then TIMM="$ORACLES"; fi
 if [ -n "$TIMM" ]; then
@@ -89,7 +93,7 @@ pnasnet pnasnet5large $WORK/timm_pnasnet5large.pth"
     case $arch in resnext* | pnasnet*) ;; *) FILES+=("export $arch --format timm=$WORK/$arch.timm.pth") ;; esac
   done 3<<<"$FAMILIES"
 else
-  echo "SKIP (timm families): no timm package for $PY and no timm source at $ORACLES"
+  skip_check timm "no timm package for $PY and no timm source at $ORACLES: the timm families"
 fi
 run "$PY" "$H" export-checks "${CHECKS[@]}"
 expect_code 0

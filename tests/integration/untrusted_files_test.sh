@@ -78,7 +78,8 @@ expect_code 0; expect_err "removing $O/.partial-k1Ll9x, left by a fixres shard t
 [ ! -e "$O/.partial-k1Ll9x" ] || bad "the stale working folder is still there"
 O2="$WORK/busy"; mkdir -p "$O2/.partial-h0ld3r"; echo "1 host" >"$O2/.partial-h0ld3r/.lock"
 flock "$O2/.partial-h0ld3r/.lock" sleep 30 & HOLDER=$!
-sleep 0.5
+for _ in $(seq 1 600); do flock -n "$O2/.partial-h0ld3r/.lock" true || break; sleep 0.05; done
+flock -n "$O2/.partial-h0ld3r/.lock" true && bad "the holder did not take the lock within 30 s"
 guard "$FIXRES" shard --dataset-path "$D/val" --out "$O2"
 expect_code 2; expect_err_lines 1; expect_err "is writing into $O2/.partial-h0ld3r"
 kill "$HOLDER"; wait "$HOLDER" 2>/dev/null

@@ -12,7 +12,10 @@ ORACLES="$SRC/../shared/oracles"
 TIMMS=()  # the vendored timm source, and "pypi": the installed package (zoo_reference.import_timm)
 [ -f "$ORACLES/timm/__init__.py" ] && TIMMS+=("$ORACLES")
 env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && TIMMS+=(pypi)
-[ ${#TIMMS[@]} -gt 0 ] || { echo "SKIP: no timm source at $ORACLES, no timm package"; exit 77; }
+if ! env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && required timm-pypi; then
+  skip_check timm-pypi "no timm package for $PY"
+fi
+[ ${#TIMMS[@]} -gt 0 ] || { skip_check timm "no timm source at $ORACLES, no timm package"; finish; }
 REF="$SRC/tests/reference/zoo_reference.py"
 D="$WORK/data"
 "$PY" "$SRC/tests/reference/make_image_folder.py" "$D" --classes 3 --train 1 --val 3 --seed 7 --size 80 >/dev/null || bad "data"

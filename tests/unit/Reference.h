@@ -50,6 +50,27 @@ inline std::string makeTempDir(const std::string& prefix) {
   return pattern;
 }
 
+// True when FIXRES_REQUIRE (a space-separated list: CI lists what it installs) names `need`.
+inline bool requiredHere(const std::string& need) {
+  const char* list = std::getenv("FIXRES_REQUIRE");
+  std::istringstream words(list ? list : "");
+  for (std::string w; words >> w;)
+    if (w == need) return true;
+  return false;
+}
+
+// A comparison that cannot run here for want of `need` (oracles, onnxruntime, ...): the case is
+// skipped, and CTest shows its suite as skipped (SKIP_REGULAR_EXPRESSION), unless FIXRES_REQUIRE
+// names `need`: then it fails. Use in a test body.
+#define FIXRES_SKIP_UNLESS(have, need, why)                                           \
+  do {                                                                                \
+    if (!(have)) {                                                                    \
+      if (::fixres::testing::requiredHere(need))                                      \
+        FAIL() << "not compared, and FIXRES_REQUIRE lists " << (need) << ": " << why; \
+      GTEST_SKIP() << "for want of " << (need) << ": " << why;                        \
+    }                                                                                 \
+  } while (false)
+
 // Runs a shell command; returns its exit status (its output goes to the test log).
 inline int runCommand(const std::string& cmd) {
   const int rc = std::system(cmd.c_str());

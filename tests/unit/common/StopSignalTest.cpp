@@ -71,16 +71,20 @@ TEST(StopSignalDeathTest, APolledStopOrProgressKeepsTheWatchdogAway) {
   EXPECT_EXIT(
       {
         installStopHandlers();
-        setMinimumStopGrace(0.3);
+        // A 1 s grace against progress every 50 ms: a 20x margin for a busy machine's scheduler.
+        setMinimumStopGrace(1.0);
         std::raise(SIGINT);
-        // Progress reported more often than the grace: the process is left alone.
-        for (int k = 0; k < 10; ++k) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-          noteProgress(0.05);
+        // Progress reported more often than the grace, for three graces: the process is left
+        // alone.
+        const auto start = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - start < std::chrono::seconds(3)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          noteProgress(0.01);
         }
-        // Then the stop is polled: the watchdog stands down for good.
+        // Then the stop is polled: the watchdog stands down for good (two graces without
+        // progress).
         const int seen = stopSignal();
-        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2000));
         ::_exit(seen == SIGINT ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");

@@ -154,7 +154,8 @@ TEST(DataDataset, IdxPlainAndGzipped) {
 
 TEST(DataDataset, FashionMnistFilesWhenInstalled) {
   const std::string d = "/usr/share/datasets/fashion-mnist";
-  if (!fs::exists(d + "/t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "no Fashion-MNIST at " << d;
+  FIXRES_SKIP_UNLESS(fs::exists(d + "/t10k-images-idx3-ubyte.gz"), "fashion-mnist",
+                     "no Fashion-MNIST at " << d);
   auto test = openIdx(d + "/t10k-images-idx3-ubyte.gz", d + "/t10k-labels-idx1-ubyte.gz");
   EXPECT_EQ(test->size(), 10000u);
   EXPECT_EQ(test->classes().size(), 10u);

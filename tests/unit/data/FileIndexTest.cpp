@@ -195,7 +195,8 @@ TEST(DataFileIndex, CorruptOrForeignIndexIsIgnored) {
   fs::remove_all(other);
 }
 
-TEST(DataFileIndex, TreeThatCannotBeWrittenUsesTheCacheFolder) {
+// Its own suite: where a read-only folder cannot be made, only this case shows as skipped.
+TEST(DataFileIndexReadOnly, TreeThatCannotBeWrittenUsesTheCacheFolder) {
   const std::string root = fixres::testing::makeTempDir("fixres_index_ro_");
   const std::string cache = fixres::testing::makeTempDir("fixres_index_cache_");
   fs::create_directories(root + "/a");
@@ -208,7 +209,8 @@ TEST(DataFileIndex, TreeThatCannotBeWrittenUsesTheCacheFolder) {
   if (asRoot) {
     if (fixres::testing::runCommand("chattr +i '" + root + "' 2>/dev/null") != 0) {
       fs::remove_all(root);
-      GTEST_SKIP() << "running as root without chattr +i: cannot make a read-only folder";
+      FIXRES_SKIP_UNLESS(false, "read-only-folder",
+                         "running as root without chattr +i: cannot make a read-only folder");
     }
   } else {
     fs::permissions(root, fs::perms::owner_write, fs::perm_options::remove);

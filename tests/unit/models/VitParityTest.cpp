@@ -77,7 +77,7 @@ class VitParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VitParity, MatchesTimmAtEachImageSize) {
   const std::string arch = GetParam();
-  if (!haveVitOracles()) GTEST_SKIP() << "no timm source at " << vitOraclesDir();
+  FIXRES_SKIP_UNLESS(haveVitOracles(), "oracles", "no timm source at " << vitOraclesDir());
   const std::string dir = vitDir();
   ASSERT_TRUE(std::filesystem::exists(dir + "/" + arch + "_expected.pth")) << dir;
   const c10::IValue expected = readTorchFile(dir + "/" + arch + "_expected.pth");
@@ -136,7 +136,7 @@ INSTANTIATE_TEST_SUITE_P(ConvNeXt, VitParity, ::testing::Values("convnext_nano",
 // and non-square grids, 0, 1 and 2 prefix tokens, a non-square old grid, and timm's early return
 // (the token count fits the new square grid: the input comes back unchanged).
 TEST(PosEmbedParity, MatchesTimmResampleAbsPosEmbed) {
-  if (!haveVitOracles()) GTEST_SKIP() << "no timm source at " << vitOraclesDir();
+  FIXRES_SKIP_UNLESS(haveVitOracles(), "oracles", "no timm source at " << vitOraclesDir());
   const std::string path = vitDir() + "/posembed.pth";
   ASSERT_TRUE(std::filesystem::exists(path)) << path;
   const c10::IValue cases = readTorchFile(path);

@@ -51,7 +51,7 @@ class ZooParity : public ::testing::TestWithParam<std::string> {};
 TEST_P(ZooParity, MatchesTheReferenceInEvalAndTrainMode) {
   const std::string arch = GetParam();
   const bool needsTimm = arch != "efficientnet_b2";
-  if (needsTimm && !haveOracles()) GTEST_SKIP() << "no timm source at " << oraclesDir();
+  if (needsTimm) FIXRES_SKIP_UNLESS(haveOracles(), "oracles", "no timm source at " << oraclesDir());
   const std::string dir = zooDir();
   ASSERT_TRUE(std::filesystem::exists(dir + "/" + arch + "_expected.pth")) << dir;
   c10::IValue inputs = readTorchFile(dir + "/inputs.pth");
