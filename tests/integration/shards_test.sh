@@ -107,7 +107,9 @@ for d in ['ext_shards', 'ext_shards2']:
     labels = np.load('$WORK/%s/labels.npy' % d)
     logits = np.load('$WORK/%s/${ARCH}_logits.npy' % d)
     assert (labels == f['labels'][perm]).all(), d
-    diff = np.abs(logits - f['${ARCH}_logits'][perm]).max()
+    # Batch 4 (2 ranks: 3) against batch 5: float32 sums in another order, so within 1e-5 of the
+    # largest logit, not to the last digit.
+    diff = np.abs(logits - f['${ARCH}_logits'][perm]).max() / max(1.0, np.abs(logits).max())
     assert diff < 1e-5, (d, diff)
     print(d, 'max difference', diff)
 "

@@ -66,7 +66,12 @@ FILES+=("export resnet50 --format fixres=$WORK/resnet50.fixres.pth")
 CHECKS=("fixres,resnet50,$WORK/resnet50.pth,$WORK/resnet50.fixres.pth,")
 
 # 3. TensorBoard's reader on both runs.
-run "$PY" "$H" events "$RUNS/train/t" "$RUNS/finetune/f"
+# TensorBoard from $PY, else from the project's PyPI environment (make torch2-env).
+TB_PY=$PY
+if ! "$PY" -c "import tensorboard" 2>/dev/null && [ -x "$SRC/.venv-torch2/bin/python" ]; then
+  TB_PY="$SRC/.venv-torch2/bin/python"
+fi
+run "$TB_PY" "$H" events "$RUNS/train/t" "$RUNS/finetune/f"
 expect_code 0; cat "$OUT"
 grep -q "^SKIP: no tensorboard" "$OUT" && skip_check tensorboard "no tensorboard package for $PY: TensorBoard's reader"
 

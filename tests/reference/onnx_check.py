@@ -12,8 +12,8 @@ onnx_check.py MODEL PREDICTIONS [SIZE]
     leaves portrait images), x / 255, (x - mean) / std, NCHW. SIZE (a dynamic-size model) replaces
     the input size. Runs the model in ONNX Runtime on the CPU, once with every image in one batch
     and once image by image, and compares the logits with fixres's: relative L2 error below 1e-4
-    (prints it), batched equal to one by one within 1e-5, and the input shape's batch axis
-    symbolic. Exit 1 on a failure.
+    (prints it), batched equal to one by one within 1e-5 of max(1, the largest logit), and the
+    input shape's batch axis symbolic. Exit 1 on a failure.
 """
 import json
 import sys
@@ -63,7 +63,9 @@ ours = np.array([[p["logit"] for p in sorted(r["predictions"], key=lambda p: p["
 batched = sess.run(None, {inp.name: x})[0].astype(np.float64)
 single = np.concatenate([sess.run(None, {inp.name: x[i:i + 1]})[0] for i in range(len(x))])
 err = np.linalg.norm(batched - ours) / np.linalg.norm(ours)
-spread = np.abs(batched - single).max()
+# Relative to the largest logit: ONNX Runtime picks kernels by batch size and CPU, and random
+# weights give logits of any magnitude.
+spread = np.abs(batched - single).max() / max(1.0, np.abs(single).max())
 print(f"onnxruntime {ort.__version__}: {len(rows)} images at {size} px, relative L2 error "
       f"{err:.3g} against fixres, batch of {len(rows)} vs one by one {spread:.2g}")
 sys.exit(0 if err < 1e-4 and spread < 1e-5 else 1)

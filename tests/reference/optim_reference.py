@@ -20,6 +20,10 @@ import sys
 import torch
 from torch import nn
 
+# One intra-op thread, as the C++ side under CTest: a reduction's order (its last digits)
+# follows the thread count.
+torch.set_num_threads(1)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from models_reference import TinyResNet, randomize  # noqa: E402
 

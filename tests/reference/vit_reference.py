@@ -49,6 +49,10 @@ import sys
 import torch
 from torch import nn
 
+# One intra-op thread, as the C++ side under CTest: a reduction's order (its last digits)
+# follows the thread count.
+torch.set_num_threads(1)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from zoo_reference import import_timm  # noqa: E402  (timm from the oracles folder or PyPI)
 

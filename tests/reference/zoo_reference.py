@@ -25,6 +25,10 @@ import sys
 import numpy
 import torch
 
+# One intra-op thread, as the C++ side under CTest: a reduction's order (its last digits)
+# follows the thread count.
+torch.set_num_threads(1)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from models_reference import randomize  # noqa: E402  (non-trivial BatchNorm statistics)
 

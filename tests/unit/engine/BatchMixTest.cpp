@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <iostream>
@@ -208,8 +209,12 @@ TEST(BatchMixTest, SoftTargetLossWithLabelSmoothingEqualsTorchCrossEntropy) {
       const double dg = (x.grad() - ref.at(kind + "_grad").toTensor()).abs().max().item<double>();
       worstLoss = std::max(worstLoss, dl);
       worstGrad = std::max(worstGrad, dg);
-      EXPECT_LE(dl, 1e-6) << kind << " ls " << smoothing[k];
-      EXPECT_LE(dg, 1e-7) << kind << " ls " << smoothing[k];
+      // Float32 rounding of a mean of log-softmax terms (losses 2 to 5: an ulp is 2.4e-7 to
+      // 4.8e-7) and of softmax - target (below 1): vectorised exp and log differ across CPUs and
+      // LibTorch versions in the last digits.
+      EXPECT_LE(dl, 1e-6 * std::max(1.0, std::abs(loss.item<double>())))
+          << kind << " ls " << smoothing[k];
+      EXPECT_LE(dg, 1e-6) << kind << " ls " << smoothing[k];
       if (kind == "soft") {
         const double df =
             std::abs(loss.item<double>() - ref.at("soft_formula").toTensor().item<double>());

@@ -71,7 +71,10 @@ TEST(CalibrateTest, RunningStatisticsEqualPyTorchsCumulativeAverage) {
     }
   }
   EXPECT_EQ(compared, 40);
-  EXPECT_LT(worst, 1e-5) << "worst relative L2 error of the running statistics vs PyTorch";
+  // 1e-4: running variances are sums of squares over a batch in train mode, whose order follows
+  // the CPU's vector width and the LibTorch version (1.4e-5 measured for ResNet-50 on another
+  // CPU); a wrong momentum or statistic is off by far more (the momentum check below).
+  EXPECT_LT(worst, 1e-4) << "worst relative L2 error of the running statistics vs PyTorch";
   std::cout << "[ calibrate ] " << compared << " running statistics, worst relative L2 error "
             << worst << "\n";
 

@@ -111,7 +111,11 @@ TEST(OptimizerTest, FiveStepsEqualTorchOptimWithParameterGroupsAndClipping) {
     const double diff = maxDiffToReference(model, std::string(c.name) + ".pth");
     std::cout << "[ measure ] " << c.name << ": max |weight - torch.optim's| after " << kSteps
               << " steps = " << diff << "\n";
-    EXPECT_LT(diff, 1e-6);
+    // 1e-5 on weights and BatchNorm statistics of order 1 (about 80 float32 ulp): five train-mode
+    // backward passes sum in the order the CPU's vector width gives, and AdamW and RMSprop
+    // divide by sqrt(v) + eps, which magnifies a small gradient's last digits. A wrong update is
+    // off by at least one step's move (> 1e-3, checked next).
+    EXPECT_LT(diff, 1e-5);
     // And the run moved the weights well beyond that tolerance.
     EXPECT_GT(maxDiffToReference(model, "init.pth"), 1e-3);
     if (c.clip > 0) {
