@@ -47,9 +47,12 @@ done
 [ -e "$RUNS/train/badck" ] && bad "a refused --checkpoint-every-steps wrote its run folder"
 
 # 2. TORCHELASTIC_RESTART_COUNT: 0, 1, 2 on every rank; a rank failing twice then succeeding
-# with --max-restarts 2 ends the job with 0, one line per restart.
+# with --max-restarts 2 ends the job with 0, one line per restart. Rank 1 fails once rank 0 has
+# printed its count (a marker file, polled), so the launcher's stop cannot cut that line off.
 run "$FIXRES" "${L[@]}" --max-restarts 2 -- /bin/sh -c \
-  'echo "count=$TORCHELASTIC_RESTART_COUNT"; [ "$TORCHELASTIC_RESTART_COUNT" -ge 2 ] || [ "$RANK" = 0 ] || { sleep 0.5; exit 7; }'
+  'echo "count=$TORCHELASTIC_RESTART_COUNT"; m="$0.$TORCHELASTIC_RESTART_COUNT"
+   [ "$RANK" = 0 ] && touch "$m"; [ "$TORCHELASTIC_RESTART_COUNT" -ge 2 ] || [ "$RANK" = 0 ] ||
+   { for i in $(seq 1 600); do [ -e "$m" ] && break; sleep 0.05; done; exit 7; }' "$WORK/r0-printed"
 expect_code 0
 for r in 0 1; do for n in 0 1 2; do expect_out "^\[rank $r\] count=$n$"; done; done
 expect_err "^fixres: restarting all ranks \(restart 1 of 2\) after rank 1 exited with 7$"
@@ -93,12 +96,9 @@ N=(launch --nnodes 2 --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$
 P1=$!
 "$FIXRES" "${N[@]}" --node-rank 0 -- /bin/sh -c 'echo done' >"$WORK/n0.out" 2>"$WORK/n0.err" &
 P0=$!
-# Node 0's rank has run and exited: its launcher is waiting for node 1.
-for _ in $(seq 1 300); do
-  grep -q done "$WORK/n0.out" && [ -z "$(pgrep -P $P0)" ] && break
-  sleep 0.1
-done
-sleep 1
+# Node 0's rank has run and exited: its launcher says it is waiting for node 1 (polled, 60 s).
+for _ in $(seq 1 1200); do grep -q "waiting for the other nodes" "$WORK/n0.err" && break; sleep 0.05; done
+grep -q "waiting for the other nodes" "$WORK/n0.err" || bad "node 0's launcher never waited for node 1"
 kill -INT $P0
 wait_code $P0 30
 [ "$c" = 130 ] || bad "SIGINT to a launcher waiting for the other node: exit $c, expected 130"

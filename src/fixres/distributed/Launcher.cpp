@@ -306,6 +306,8 @@ class Generation {
   // Every local rank succeeded. Several nodes: the others may still fail and restart all.
   GenerationEnd waitForOtherNodes() {
     if (coordinator_) {
+      log::info("launch: the ranks of node ", o_.nodeRank,
+                " are done; waiting for the other nodes");
       if (auto f = coordinator_->waitAllDone(generation_, signalled); f && f->restart)
         return GenerationEnd{true, f->code, *f};
       if (int sig = gForwardSignal.exchange(0)) {
