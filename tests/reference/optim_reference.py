@@ -10,7 +10,11 @@ make OUTDIR   writes init.pth (random resnet_tiny weights, 5 classes, BatchNorm 
               torch.nn.utils.clip_grad_norm_ before each step when clip > 0; and
               <case>_norms.pth: {"norms": the total gradient norm clip_grad_norm_ returned at
               each step}; groups.json: the parameter names of each group of the first case;
-              scaler.json: torch.cuda.amp.GradScaler's default arguments.
+              scaler.json: torch.cuda.amp.GradScaler's default arguments; and, for each case
+              and each of torch.optim's multi-tensor paths this torch has on the CPU (foreach=True;
+              fused=True: SGD and AdamW from torch 2.4), <case>_<path>20.pth: the state dict
+              after 20 steps (batches 0-4 four times over), with impls.json listing the files
+              made and the torch version.
 """
 import inspect
 import json
@@ -29,6 +33,7 @@ from models_reference import TinyResNet, randomize  # noqa: E402
 
 CLASSES = 5
 STEPS = 5
+LONG_STEPS = 20  # the multi-tensor paths: 20 steps over the same 5 batches
 # name: (opt, lr, momentum, weight_decay, nesterov, norm_weight_decay, bias_weight_decay, clip)
 CASES = {
     "sgd_nesterov": ("sgd", 0.05, 0.9, 1e-2, True, 0.0, 1e-3, 0.0),
@@ -63,14 +68,48 @@ def weight_decay_groups(model, weight_decay, norm_weight_decay, bias_weight_deca
     return [{"params": ps, "weight_decay": decay[k]} for k, ps in groups.items() if ps]
 
 
-def make_optimizer(opt, groups, lr, momentum, weight_decay, nesterov):
+def make_optimizer(opt, groups, lr, momentum, weight_decay, nesterov, **path):
+    """path: {} (torch's default, the loop on the CPU), {"foreach": True} or {"fused": True}."""
     if opt == "sgd":
         return torch.optim.SGD(groups, lr=lr, momentum=momentum, weight_decay=weight_decay,
-                               nesterov=nesterov)
+                               nesterov=nesterov, **path)
     if opt == "adamw":
-        return torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
+        return torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay, **path)
     return torch.optim.RMSprop(groups, lr=lr, momentum=momentum, weight_decay=weight_decay,
-                               eps=0.0316, alpha=0.9)
+                               eps=0.0316, alpha=0.9, **path)
+
+
+def train(model, optimizer, data, steps, clip):
+    """`steps` steps over data's batches in turn; the gradient norms clipping returned."""
+    norms = []
+    for k in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(data[f"x{k % STEPS}"]), data[f"y{k % STEPS}"])
+        loss.backward()
+        if clip > 0:
+            norms.append(float(nn.utils.clip_grad_norm_(model.parameters(), clip)))
+        optimizer.step()
+    return norms
+
+
+def make_paths(out, model, init, data):
+    """<case>_<path>20.pth for the multi-tensor paths this torch has on the CPU."""
+    made = {}
+    for name, (opt, lr, momentum, wd, nesterov, norm_wd, bias_wd, clip) in CASES.items():
+        for path in ("foreach", "fused"):
+            model.load_state_dict(init)
+            model.train()
+            groups = weight_decay_groups(model, wd, norm_wd, bias_wd)
+            try:
+                optimizer = make_optimizer(opt, groups, lr, momentum, wd, nesterov, **{path: True})
+                train(model, optimizer, data, LONG_STEPS, clip)
+            except (TypeError, RuntimeError, ValueError) as e:  # not in this torch, or not on CPU
+                print(name, path, "not available:", str(e).splitlines()[0])
+                continue
+            torch.save(model.state_dict(), f"{out}/{name}_{path}{LONG_STEPS}.pth")
+            made.setdefault(name, []).append(path)
+    with open(f"{out}/impls.json", "w") as f:
+        json.dump({"torch": torch.__version__, "steps": LONG_STEPS, "made": made}, f)
 
 
 def make(out):
@@ -91,14 +130,7 @@ def make(out):
         model.train()
         groups = weight_decay_groups(model, wd, norm_wd, bias_wd)
         optimizer = make_optimizer(opt, groups, lr, momentum, wd, nesterov)
-        norms = []
-        for k in range(STEPS):
-            optimizer.zero_grad(set_to_none=True)
-            loss = nn.functional.cross_entropy(model(data[f"x{k}"]), data[f"y{k}"])
-            loss.backward()
-            if clip > 0:
-                norms.append(float(nn.utils.clip_grad_norm_(model.parameters(), clip)))
-            optimizer.step()
+        norms = train(model, optimizer, data, STEPS, clip)
         torch.save(model.state_dict(), f"{out}/{name}.pth")
         torch.save({"norms": torch.tensor(norms, dtype=torch.float64)}, f"{out}/{name}_norms.pth")
         if name == "sgd_nesterov":
@@ -107,6 +139,7 @@ def make(out):
             with open(f"{out}/groups.json", "w") as f:
                 json.dump({r: [names[id(p)] for p in g["params"]] for r, g in zip(roles, groups)}, f)
         print(name, "groups", [len(g["params"]) for g in groups], "norms", norms)
+    make_paths(out, model, init, data)
 
 
 if __name__ == "__main__":

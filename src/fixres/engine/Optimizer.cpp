@@ -174,6 +174,20 @@ std::vector<double> groupLearningRateScales(const torch::nn::Module& model,
   return out;
 }
 
+torch::optim::OptimizerParamState* parameterState(torch::optim::Optimizer& optimizer,
+                                                  const torch::Tensor& p) {
+  auto it = optimizer.state().find(optimizerStateKey(p));
+  return it == optimizer.state().end() ? nullptr : it->second.get();
+}
+
+torch::optim::OptimizerParamState& setParameterState(
+    torch::optim::Optimizer& optimizer, const torch::Tensor& p,
+    std::unique_ptr<torch::optim::OptimizerParamState> state) {
+  auto& slot = optimizer.state()[optimizerStateKey(p)];
+  slot = std::move(state);
+  return *slot;
+}
+
 std::vector<torch::Tensor> optimizerStateTensors(torch::optim::Optimizer& optimizer,
                                                  OptimizerKind kind) {
   using namespace torch::optim;

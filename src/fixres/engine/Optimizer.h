@@ -68,6 +68,14 @@ void setLearningRate(torch::optim::Optimizer& optimizer, double lr,
 std::vector<double> groupLearningRateScales(const torch::nn::Module& model,
                                             const OptimizerOptions& options);
 
+// The state LibTorch's optimizer keeps for parameter `p`, or nullptr before its first step; and a
+// new state stored for `p` (replacing any), returned.
+torch::optim::OptimizerParamState* parameterState(torch::optim::Optimizer& optimizer,
+                                                  const torch::Tensor& p);
+torch::optim::OptimizerParamState& setParameterState(
+    torch::optim::Optimizer& optimizer, const torch::Tensor& p,
+    std::unique_ptr<torch::optim::OptimizerParamState> state);
+
 // Every (defined) tensor of the optimizer's per-parameter state (momentum, moments), in no fixed
 // order.
 std::vector<torch::Tensor> optimizerStateTensors(torch::optim::Optimizer& optimizer,

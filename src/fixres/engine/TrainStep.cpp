@@ -67,6 +67,11 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
     };
   }
   optimizer_ = makeOptimizer(*model_, oo);
+  // A fused kernel this build lacks is a usage error now, not at the first step.
+  FIXRES_CHECK(o_.optimizerImpl != OptimizerImpl::kFused || hasFusedKernel(o_.optimizer),
+               UsageError, "--optimizer-impl fused: this build has no fused ",
+               choiceName(optimizerKinds(), o_.optimizer),
+               " kernel (LibTorch 2.x has SGD's and AdamW's; foreach works everywhere)");
   groupScales_ = groupLearningRateScales(*model_, oo);
   if (o_.lossScaling) scaler_.emplace(*o_.lossScaling);
   reducer_ = std::make_unique<distributed::GradReducer>(comm_, params_, o_.reducer);
@@ -195,7 +200,7 @@ StepResult TrainStep::finishStep(double lr, bool lossFinite) {
     lastGradNorm_ = torch::nn::utils::clip_grad_norm_(params_, o_.clipGradNorm);
   setLearningRate(*optimizer_, lr, groupScales_);
   phase_ = Phase::kApplying;
-  optimizer_->step();
+  optimizerStep(*optimizer_, o_.optimizer, o_.optimizerImpl);
   phase_ = Phase::kIdle;
   return StepResult::kApplied;
 }

@@ -14,6 +14,7 @@
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/FinetuneRecipe.h"
 #include "fixres/engine/LossScaler.h"
+#include "fixres/engine/MultiTensorStep.h"
 #include "fixres/engine/Optimizer.h"
 #include "fixres/engine/Precision.h"
 #include "fixres/models/Model.h"
@@ -33,7 +34,8 @@ struct StepOptions {
   double weightDecay = 1e-4;
   bool nesterov = false;
   OptimizerKind optimizer = OptimizerKind::kSgd;
-  std::optional<double> normWeightDecay;  // nullopt: weightDecay (OptimizerOptions)
+  OptimizerImpl optimizerImpl = OptimizerImpl::kAuto;  // MultiTensorStep.h
+  std::optional<double> normWeightDecay;               // nullopt: weightDecay (OptimizerOptions)
   std::optional<double> biasWeightDecay;  // nullopt: as the other parameters of their layer
   double clipGradNorm = 0;                // > 0: clip the gradients' total 2-norm to this
   // Dynamic loss scaling (what --precision fp16 uses; usable with any precision here).
@@ -61,6 +63,15 @@ struct StepOptions {
               {},
               SettingRole::kDefinesRun},
       o.optimizer, optimizerKinds());
+    v(Setting{"optimizer_impl",
+              "--optimizer-impl",
+              g,
+              "How the optimizer updates the weights: auto (fused where the build has the "
+              "kernel: LibTorch 2.x's SGD and AdamW; else foreach), fused, foreach (multi-tensor "
+              "kernels, torch.optim's foreach=True), loop (parameter by parameter, LibTorch's own "
+              "step)",
+              {}},
+      o.optimizerImpl, optimizerImpls());
     v(Setting{"momentum", "--momentum", g, "Momentum of sgd and rmsprop",
               Range::reals(0, 1, false, /*hiOpen=*/true)},
       o.momentum);

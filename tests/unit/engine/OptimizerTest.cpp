@@ -17,6 +17,7 @@
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Checkpoint.h"
 #include "fixres/engine/LossScaler.h"
+#include "fixres/engine/MultiTensorStep.h"
 #include "fixres/engine/Optimizer.h"
 #include "fixres/engine/TrainStep.h"
 #include "fixres/models/Registry.h"
@@ -135,6 +136,67 @@ TEST(OptimizerTest, FiveStepsEqualTorchOptimWithParameterGroupsAndClipping) {
       EXPECT_LT(worst, 1e-5);
     }
   }
+}
+
+// The multi-tensor paths (MultiTensorStep.h): 20 steps of every case with each path this build
+// has (loop, foreach, fused) against torch.optim's foreach=True and, where this torch has it on
+// the CPU, fused=True (optim_reference.py's <case>_<path>20.pth), all within one bound: 1e-5 on
+// weights and statistics of order 1, as the five-step test (the paths differ from each other only
+// in rounding: foreach AdamW on torch 2.x interpolates with lerp where LibTorch multiplies and
+// adds, and the fused kernels compute in one pass).
+TEST(OptimizerTest, MultiTensorPathsEqualTorchOptimForeachAndFused) {
+  constexpr int kLongSteps = 20;
+  auto comm = distributed::makeSingleProcessCommunicator();
+  const auto made = nlohmann::json::parse(testing::readText(optimReferenceDir() + "/impls.json"));
+  ASSERT_EQ(made.at("steps").get<int>(), kLongSteps);
+  int compared = 0;
+  for (const Case& c : kCases) {
+    for (OptimizerImpl impl :
+         {OptimizerImpl::kLoop, OptimizerImpl::kForeach, OptimizerImpl::kFused}) {
+      if (impl == OptimizerImpl::kFused && !hasFusedKernel(c.kind)) continue;
+      const std::string ours = choiceName(optimizerImpls(), impl);
+      SCOPED_TRACE(std::string(c.name) + " " + ours);
+      models::Model model = referenceModel();
+      StepOptions so = stepOptions(c);
+      so.optimizerImpl = impl;
+      TrainStep step(model, so, *comm);
+      step.setTrainingMode();
+      for (int k = 0; k < kLongSteps; ++k) {
+        step.step(dataTensor("x" + std::to_string(k % kSteps)),
+                  dataTensor("y" + std::to_string(k % kSteps)), c.lr);
+        ASSERT_EQ(step.lastResult(), StepResult::kApplied);
+      }
+      for (const auto& path : made.at("made").value(c.name, nlohmann::json::array())) {
+        const std::string file = std::string(c.name) + "_" + path.get<std::string>() + "20.pth";
+        const double diff = maxDiffToReference(model, file);
+        std::cout << "[ measure ] " << c.name << ", fixres " << ours << " vs torch "
+                  << made.at("torch").get<std::string>() << " " << path.get<std::string>()
+                  << ": max |difference| after " << kLongSteps << " steps = " << diff << "\n";
+        EXPECT_LT(diff, 1e-5) << file;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 10);  // every case: loop and foreach against torch's foreach path at least
+}
+
+// A fused kernel this build lacks is refused when the step is made, naming the flag.
+TEST(OptimizerTest, FusedWithoutTheKernelIsAUsageError) {
+  auto comm = distributed::makeSingleProcessCommunicator();
+  StepOptions so = stepOptions(kCases[3]);  // RMSprop: no fused kernel in any build
+  so.optimizerImpl = OptimizerImpl::kFused;
+  EXPECT_THROW(
+      {
+        try {
+          TrainStep step(referenceModel(), so, *comm);
+        } catch (const UsageError& e) {
+          EXPECT_NE(std::string(e.what()).find("--optimizer-impl fused"), std::string::npos);
+          throw;
+        }
+      },
+      UsageError);
+  EXPECT_EQ(resolveOptimizerImpl(OptimizerImpl::kAuto, OptimizerKind::kRmsprop),
+            OptimizerImpl::kForeach);
 }
 
 // The groups of the references' set_weight_decay (norm layers' parameters, then parameters named

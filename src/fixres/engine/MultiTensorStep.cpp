@@ -1,0 +1,252 @@
+// torch.optim's multi-tensor updates (torch/optim/sgd.py, adamw.py, rmsprop.py: the foreach and
+// fused paths), written from their documented arithmetic over LibTorch's state objects.
+#include "fixres/engine/MultiTensorStep.h"
+
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "fixres/common/Error.h"
+
+#if TORCH_VERSION_MAJOR >= 2
+#define FIXRES_FUSED_OPTIMIZERS 1
+#endif
+
+namespace fixres::engine {
+namespace {
+
+using torch::Tensor;
+using torch::optim::OptimizerParamGroup;
+
+// The parameters of a group that have a gradient, with their gradients.
+struct GroupTensors {
+  std::vector<Tensor> params, grads;
+};
+
+GroupTensors withGrads(OptimizerParamGroup& group) {
+  GroupTensors t;
+  for (auto& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    t.params.push_back(p);
+    t.grads.push_back(p.grad());
+  }
+  return t;
+}
+
+// The gradients with weight decay added (new tensors: p.grad stays as it is), as torch.optim's
+// _foreach_add(grads, params, alpha=weight_decay).
+std::vector<Tensor> decayed(const GroupTensors& t, double weightDecay) {
+  if (weightDecay == 0) return t.grads;
+  return at::_foreach_add(t.grads, t.params, weightDecay);
+}
+
+template <typename State>
+State& stateOf(torch::optim::Optimizer& opt, const Tensor& p) {
+  if (auto* s = parameterState(opt, p)) return static_cast<State&>(*s);
+  return static_cast<State&>(setParameterState(opt, p, std::make_unique<State>()));
+}
+
+void sgdForeach(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
+  const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
+  GroupTensors t = withGrads(group);
+  if (t.params.empty()) return;
+  torch::NoGradGuard noGrad;
+  std::vector<Tensor> grads = decayed(t, o.weight_decay());
+  if (o.momentum() != 0) {
+    std::vector<Tensor> bufs, old;
+    std::vector<Tensor> oldGrads;
+    for (size_t k = 0; k < t.params.size(); ++k) {
+      auto& s = stateOf<torch::optim::SGDParamState>(opt, t.params[k]);
+      if (!s.momentum_buffer().defined()) {
+        s.momentum_buffer(grads[k].clone().detach());  // the first step: the buffer is the grad
+      } else {
+        old.push_back(s.momentum_buffer());
+        oldGrads.push_back(grads[k]);
+      }
+      bufs.push_back(s.momentum_buffer());
+    }
+    if (!old.empty()) {
+      at::_foreach_mul_(old, o.momentum());
+      at::_foreach_add_(old, oldGrads, 1 - o.dampening());
+    }
+    if (o.nesterov()) {
+      grads = at::_foreach_add(grads, bufs, o.momentum());
+    } else {
+      grads = bufs;
+    }
+  }
+  at::_foreach_add_(t.params, grads, -o.lr());
+}
+
+void adamwForeach(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
+  const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+  FIXRES_CHECK(!o.amsgrad(), InternalError, "amsgrad is not one of fixres's optimizers");
+  GroupTensors t = withGrads(group);
+  if (t.params.empty()) return;
+  torch::NoGradGuard noGrad;
+  const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+  std::vector<Tensor> avgs, sqs;
+  std::vector<at::Scalar> stepSizes, bc2Sqrt;
+  for (const auto& p : t.params) {
+    auto& s = stateOf<torch::optim::AdamWParamState>(opt, p);
+    if (!s.exp_avg().defined()) {
+      s.step(0);
+      s.exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
+      s.exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+    }
+    s.step(s.step() + 1);
+    avgs.push_back(s.exp_avg());
+    sqs.push_back(s.exp_avg_sq());
+    const double bc1 = 1 - std::pow(beta1, static_cast<double>(s.step()));
+    const double bc2 = 1 - std::pow(beta2, static_cast<double>(s.step()));
+    stepSizes.emplace_back(-(o.lr() / bc1));
+    bc2Sqrt.emplace_back(std::sqrt(bc2));
+  }
+  at::_foreach_mul_(t.params, 1 - o.lr() * o.weight_decay());
+  at::_foreach_mul_(avgs, beta1);
+  at::_foreach_add_(avgs, t.grads, 1 - beta1);
+  at::_foreach_mul_(sqs, beta2);
+  at::_foreach_addcmul_(sqs, t.grads, t.grads, 1 - beta2);
+  std::vector<Tensor> denom = at::_foreach_sqrt(sqs);
+  at::_foreach_div_(denom, bc2Sqrt);
+  at::_foreach_add_(denom, o.eps());
+  at::_foreach_addcdiv_(t.params, avgs, denom, stepSizes);
+}
+
+void rmspropForeach(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
+  const auto& o = static_cast<const torch::optim::RMSpropOptions&>(group.options());
+  FIXRES_CHECK(!o.centered(), InternalError, "centered RMSprop is not one of fixres's optimizers");
+  GroupTensors t = withGrads(group);
+  if (t.params.empty()) return;
+  torch::NoGradGuard noGrad;
+  std::vector<Tensor> grads = decayed(t, o.weight_decay());
+  std::vector<Tensor> sqs, bufs;
+  for (const auto& p : t.params) {
+    auto& s = stateOf<torch::optim::RMSpropParamState>(opt, p);
+    if (!s.square_avg().defined()) {
+      s.step(0);
+      s.square_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
+      if (o.momentum() > 0) s.momentum_buffer(torch::zeros_like(p, at::MemoryFormat::Preserve));
+    }
+    s.step(s.step() + 1);
+    sqs.push_back(s.square_avg());
+    if (o.momentum() > 0) bufs.push_back(s.momentum_buffer());
+  }
+  at::_foreach_mul_(sqs, o.alpha());
+  at::_foreach_addcmul_(sqs, grads, grads, 1 - o.alpha());
+  std::vector<Tensor> avg = at::_foreach_sqrt(sqs);
+  at::_foreach_add_(avg, o.eps());
+  if (o.momentum() > 0) {
+    at::_foreach_mul_(bufs, o.momentum());
+    at::_foreach_addcdiv_(bufs, grads, avg);
+    at::_foreach_add_(t.params, bufs, -o.lr());
+  } else {
+    at::_foreach_addcdiv_(t.params, grads, avg, -o.lr());
+  }
+}
+
+#ifdef FIXRES_FUSED_OPTIMIZERS
+void sgdFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
+  const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
+  GroupTensors t = withGrads(group);
+  if (t.params.empty()) return;
+  torch::NoGradGuard noGrad;
+  std::vector<Tensor> bufs;
+  bool first = false;
+  if (o.momentum() != 0) {
+    for (const auto& p : t.params) {
+      auto& s = stateOf<torch::optim::SGDParamState>(opt, p);
+      if (!s.momentum_buffer().defined()) {
+        s.momentum_buffer(torch::empty_like(p, at::MemoryFormat::Preserve));
+        first = true;
+      }
+      bufs.push_back(s.momentum_buffer());
+    }
+  }
+  at::_fused_sgd_(t.params, t.grads, bufs, o.weight_decay(), o.momentum(), o.lr(), o.dampening(),
+                  o.nesterov(), /*maximize=*/false, first);
+}
+
+void adamwFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
+  const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+  GroupTensors t = withGrads(group);
+  if (t.params.empty()) return;
+  torch::NoGradGuard noGrad;
+  std::vector<Tensor> avgs, sqs, steps;
+  for (const auto& p : t.params) {
+    auto& s = stateOf<torch::optim::AdamWParamState>(opt, p);
+    if (!s.exp_avg().defined()) {
+      s.step(0);
+      s.exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
+      s.exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+    }
+    s.step(s.step() + 1);
+    avgs.push_back(s.exp_avg());
+    sqs.push_back(s.exp_avg_sq());
+    // The kernel reads the step count as a float32 tensor on the parameter's device.
+    steps.push_back(torch::full({}, static_cast<double>(s.step()),
+                                torch::TensorOptions().dtype(torch::kFloat).device(p.device())));
+  }
+  at::_fused_adamw_(t.params, t.grads, avgs, sqs, {}, steps, o.lr(), std::get<0>(o.betas()),
+                    std::get<1>(o.betas()), o.weight_decay(), o.eps(), /*amsgrad=*/false,
+                    /*maximize=*/false);
+}
+#endif
+
+}  // namespace
+
+const ChoiceTable<OptimizerImpl>& optimizerImpls() {
+  static const ChoiceTable<OptimizerImpl> kTable = {"optimizer implementation",
+                                                    {{"auto", OptimizerImpl::kAuto},
+                                                     {"loop", OptimizerImpl::kLoop},
+                                                     {"foreach", OptimizerImpl::kForeach},
+                                                     {"fused", OptimizerImpl::kFused}}};
+  return kTable;
+}
+
+bool hasFusedKernel(OptimizerKind kind) {
+#ifdef FIXRES_FUSED_OPTIMIZERS
+  return kind != OptimizerKind::kRmsprop;
+#else
+  (void)kind;
+  return false;
+#endif
+}
+
+OptimizerImpl resolveOptimizerImpl(OptimizerImpl impl, OptimizerKind kind) {
+  if (impl != OptimizerImpl::kAuto) return impl;
+  return hasFusedKernel(kind) ? OptimizerImpl::kFused : OptimizerImpl::kForeach;
+}
+
+void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, OptimizerImpl impl) {
+  impl = resolveOptimizerImpl(impl, kind);
+  if (impl == OptimizerImpl::kLoop) {
+    optimizer.step();
+    return;
+  }
+  FIXRES_CHECK(impl != OptimizerImpl::kFused || hasFusedKernel(kind), UsageError,
+               "this build has no fused kernel for ", choiceName(optimizerKinds(), kind),
+               " (LibTorch 2.x has SGD's and AdamW's)");
+  for (auto& group : optimizer.param_groups()) {
+#ifdef FIXRES_FUSED_OPTIMIZERS
+    if (impl == OptimizerImpl::kFused) {
+      if (kind == OptimizerKind::kSgd) sgdFused(optimizer, group);
+      if (kind == OptimizerKind::kAdamw) adamwFused(optimizer, group);
+      continue;
+    }
+#endif
+    switch (kind) {
+      case OptimizerKind::kSgd:
+        sgdForeach(optimizer, group);
+        break;
+      case OptimizerKind::kAdamw:
+        adamwForeach(optimizer, group);
+        break;
+      case OptimizerKind::kRmsprop:
+        rmspropForeach(optimizer, group);
+        break;
+    }
+  }
+}
+
+}  // namespace fixres::engine

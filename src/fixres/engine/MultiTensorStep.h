@@ -1,0 +1,33 @@
+// The optimizer's update over whole parameter groups at once, through LibTorch's multi-tensor
+// kernels (torch.optim's foreach=True and fused=True paths), in place of LibTorch's loop over
+// parameters (one launch per operation and parameter on a GPU).
+#pragma once
+
+#include <torch/torch.h>
+
+#include "fixres/common/Choice.h"
+#include "fixres/engine/Optimizer.h"
+
+namespace fixres::engine {
+
+// loop: LibTorch's own step (parameter by parameter);
+// foreach: torch.optim's foreach=True arithmetic with the at::_foreach_* kernels (both builds);
+// fused: at::_fused_sgd_ / at::_fused_adamw_ (LibTorch 2.x; RMSprop has no fused kernel and
+//   takes foreach);
+// auto: fused where the build and the optimizer have it, else foreach.
+enum class OptimizerImpl { kAuto, kLoop, kForeach, kFused };
+const ChoiceTable<OptimizerImpl>& optimizerImpls();  // auto, loop, foreach, fused
+
+// True when this build has the fused kernel of `kind`.
+bool hasFusedKernel(OptimizerKind kind);
+// What `impl` resolves to for `kind` in this build (never kAuto).
+OptimizerImpl resolveOptimizerImpl(OptimizerImpl impl, OptimizerKind kind);
+
+// One update of every group of `optimizer` (made by makeOptimizer for `kind`) with each group's
+// options and learning rate, from the parameters' .grad (parameters without a gradient are left
+// alone, as LibTorch's step does). The state stays in LibTorch's per-parameter state objects, so
+// optimizerState()/restoreOptimizerState() and checkpoints are the same whatever the path.
+// UsageError for kFused in a build without that kernel.
+void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, OptimizerImpl impl);
+
+}  // namespace fixres::engine
