@@ -69,78 +69,112 @@ std::string heatColor(double share) {
   return buf;
 }
 
-std::string confusionHeatMapSvg(const std::vector<int64_t>& counts,
-                                const std::vector<std::string>& names, const HeatMapOptions& o) {
-  const size_t n = names.size();
-  FIXRES_CHECK(n > 0 && counts.size() == n * n, UsageError, "a confusion matrix of ", n,
-               " classes needs ", n * n, " counts, got ", counts.size());
-  FIXRES_CHECK(o.maxCells >= 2, UsageError, "the heat map needs at least 2 cells a side");
-  for (int64_t c : counts) FIXRES_CHECK(c >= 0, UsageError, "a negative count in the confusion");
+namespace {
 
-  // Blocks of g classes, m a side.
-  const size_t g = (n + o.maxCells - 1) / o.maxCells;
-  const size_t m = (n + g - 1) / g;
-  std::vector<double> block(m * m, 0), rowTotal(m, 0);
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < n; ++j) {
-      block[(i / g) * m + j / g] += static_cast<double>(counts[i * n + j]);
-      rowTotal[i / g] += static_cast<double>(counts[i * n + j]);
+// The matrix in blocks of g consecutive classes, m a side: each block's count and each block
+// row's total, and the names the axes and the tooltips give a block.
+struct HeatBlocks {
+  const std::vector<std::string>* names = nullptr;
+  size_t n = 0, g = 1, m = 0;
+  std::vector<double> count, rowTotal;
+
+  std::string name(size_t b) const {
+    if (g == 1) return cut((*names)[b], kNameChars);
+    return std::to_string(b * g) + "-" + std::to_string(std::min(n, (b + 1) * g) - 1);
+  }
+  std::string title(size_t b) const {
+    if (g == 1) return (*names)[b];
+    return "classes " + name(b);
+  }
+};
+
+HeatBlocks groupBlocks(const std::vector<int64_t>& counts, const std::vector<std::string>& names,
+                       int maxCells) {
+  HeatBlocks k;
+  k.names = &names;
+  k.n = names.size();
+  k.g = (k.n + maxCells - 1) / maxCells;
+  k.m = (k.n + k.g - 1) / k.g;
+  k.count.assign(k.m * k.m, 0);
+  k.rowTotal.assign(k.m, 0);
+  for (size_t i = 0; i < k.n; ++i) {
+    for (size_t j = 0; j < k.n; ++j) {
+      k.count[(i / k.g) * k.m + j / k.g] += static_cast<double>(counts[i * k.n + j]);
+      k.rowTotal[i / k.g] += static_cast<double>(counts[i * k.n + j]);
     }
   }
-  auto blockName = [&](size_t b) {
-    if (g == 1) return cut(names[b], kNameChars);
-    return std::to_string(b * g) + "-" + std::to_string(std::min(n, (b + 1) * g) - 1);
-  };
-  auto blockTitle = [&](size_t b) {
-    if (g == 1) return names[b];
-    return "classes " + blockName(b);
-  };
+  return k;
+}
 
-  const int cell = std::clamp(kMatrixSide / static_cast<int>(m), kMinCell, kMaxCell);
-  const double side = static_cast<double>(cell) * static_cast<double>(m);
+// Where everything goes, in px: the matrix (cells of `cell` px, `side` a side, at left, top), the
+// colour bar beside it, the notes right of the bar, and the picture's size.
+struct HeatLayout {
+  int cell = 0;
+  double side = 0;
+  size_t every = 1;  // every k-th block is labelled
+  double left = 0, top = 0;
+  double barX = 0, barW = 12, barH = 0;
+  double notesX = 0, width = 0, height = 0;
+};
+
+HeatLayout layoutHeatMap(const HeatBlocks& k, const HeatMapOptions& o) {
+  HeatLayout l;
+  l.cell = std::clamp(kMatrixSide / static_cast<int>(k.m), kMinCell, kMaxCell);
+  l.side = static_cast<double>(l.cell) * static_cast<double>(k.m);
   // Every k-th block is labelled, so that labels 2 px apart at least do not overlap.
-  const size_t every = static_cast<size_t>(std::ceil((kLabelFont + 2.0) / cell));
+  l.every = static_cast<size_t>(std::ceil((kLabelFont + 2.0) / l.cell));
   double labelWidth = 0;
-  for (size_t b = 0; b < m; b += every)
-    labelWidth = std::max(labelWidth, textWidth(blockName(b), kLabelFont));
+  for (size_t b = 0; b < k.m; b += l.every)
+    labelWidth = std::max(labelWidth, textWidth(k.name(b), kLabelFont));
 
-  const double left = 28 + labelWidth + 8;              // axis title, labels, gap
-  const double top = 36 + 18 + labelWidth * 0.866 + 8;  // title, axis title, rotated labels
-  const double barX = left + side + 24, barW = 12;
-  const double barH = std::max(side, 120.0);
+  l.left = 28 + labelWidth + 8;              // axis title, labels, gap
+  l.top = 36 + 18 + labelWidth * 0.866 + 8;  // title, axis title, rotated labels
+  l.barX = l.left + l.side + 24;
+  l.barH = std::max(l.side, 120.0);
   double notesWidth = textWidth(o.notesTitle, kNoteFont);
   for (const auto& line : o.notes) notesWidth = std::max(notesWidth, textWidth(line, kNoteFont));
-  const double notesX = barX + barW + 56;
-  const double width = notesX + (o.notes.empty() ? 0 : notesWidth + 16);
-  const double height = std::max(top + barH + 24, top + kNoteLine * (o.notes.size() + 2.0));
+  l.notesX = l.barX + l.barW + 56;
+  l.width = l.notesX + (o.notes.empty() ? 0 : notesWidth + 16);
+  l.height = std::max(l.top + l.barH + 24, l.top + kNoteLine * (o.notes.size() + 2.0));
+  return l;
+}
 
-  std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << std::ceil(width) << "\" height=\""
-    << std::ceil(height) << "\" viewBox=\"0 0 " << std::ceil(width) << " " << std::ceil(height)
-    << "\" font-family=\"sans-serif\">\n";
+// The document's start, the background, the title and both axis titles.
+void writeHeatTitles(std::ostringstream& s, const HeatBlocks& k, const HeatLayout& l,
+                     const HeatMapOptions& o) {
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << std::ceil(l.width) << "\" height=\""
+    << std::ceil(l.height) << "\" viewBox=\"0 0 " << std::ceil(l.width) << " "
+    << std::ceil(l.height) << "\" font-family=\"sans-serif\">\n";
   s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s << "<text x=\"" << px(width / 2) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
+  s << "<text x=\"" << px(l.width / 2) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
     << svgEscape(o.title) << "</text>\n";
-  s << "<text x=\"" << px(left + side / 2) << "\" y=\"48\" text-anchor=\"middle\" font-size=\"12\">"
-    << svgEscape(o.columnLabel + (g > 1 ? " (blocks of " + std::to_string(g) + " classes)" : ""))
+  s << "<text x=\"" << px(l.left + l.side / 2)
+    << "\" y=\"48\" text-anchor=\"middle\" font-size=\"12\">"
+    << svgEscape(o.columnLabel +
+                 (k.g > 1 ? " (blocks of " + std::to_string(k.g) + " classes)" : ""))
     << "</text>\n";
-  s << "<text transform=\"translate(16 " << px(top + side / 2)
+  s << "<text transform=\"translate(16 " << px(l.top + l.side / 2)
     << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << svgEscape(o.rowLabel)
     << "</text>\n";
-  // The matrix frame and its cells.
-  s << "<rect x=\"" << px(left) << "\" y=\"" << px(top) << "\" width=\"" << px(side)
-    << "\" height=\"" << px(side) << "\" fill=\"white\" stroke=\"#999999\"/>\n";
-  const bool writeCounts = g == 1 && cell >= 24;
-  for (size_t i = 0; i < m; ++i) {
-    for (size_t j = 0; j < m; ++j) {
-      const double count = block[i * m + j];
+}
+
+// The matrix frame and its cells: a tooltip each, the count inside when cells are large enough.
+void writeHeatCells(std::ostringstream& s, const HeatBlocks& k, const HeatLayout& l) {
+  const double left = l.left, top = l.top;
+  const int cell = l.cell;
+  s << "<rect x=\"" << px(left) << "\" y=\"" << px(top) << "\" width=\"" << px(l.side)
+    << "\" height=\"" << px(l.side) << "\" fill=\"white\" stroke=\"#999999\"/>\n";
+  const bool writeCounts = k.g == 1 && cell >= 24;
+  for (size_t i = 0; i < k.m; ++i) {
+    for (size_t j = 0; j < k.m; ++j) {
+      const double count = k.count[i * k.m + j];
       if (count == 0) continue;
-      const double share = rowTotal[i] > 0 ? count / rowTotal[i] : 0;
+      const double share = k.rowTotal[i] > 0 ? count / k.rowTotal[i] : 0;
       const double x = left + static_cast<double>(j * cell),
                    y = top + static_cast<double>(i * cell);
       s << "<rect class=\"cell\" x=\"" << px(x) << "\" y=\"" << px(y) << "\" width=\"" << cell
         << "\" height=\"" << cell << "\" fill=\"" << heatColor(share) << "\"><title>"
-        << svgEscape(blockTitle(i) + " -> " + blockTitle(j)) << ": " << static_cast<int64_t>(count)
+        << svgEscape(k.title(i) + " -> " + k.title(j)) << ": " << static_cast<int64_t>(count)
         << " (" << percent(share) << ")</title></rect>\n";
       if (writeCounts) {
         s << "<text x=\"" << px(x + cell / 2.0) << "\" y=\"" << px(y + cell / 2.0 + 4)
@@ -150,17 +184,24 @@ std::string confusionHeatMapSvg(const std::vector<int64_t>& counts,
       }
     }
   }
-  // Axis labels: rows on the left, columns above, rotated.
-  for (size_t b = 0; b < m; b += every) {
-    const double c = static_cast<double>(b * cell) + cell / 2.0;
-    const std::string label = svgEscape(blockName(b));
-    s << "<text class=\"row-label\" x=\"" << px(left - 4) << "\" y=\"" << px(top + c + 4)
+}
+
+// Axis labels: rows on the left, columns above, rotated.
+void writeHeatAxisLabels(std::ostringstream& s, const HeatBlocks& k, const HeatLayout& l) {
+  for (size_t b = 0; b < k.m; b += l.every) {
+    const double c = static_cast<double>(b * l.cell) + l.cell / 2.0;
+    const std::string label = svgEscape(k.name(b));
+    s << "<text class=\"row-label\" x=\"" << px(l.left - 4) << "\" y=\"" << px(l.top + c + 4)
       << "\" text-anchor=\"end\" font-size=\"" << kLabelFont << "\">" << label << "</text>\n";
-    s << "<text class=\"column-label\" transform=\"translate(" << px(left + c + 4) << " "
-      << px(top - 4) << ") rotate(-60)\" font-size=\"" << kLabelFont << "\">" << label
+    s << "<text class=\"column-label\" transform=\"translate(" << px(l.left + c + 4) << " "
+      << px(l.top - 4) << ") rotate(-60)\" font-size=\"" << kLabelFont << "\">" << label
       << "</text>\n";
   }
-  // The colour bar: the gradient is linear in sqrt(share), as the cells are.
+}
+
+// The colour bar: the gradient is linear in sqrt(share), as the cells are.
+void writeColorBar(std::ostringstream& s, const HeatLayout& l) {
+  const double barX = l.barX, barW = l.barW, barH = l.barH, top = l.top;
   s << "<defs><linearGradient id=\"heat\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">"
     << "<stop offset=\"0\" stop-color=\"" << heatColor(0) << "\"/><stop offset=\"1\" stop-color=\""
     << heatColor(1) << "\"/></linearGradient></defs>\n";
@@ -175,16 +216,39 @@ std::string confusionHeatMapSvg(const std::vector<int64_t>& counts,
   }
   s << "<text x=\"" << px(barX) << "\" y=\"" << px(top - 8)
     << "\" font-size=\"10\">share of row</text>\n";
-  // The notes.
-  if (!o.notes.empty()) {
-    s << "<text class=\"note\" x=\"" << px(notesX) << "\" y=\"" << px(top + 10) << "\" font-size=\""
-      << kNoteFont << "\" font-weight=\"bold\">" << svgEscape(o.notesTitle) << "</text>\n";
-    for (size_t k = 0; k < o.notes.size(); ++k) {
-      s << "<text class=\"note\" x=\"" << px(notesX) << "\" y=\""
-        << px(top + 10 + kNoteLine * (k + 1.0)) << "\" font-size=\"" << kNoteFont << "\">"
-        << svgEscape(o.notes[k]) << "</text>\n";
-    }
+}
+
+// The notes, right of the colour bar.
+void writeHeatNotes(std::ostringstream& s, const HeatLayout& l, const HeatMapOptions& o) {
+  if (o.notes.empty()) return;
+  s << "<text class=\"note\" x=\"" << px(l.notesX) << "\" y=\"" << px(l.top + 10)
+    << "\" font-size=\"" << kNoteFont << "\" font-weight=\"bold\">" << svgEscape(o.notesTitle)
+    << "</text>\n";
+  for (size_t k = 0; k < o.notes.size(); ++k) {
+    s << "<text class=\"note\" x=\"" << px(l.notesX) << "\" y=\""
+      << px(l.top + 10 + kNoteLine * (k + 1.0)) << "\" font-size=\"" << kNoteFont << "\">"
+      << svgEscape(o.notes[k]) << "</text>\n";
   }
+}
+
+}  // namespace
+
+std::string confusionHeatMapSvg(const std::vector<int64_t>& counts,
+                                const std::vector<std::string>& names, const HeatMapOptions& o) {
+  const size_t n = names.size();
+  FIXRES_CHECK(n > 0 && counts.size() == n * n, UsageError, "a confusion matrix of ", n,
+               " classes needs ", n * n, " counts, got ", counts.size());
+  FIXRES_CHECK(o.maxCells >= 2, UsageError, "the heat map needs at least 2 cells a side");
+  for (int64_t c : counts) FIXRES_CHECK(c >= 0, UsageError, "a negative count in the confusion");
+
+  const HeatBlocks blocks = groupBlocks(counts, names, o.maxCells);
+  const HeatLayout layout = layoutHeatMap(blocks, o);
+  std::ostringstream s;
+  writeHeatTitles(s, blocks, layout, o);
+  writeHeatCells(s, blocks, layout);
+  writeHeatAxisLabels(s, blocks, layout);
+  writeColorBar(s, layout);
+  writeHeatNotes(s, layout, o);
   s << "</svg>\n";
   return s.str();
 }
