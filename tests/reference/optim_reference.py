@@ -11,8 +11,8 @@ make OUTDIR   writes init.pth (random resnet_tiny weights, 5 classes, BatchNorm 
               <case>_norms.pth: {"norms": the total gradient norm clip_grad_norm_ returned at
               each step}; groups.json: the parameter names of each group of the first case;
               scaler.json: torch.cuda.amp.GradScaler's default arguments; and, for each case
-              and each of torch.optim's multi-tensor paths this torch has on the CPU (foreach=True;
-              fused=True: SGD and AdamW from torch 2.4), <case>_<path>20.pth: the state dict
+              and each of torch.optim's paths this torch has on the CPU (loop: foreach=False;
+              foreach=True; fused=True: SGD and AdamW from torch 2.4), <case>_<path>20.pth: the state dict
               after 20 steps (batches 0-4 four times over), with impls.json listing the files
               made and the torch version.
 """
@@ -34,6 +34,8 @@ from models_reference import TinyResNet, randomize  # noqa: E402
 CLASSES = 5
 STEPS = 5
 LONG_STEPS = 20  # the multi-tensor paths: 20 steps over the same 5 batches
+# torch.optim's implementations: the loop over parameters, foreach=True, fused=True.
+PATHS = {"loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
 # name: (opt, lr, momentum, weight_decay, nesterov, norm_weight_decay, bias_weight_decay, clip)
 CASES = {
     "sgd_nesterov": ("sgd", 0.05, 0.9, 1e-2, True, 0.0, 1e-3, 0.0),
@@ -96,12 +98,12 @@ def make_paths(out, model, init, data):
     """<case>_<path>20.pth for the multi-tensor paths this torch has on the CPU."""
     made = {}
     for name, (opt, lr, momentum, wd, nesterov, norm_wd, bias_wd, clip) in CASES.items():
-        for path in ("foreach", "fused"):
+        for path, kwargs in PATHS.items():
             model.load_state_dict(init)
             model.train()
             groups = weight_decay_groups(model, wd, norm_wd, bias_wd)
             try:
-                optimizer = make_optimizer(opt, groups, lr, momentum, wd, nesterov, **{path: True})
+                optimizer = make_optimizer(opt, groups, lr, momentum, wd, nesterov, **kwargs)
                 train(model, optimizer, data, LONG_STEPS, clip)
             except (TypeError, RuntimeError, ValueError) as e:  # not in this torch, or not on CPU
                 print(name, path, "not available:", str(e).splitlines()[0])

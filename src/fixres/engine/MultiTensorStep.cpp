@@ -46,6 +46,18 @@ State& stateOf(torch::optim::Optimizer& opt, const Tensor& p) {
   return static_cast<State&>(setParameterState(opt, p, std::make_unique<State>()));
 }
 
+// AdamW's state of p for this step: zero moments on the first, the step count advanced.
+torch::optim::AdamWParamState& adamwStepState(torch::optim::Optimizer& opt, const Tensor& p) {
+  auto& s = stateOf<torch::optim::AdamWParamState>(opt, p);
+  if (!s.exp_avg().defined()) {
+    s.step(0);
+    s.exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
+    s.exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+  }
+  s.step(s.step() + 1);
+  return s;
+}
+
 void sgdForeach(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
   const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
   GroupTensors t = withGrads(group);
@@ -88,13 +100,7 @@ void adamwForeach(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
   std::vector<Tensor> avgs, sqs;
   std::vector<at::Scalar> stepSizes, bc2Sqrt;
   for (const auto& p : t.params) {
-    auto& s = stateOf<torch::optim::AdamWParamState>(opt, p);
-    if (!s.exp_avg().defined()) {
-      s.step(0);
-      s.exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
-      s.exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
-    }
-    s.step(s.step() + 1);
+    auto& s = adamwStepState(opt, p);
     avgs.push_back(s.exp_avg());
     sqs.push_back(s.exp_avg_sq());
     const double bc1 = 1 - std::pow(beta1, static_cast<double>(s.step()));
@@ -103,8 +109,12 @@ void adamwForeach(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
     bc2Sqrt.emplace_back(std::sqrt(bc2));
   }
   at::_foreach_mul_(t.params, 1 - o.lr() * o.weight_decay());
-  at::_foreach_mul_(avgs, beta1);
+#if TORCH_VERSION_MAJOR >= 2
+  at::_foreach_lerp_(avgs, t.grads, 1 - beta1);  // torch 2.x's foreach path interpolates
+#else
+  at::_foreach_mul_(avgs, beta1);  // torch 1.13's multiplies and adds
   at::_foreach_add_(avgs, t.grads, 1 - beta1);
+#endif
   at::_foreach_mul_(sqs, beta2);
   at::_foreach_addcmul_(sqs, t.grads, t.grads, 1 - beta2);
   std::vector<Tensor> denom = at::_foreach_sqrt(sqs);
@@ -174,13 +184,7 @@ void adamwFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
   torch::NoGradGuard noGrad;
   std::vector<Tensor> avgs, sqs, steps;
   for (const auto& p : t.params) {
-    auto& s = stateOf<torch::optim::AdamWParamState>(opt, p);
-    if (!s.exp_avg().defined()) {
-      s.step(0);
-      s.exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
-      s.exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
-    }
-    s.step(s.step() + 1);
+    auto& s = adamwStepState(opt, p);
     avgs.push_back(s.exp_avg());
     sqs.push_back(s.exp_avg_sq());
     // The kernel reads the step count as a float32 tensor on the parameter's device.

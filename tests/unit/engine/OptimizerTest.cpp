@@ -51,15 +51,19 @@ torch::Tensor dataTensor(const std::string& key) {
   return testing::referenceTensor(data, key);
 }
 
-// Largest |a - b| over the entries of the model's state dict and the reference state dict file.
+// Largest |a - b| / max(1, max |b|) over the entries of the model's state dict and the reference
+// state dict file.
 double maxDiffToReference(models::Model& model, const std::string& file) {
   const c10::IValue ref = models::readTorchFile(optimReferenceDir() + "/" + file);
   double worst = 0;
   for (const auto& item : models::stateDict(*model)) {
     auto expected = testing::referenceTensor(ref, item.key());
-    worst = std::max(
-        worst,
-        (item.value().to(torch::kDouble) - expected.to(torch::kDouble)).abs().max().item<double>());
+    // Relative to the tensor's largest value (at least 1): BatchNorm's running variances reach
+    // tens to hundreds, where an ulp is 1e-5.
+    const auto ref = expected.to(torch::kDouble);
+    const double scale = std::max(1.0, ref.abs().max().item<double>());
+    worst =
+        std::max(worst, (item.value().to(torch::kDouble) - ref).abs().max().item<double>() / scale);
   }
   return worst;
 }
@@ -100,7 +104,9 @@ TEST(OptimizerTest, FiveStepsEqualTorchOptimWithParameterGroupsAndClipping) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     models::Model model = referenceModel();
-    TrainStep step(model, stepOptions(c), *comm);
+    StepOptions so = stepOptions(c);
+    so.optimizerImpl = OptimizerImpl::kLoop;  // LibTorch's optimizers against torch.optim's
+    TrainStep step(model, so, *comm);
     step.setTrainingMode();
     std::vector<double> norms;
     for (int k = 0; k < kSteps; ++k) {
@@ -110,8 +116,8 @@ TEST(OptimizerTest, FiveStepsEqualTorchOptimWithParameterGroupsAndClipping) {
     }
     // Weights and BatchNorm statistics after 5 steps against torch.optim's.
     const double diff = maxDiffToReference(model, std::string(c.name) + ".pth");
-    std::cout << "[ measure ] " << c.name << ": max |weight - torch.optim's| after " << kSteps
-              << " steps = " << diff << "\n";
+    std::cout << "[ measure ] " << c.name << ": max relative |weight - torch.optim's| after "
+              << kSteps << " steps = " << diff << "\n";
     // 1e-5 on weights and BatchNorm statistics of order 1 (about 80 float32 ulp): five train-mode
     // backward passes sum in the order the CPU's vector width gives, and AdamW and RMSprop
     // divide by sqrt(v) + eps, which magnifies a small gradient's last digits. A wrong update is
@@ -138,18 +144,22 @@ TEST(OptimizerTest, FiveStepsEqualTorchOptimWithParameterGroupsAndClipping) {
   }
 }
 
-// The multi-tensor paths (MultiTensorStep.h): 20 steps of every case with each path this build
-// has (loop, foreach, fused) against torch.optim's foreach=True and, where this torch has it on
-// the CPU, fused=True (optim_reference.py's <case>_<path>20.pth), all within one bound: 1e-5 on
-// weights and statistics of order 1, as the five-step test (the paths differ from each other only
-// in rounding: foreach AdamW on torch 2.x interpolates with lerp where LibTorch multiplies and
-// adds, and the fused kernels compute in one pass).
-TEST(OptimizerTest, MultiTensorPathsEqualTorchOptimForeachAndFused) {
+// The update paths (MultiTensorStep.h): 20 steps of every case with each path this build has
+// (loop, foreach, fused) against torch.optim's path of the same name (optim_reference.py's
+// <case>_<path>20.pth: foreach=False, foreach=True, fused=True where this torch has it on the
+// CPU), within 1e-5 on weights and statistics of order 1: the same arithmetic, so equal but for
+// an ulp or two (0 measured on 1.13 and 2.11 but for LibTorch's own AdamW loop, which multiplies
+// and adds where torch 2.x interpolates). Against the other paths the arithmetic differs (fused
+// kernels compute in one pass), and AdamW's normalised update magnifies the rounding of small
+// gradients: torch's own fused and foreach AdamW differ by 6.5e-5 after these 20 steps. Those
+// differences are printed, and bounded by 1e-3, a tenth of one step's move.
+TEST(OptimizerTest, UpdatePathsEqualTorchOptimsLoopForeachAndFused) {
   constexpr int kLongSteps = 20;
   auto comm = distributed::makeSingleProcessCommunicator();
   const auto made = nlohmann::json::parse(testing::readText(optimReferenceDir() + "/impls.json"));
   ASSERT_EQ(made.at("steps").get<int>(), kLongSteps);
-  int compared = 0;
+  const std::string torch = made.at("torch").get<std::string>();
+  int same = 0;
   for (const Case& c : kCases) {
     for (OptimizerImpl impl :
          {OptimizerImpl::kLoop, OptimizerImpl::kForeach, OptimizerImpl::kFused}) {
@@ -166,18 +176,23 @@ TEST(OptimizerTest, MultiTensorPathsEqualTorchOptimForeachAndFused) {
                   dataTensor("y" + std::to_string(k % kSteps)), c.lr);
         ASSERT_EQ(step.lastResult(), StepResult::kApplied);
       }
-      for (const auto& path : made.at("made").value(c.name, nlohmann::json::array())) {
-        const std::string file = std::string(c.name) + "_" + path.get<std::string>() + "20.pth";
-        const double diff = maxDiffToReference(model, file);
-        std::cout << "[ measure ] " << c.name << ", fixres " << ours << " vs torch "
-                  << made.at("torch").get<std::string>() << " " << path.get<std::string>()
-                  << ": max |difference| after " << kLongSteps << " steps = " << diff << "\n";
-        EXPECT_LT(diff, 1e-5) << file;
-        ++compared;
+      for (const auto& entry : made.at("made").value(c.name, nlohmann::json::array())) {
+        const std::string path = entry.get<std::string>();
+        const double diff = maxDiffToReference(model, std::string(c.name) + "_" + path + "20.pth");
+        std::cout << "[ measure ] " << c.name << ", fixres " << ours << " vs torch " << torch << " "
+                  << path << ": max relative |difference| after " << kLongSteps
+                  << " steps = " << diff << "\n";
+        if (path == ours) {
+          EXPECT_LT(diff, 1e-5) << path;
+          ++same;
+        } else {
+          EXPECT_LT(diff, 1e-3) << path;
+        }
       }
     }
   }
-  EXPECT_GE(compared, 10);  // every case: loop and foreach against torch's foreach path at least
+  // Every case against torch's loop and foreach paths at least (and fused where both have it).
+  EXPECT_GE(same, 10);
 }
 
 // A fused kernel this build lacks is refused when the step is made, naming the flag.
