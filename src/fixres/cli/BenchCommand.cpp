@@ -64,7 +64,7 @@ std::pair<models::Model, torch::Tensor> benchModel(const BenchShape& b,
 
 Command addBenchTrain(CLI::App& bench) {
   auto* sub = bench.add_subcommand(
-      "train", "The training step (forward, loss, backward, reduce, SGD) on random data");
+      "train", "The training step (forward, loss, backward, reduce, optimizer) on random data");
   struct State {
     BenchShape shape;
     engine::StepOptions step;  // the run's defaults; --sync-bn and the all-reduce's rows
@@ -74,6 +74,8 @@ Command addBenchTrain(CLI::App& bench) {
   addBenchShapeOptions(*sub, s->shape);
   addSharedFlag(*sub, "--finetune", s->step.finetune);
   addSharedFlag(*sub, "--sync-bn", s->step.syncBatchNorm);
+  addSharedChoice(*sub, "--opt", s->step.optimizer, engine::optimizerKinds());
+  addSharedChoice(*sub, "--optimizer-impl", s->step.optimizerImpl, engine::optimizerImpls());
   distributed::ReducerOptions::visitSettings(s->step.reducer, SettingsBinder{*sub, "bench"});
   addClusterOptions(*sub, s->cluster);
   return {sub, [s]() -> int {
