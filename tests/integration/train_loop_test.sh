@@ -189,4 +189,26 @@ done
 run "$FIXRES" "${TD[@]}" --job-id skip --learning-rate 1e30 --absolute-lr --nan-policy skip
 expect_code 1; expect_err "step skipped \(--nan-policy skip\)"; expect_err "^fixres: error: .*11 steps in a row skipped"
 grep -q '"skipped_steps"' "$RUNS/train/skip/metrics.jsonl" || bad "skipped steps not counted in metrics.jsonl"
+# The same runs with the check left on the device (--skip-on device: the fused kernel skips, the
+# counts are read every 50 steps): they stop at the same step, saved just before it.
+named_step() { grep -Eo "error: step [0-9]+" "$ERR" | grep -Eo "[0-9]+$"; }
+saved_step() { "$PY" -c "import torch; print(torch.load('$1')['global_step'])"; }
+TD50=("${TD[@]}")
+for i in "${!TD50[@]}"; do [ "${TD50[$i]}" = --log-every ] && TD50[$((i + 1))]=50; done
+for policy in stop skip; do
+  run "$FIXRES" "${TD[@]}" --job-id host$policy --learning-rate 1e30 --absolute-lr \
+    --nan-policy $policy --skip-on host
+  want=$(named_step)
+  run "$FIXRES" "${TD50[@]}" --job-id dev$policy --learning-rate 1e30 --absolute-lr \
+    --nan-policy $policy --skip-on device
+  if [ "$CODE" = 2 ] && grep -q "found_inf" "$ERR"; then
+    skip_check fused-optimizer "this build has no fused optimizer kernel (LibTorch 1.13)"
+    break
+  fi
+  expect_code 1
+  [ -n "$want" ] && [ "$(named_step)" = "$want" ] || bad "--skip-on device, $policy: step $(named_step), the host's $want"
+  [ $policy = skip ] && expect_err "11 steps in a row skipped"
+  [ "$(saved_step "$RUNS/train/dev$policy/checkpoint.pth")" = "$((want - 1))" ] ||
+    bad "--skip-on device, $policy: saved step $(saved_step "$RUNS/train/dev$policy/checkpoint.pth"), expected $((want - 1))"
+done
 finish

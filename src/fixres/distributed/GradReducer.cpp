@@ -100,7 +100,7 @@ void GradReducer::build(const std::vector<size_t>& order) {
 void GradReducer::zeroGrad() {
   if (comm_.worldSize() == 1) {
     for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
-    localFlag_ = false;
+    localFlag_ = torch::Tensor();
     return;
   }
   torch::NoGradGuard noGrad;
@@ -140,12 +140,23 @@ void GradReducer::zeroGrad() {
 }
 
 void GradReducer::expectBackward(bool sync, bool flag) {
+  expectBackward(sync, flag ? torch::ones({}) : torch::Tensor());
+}
+
+void GradReducer::expectBackward(bool sync, const torch::Tensor& flag) {
+  torch::NoGradGuard noGrad;
   if (comm_.worldSize() == 1) {
-    localFlag_ = localFlag_ || flag;
+    if (flag.defined()) {
+      const auto raised = (flag != 0).to(torch::kFloat);
+      localFlag_ = localFlag_.defined() ? torch::maximum(localFlag_, raised.to(localFlag_.device()))
+                                        : raised;
+    }
     return;
   }
-  torch::NoGradGuard noGrad;
-  if (flag) buckets_.back().buffer[-1].fill_(1);
+  if (flag.defined()) {
+    auto slot = buckets_.back().buffer[-1];
+    slot.copy_(torch::maximum(slot, (flag != 0).to(slot.device(), slot.scalar_type())));
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   armed_ = sync;
 }
@@ -204,9 +215,13 @@ void GradReducer::launch(Bucket& bucket) {
 }
 
 int GradReducer::reduce() {
+  return static_cast<int>(std::lround(reduceOnDevice().item<double>()));
+}
+
+torch::Tensor GradReducer::reduceOnDevice() {
   if (comm_.worldSize() == 1) {
-    const int flagged = localFlag_ ? 1 : 0;
-    localFlag_ = false;
+    auto flagged = localFlag_.defined() ? localFlag_ : torch::zeros({});
+    localFlag_ = torch::Tensor();
     return flagged;
   }
   {
@@ -234,7 +249,10 @@ int GradReducer::reduce() {
       bucket.wire = torch::Tensor();
     }
   }
-  const double flag = buckets_.back().buffer[-1].item<double>();
+  // The slot holds the mean of the ranks' flags (the buckets are averaged).
+  const auto flagged =
+      (buckets_.back().buffer[-1].to(torch::kFloat) * static_cast<float>(comm_.worldSize()))
+          .round();
   if (!rebuilt_) {
     std::vector<bool> seen(parameters_.size(), false);
     std::vector<int64_t> order;
@@ -246,7 +264,7 @@ int GradReducer::reduce() {
     readyOrder_ = order;
     rebuildDue_ = !order.empty();
   }
-  return static_cast<int>(std::lround(flag * comm_.worldSize()));
+  return flagged;
 }
 
 void GradReducer::broadcastFromRoot(Communicator& comm, const std::vector<torch::Tensor>& tensors) {

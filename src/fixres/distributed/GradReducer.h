@@ -69,11 +69,16 @@ class GradReducer {
   // all-reduces), `flag` true when this rank's loss is not finite: it travels in the last bucket,
   // so that reduce() tells every rank whether any rank raised it without another collective.
   void expectBackward(bool sync, bool flag = false);
+  // The same with the flag as a 0-dim tensor on the gradients' device (nonzero: raised), written
+  // into the slot on the device: nothing is read back.
+  void expectBackward(bool sync, const torch::Tensor& flag);
   // Launches the buckets not launched yet (in order; a .grad() that is not a bucket view, or is
   // undefined, is copied in or counts as zeros), waits for every all-reduce and leaves the average
   // in each .grad(). Returns the number of ranks that raised the flag (by their sum). Throws
   // DistributedError when a peer fails. For one process: the flag, gradients untouched.
   int reduce();
+  // reduce() with the count left on the device: a float 0-dim tensor (no host round trip).
+  torch::Tensor reduceOnDevice();
 
   // Every rank gets rank 0's values (parameters and buffers), one broadcast per dtype and device.
   static void broadcastFromRoot(Communicator& comm, const std::vector<torch::Tensor>& tensors);
@@ -117,7 +122,8 @@ class GradReducer {
   std::vector<int64_t> readyOrder_;
   bool rebuilt_ = false;
   bool rebuildDue_ = false;
-  bool localFlag_ = false;  // one process: the flag of expectBackward()
+  torch::Tensor
+      localFlag_;  // one process: the flags of expectBackward() (float 0-dim; undefined: none)
 };
 
 }  // namespace fixres::distributed

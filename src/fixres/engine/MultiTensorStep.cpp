@@ -156,7 +156,7 @@ void rmspropForeach(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
 }
 
 #ifdef FIXRES_FUSED_OPTIMIZERS
-void sgdFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
+void sgdFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group, const DeviceSkip* skip) {
   const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
   GroupTensors t = withGrads(group);
   if (t.params.empty()) return;
@@ -167,17 +167,21 @@ void sgdFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
     for (const auto& p : t.params) {
       auto& s = stateOf<torch::optim::SGDParamState>(opt, p);
       if (!s.momentum_buffer().defined()) {
-        s.momentum_buffer(torch::empty_like(p, at::MemoryFormat::Preserve));
-        first = true;
+        // A step that may be skipped on the device starts from zeros (momentum x 0 + gradient is
+        // the gradient); else the kernel's first step writes the gradient into the buffer.
+        s.momentum_buffer(skip ? torch::zeros_like(p, at::MemoryFormat::Preserve)
+                               : torch::empty_like(p, at::MemoryFormat::Preserve));
+        first = !skip;
       }
       bufs.push_back(s.momentum_buffer());
     }
   }
   at::_fused_sgd_(t.params, t.grads, bufs, o.weight_decay(), o.momentum(), o.lr(), o.dampening(),
-                  o.nesterov(), /*maximize=*/false, first);
+                  o.nesterov(), /*maximize=*/false, first, /*grad_scale=*/c10::nullopt,
+                  skip ? c10::optional<Tensor>(skip->found) : c10::nullopt);
 }
 
-void adamwFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
+void adamwFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group, const DeviceSkip* skip) {
   const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
   GroupTensors t = withGrads(group);
   if (t.params.empty()) return;
@@ -188,12 +192,14 @@ void adamwFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
     avgs.push_back(s.exp_avg());
     sqs.push_back(s.exp_avg_sq());
     // The kernel reads the step count as a float32 tensor on the parameter's device.
-    steps.push_back(torch::full({}, static_cast<double>(s.step()),
-                                torch::TensorOptions().dtype(torch::kFloat).device(p.device())));
+    auto step = torch::full({}, static_cast<double>(s.step()),
+                            torch::TensorOptions().dtype(torch::kFloat).device(p.device()));
+    steps.push_back(skip ? step - skip->pending : step);
   }
   at::_fused_adamw_(t.params, t.grads, avgs, sqs, {}, steps, o.lr(), std::get<0>(o.betas()),
                     std::get<1>(o.betas()), o.weight_decay(), o.eps(), /*amsgrad=*/false,
-                    /*maximize=*/false);
+                    /*maximize=*/false, /*grad_scale=*/c10::nullopt,
+                    skip ? c10::optional<Tensor>(skip->found) : c10::nullopt);
 }
 #endif
 
@@ -222,7 +228,11 @@ OptimizerImpl resolveOptimizerImpl(OptimizerImpl impl, OptimizerKind kind) {
   return hasFusedKernel(kind) ? OptimizerImpl::kFused : OptimizerImpl::kForeach;
 }
 
-void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, OptimizerImpl impl) {
+namespace {
+
+void stepGroups(torch::optim::Optimizer& optimizer, OptimizerKind kind, OptimizerImpl impl,
+                const DeviceSkip* skip) {
+  (void)skip;  // fused kernels only
   impl = resolveOptimizerImpl(impl, kind);
   if (impl == OptimizerImpl::kLoop) {
     optimizer.step();
@@ -234,8 +244,8 @@ void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, Optim
   for (auto& group : optimizer.param_groups()) {
 #ifdef FIXRES_FUSED_OPTIMIZERS
     if (impl == OptimizerImpl::kFused) {
-      if (kind == OptimizerKind::kSgd) sgdFused(optimizer, group);
-      if (kind == OptimizerKind::kAdamw) adamwFused(optimizer, group);
+      if (kind == OptimizerKind::kSgd) sgdFused(optimizer, group, skip);
+      if (kind == OptimizerKind::kAdamw) adamwFused(optimizer, group, skip);
       continue;
     }
 #endif
@@ -251,6 +261,35 @@ void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, Optim
         break;
     }
   }
+}
+
+}  // namespace
+
+void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, OptimizerImpl impl) {
+  stepGroups(optimizer, kind, impl, nullptr);
+}
+
+void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, OptimizerImpl impl,
+                   const DeviceSkip& skip) {
+  FIXRES_CHECK(resolveOptimizerImpl(impl, kind) == OptimizerImpl::kFused, UsageError,
+               "a step skipped on the device needs a fused optimizer kernel");
+  stepGroups(optimizer, kind, impl, &skip);
+}
+
+void rewindStepCounts(torch::optim::Optimizer& optimizer, OptimizerKind kind, int64_t skipped) {
+  if (skipped == 0 || kind == OptimizerKind::kSgd) return;
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) {
+      auto* s = parameterState(optimizer, p);
+      if (!s) continue;
+      if (kind == OptimizerKind::kAdamw) {
+        auto& a = static_cast<torch::optim::AdamWParamState&>(*s);
+        a.step(std::max<int64_t>(0, a.step() - skipped));
+      } else {
+        auto& r = static_cast<torch::optim::RMSpropParamState&>(*s);
+        r.step(std::max<int64_t>(0, r.step() - skipped));
+      }
+    }
 }
 
 }  // namespace fixres::engine

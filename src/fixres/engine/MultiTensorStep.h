@@ -30,4 +30,19 @@ OptimizerImpl resolveOptimizerImpl(OptimizerImpl impl, OptimizerKind kind);
 // UsageError for kFused in a build without that kernel.
 void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, OptimizerImpl impl);
 
+// A step the fused kernels may skip on the device, as torch.optim does with GradScaler's
+// found_inf: `found` a float 0-dim tensor on the parameters' device (nonzero: leave parameters and
+// state as they are); `pending` the steps skipped that way since the step counts were last put
+// right (rewindStepCounts), which AdamW's bias correction subtracts. The first step then starts
+// SGD's momentum from zeros (the same values as from the gradient).
+struct DeviceSkip {
+  torch::Tensor found, pending;
+};
+// optimizerStep through the fused kernels (kFused only; UsageError otherwise).
+void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, OptimizerImpl impl,
+                   const DeviceSkip& skip);
+// Takes `skipped` steps off the step counts of `optimizer`'s states (AdamW, RMSprop): steps the
+// device skipped after the host had counted them.
+void rewindStepCounts(torch::optim::Optimizer& optimizer, OptimizerKind kind, int64_t skipped);
+
 }  // namespace fixres::engine

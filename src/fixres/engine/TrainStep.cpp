@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
 #include "fixres/engine/SyncBatchNorm.h"
 
 namespace fixres::engine {
@@ -30,7 +31,34 @@ bool allFinite(const std::vector<torch::Tensor>& tensors) {
   return torch::stack(flags).all().item<bool>();
 }
 
+// Whether any (defined) gradient holds a NaN or an infinity, as a bool 0-dim tensor on their
+// device: the largest magnitude of each (one multi-tensor kernel on a GPU) is finite exactly when
+// all its elements are, and it cannot overflow as a sum can.
+torch::Tensor anyNotFinite(const std::vector<torch::Tensor>& grads) {
+  std::vector<torch::Tensor> defined;
+  for (const auto& g : grads)
+    if (g.defined()) defined.push_back(g);
+  if (defined.empty()) return torch::zeros({}, torch::kBool);
+  return torch::isfinite(torch::stack(at::_foreach_norm(defined, INFINITY))).all().logical_not();
+}
+
+// Where a step's values that are not finite are dropped, and why not on the device ("" when it
+// can be): a fused kernel takes found_inf; loss scaling decides on the host.
+std::string whyHostSkip(const StepOptions& o, bool lossScaling) {
+  if (resolveOptimizerImpl(o.optimizerImpl, o.optimizer) != OptimizerImpl::kFused)
+    return "the update path has no found_inf input (fused SGD and AdamW have)";
+  if (lossScaling) return "fp16 loss scaling decides on the host";
+  return "";
+}
+
 }  // namespace
+
+const ChoiceTable<SkipOn>& skipOnChoices() {
+  static const ChoiceTable<SkipOn> kTable = {
+      "where a step that is not finite is skipped",
+      {{"auto", SkipOn::kAuto}, {"host", SkipOn::kHost}, {"device", SkipOn::kDevice}}};
+  return kTable;
+}
 
 TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicator& comm)
     : model_(std::move(model)), o_(o), comm_(comm) {
@@ -75,6 +103,15 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
   groupScales_ = groupLearningRateScales(*model_, oo);
   if (o_.lossScaling) scaler_.emplace(*o_.lossScaling);
   reducer_ = std::make_unique<distributed::GradReducer>(comm_, params_, o_.reducer);
+  const torch::Device device = params_.empty() ? torch::Device(torch::kCPU) : params_[0].device();
+  const std::string hostWhy = whyHostSkip(o_, scaler_.has_value());
+  FIXRES_CHECK(o_.skipOn != SkipOn::kDevice || hostWhy.empty(), UsageError,
+               "--skip-on device: ", hostWhy);
+  deviceSkip_ = o_.skipOn == SkipOn::kDevice ||
+                (o_.skipOn == SkipOn::kAuto && hostWhy.empty() && device.is_cuda());
+  if (o_.skipOn == SkipOn::kAuto && device.is_cuda() && !deviceSkip_)
+    log::info("each step reads its not-finite check back from the GPU: ", hostWhy);
+  tally_ = std::make_unique<StepTally>(device, o_.maxSkippedInARow);
   for (size_t i = 0; i < buffers_.size(); ++i) {
     auto same = [&](const BufferGroup& g) {
       const auto& first = buffers_[g.members.front()];
@@ -150,8 +187,8 @@ torch::Tensor TrainStep::loss(const torch::Tensor& logits, const torch::Tensor& 
       torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(labelSmoothing));
 }
 
-double TrainStep::backward(const torch::Tensor& images, const torch::Tensor& labels,
-                           double lossScale) {
+torch::Tensor TrainStep::backward(const torch::Tensor& images, const torch::Tensor& labels,
+                                  double lossScale) {
   torch::Tensor loss;
   {
     AutocastGuard autocast(images.device(), o_.precision);
@@ -164,11 +201,20 @@ double TrainStep::backward(const torch::Tensor& images, const torch::Tensor& lab
     top1Correct_ = top1Correct_.defined() ? top1Correct_ + hits : hits;
     top1Count_ += labels.size(0);
   }
-  const double value = loss.item<double>();
-  reducer_->expectBackward(++backwards_ >= microBatches_, !std::isfinite(value));
+  const bool last = ++backwards_ >= microBatches_;
+  {
+    // Kept on the device: the step's weighted loss and whether a micro-batch's is not finite.
+    torch::NoGradGuard noGrad;
+    const auto value = loss.detach().to(torch::kDouble);
+    const auto weighted = value * lossScale;
+    stepLoss_ = stepLoss_.defined() ? stepLoss_ + weighted : weighted;
+    const auto bad = torch::isfinite(value).logical_not();
+    lossNotFinite_ = lossNotFinite_.defined() ? lossNotFinite_.logical_or(bad) : bad;
+  }
+  reducer_->expectBackward(last, last ? lossNotFinite_ : torch::Tensor());
   const double scale = scaler_ ? lossScale * scaler_->scale() : lossScale;
   (scale == 1.0 ? loss : loss * scale).backward();
-  return value;
+  return loss.detach();
 }
 
 StepResult TrainStep::finish(double lr, bool lossFinite) {
@@ -177,32 +223,106 @@ StepResult TrainStep::finish(double lr, bool lossFinite) {
 }
 
 StepResult TrainStep::finishStep(double lr, bool lossFinite) {
+  torch::NoGradGuard noGrad;
   // A rank whose loss was not finite said so in backward(): every rank drops the step.
-  const bool anyNotFinite = reducer_->reduce() > 0;
-  if (anyNotFinite || !lossFinite) {
+  const auto ranksFlagged = reducer_->reduceOnDevice();
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params_) grads.push_back(p.grad());
+  // With loss scaling, scaled gradients that are not finite are an overflow, not a failure.
+  const auto kind =
+      nonFiniteKind(ranksFlagged, scaler_ ? std::vector<torch::Tensor>{} : grads, lossFinite);
+  const auto loss = stepLoss_.defined() ? stepLoss_ : torch::zeros({}, torch::kDouble);
+  stepLoss_ = torch::Tensor();
+  lossNotFinite_ = torch::Tensor();
+  const auto skip = tally_->record(loss, kind, deviceSkip_);
+  if (!deviceSkip_) return finishOnHost(skip, grads, lr);
+  restoreBuffersWhere(skip);
+  if (o_.clipGradNorm > 0) clipOnDevice(grads);
+  setLearningRate(*optimizer_, lr, groupScales_);
+  phase_ = Phase::kApplying;
+  optimizerStep(*optimizer_, o_.optimizer, o_.optimizerImpl,
+                DeviceSkip{skip.to(torch::kFloat), tally_->deviceSkips()});
+  phase_ = Phase::kIdle;
+  return StepResult::kPending;
+}
+
+StepResult TrainStep::finishOnHost(const torch::Tensor& skip,
+                                   const std::vector<torch::Tensor>& grads, double lr) {
+  if (skip.item<bool>()) {
     rollBack();
     return StepResult::kNotFinite;
   }
-  std::vector<torch::Tensor> grads;
-  for (const auto& p : params_) grads.push_back(p.grad());
   if (scaler_) {
     const bool finite = scaler_->unscale(grads);
     scaler_->update(!finite);
     if (!finite) {
       rollBack();
+      tally_->noteOverflow();
       return StepResult::kOverflow;
     }
-  } else if (!allFinite(grads)) {
-    rollBack();
-    return StepResult::kNotFinite;
   }
   if (o_.clipGradNorm > 0)
-    lastGradNorm_ = torch::nn::utils::clip_grad_norm_(params_, o_.clipGradNorm);
+    lastGradNorm_ = torch::full({}, torch::nn::utils::clip_grad_norm_(params_, o_.clipGradNorm),
+                                torch::kDouble);
   setLearningRate(*optimizer_, lr, groupScales_);
   phase_ = Phase::kApplying;
   optimizerStep(*optimizer_, o_.optimizer, o_.optimizerImpl);
   phase_ = Phase::kIdle;
   return StepResult::kApplied;
+}
+
+torch::Tensor TrainStep::nonFiniteKind(const torch::Tensor& ranksFlagged,
+                                       const std::vector<torch::Tensor>& grads,
+                                       bool lossFinite) const {
+  const auto loss = stepLoss_.defined() ? stepLoss_ : torch::zeros({}, torch::kDouble);
+  auto value = [&](NonFinite k) { return torch::full({}, static_cast<double>(k), loss.options()); };
+  const auto zero = value(NonFinite::kNone);
+  auto others = (ranksFlagged > 0).to(loss.device());
+  if (!grads.empty()) others = others.logical_or(anyNotFinite(grads).to(loss.device()));
+  if (!lossFinite) others = torch::ones_like(others);
+  return torch::where(torch::isnan(loss), value(NonFinite::kNanLoss),
+                      torch::where(torch::isinf(loss), value(NonFinite::kInfLoss),
+                                   torch::where(others, value(NonFinite::kGradient), zero)));
+}
+
+void TrainStep::restoreBuffersWhere(const torch::Tensor& skip) {
+  for (auto& g : bufferGroups_) {
+    std::vector<torch::Tensor> flat;
+    for (size_t i : g.members) flat.push_back(buffers_[i].reshape({-1}));
+    const auto kept = torch::where(skip, g.saved, torch::cat(flat));
+    int64_t offset = 0;
+    for (size_t i : g.members) {
+      auto& b = buffers_[i];
+      b.copy_(kept.narrow(0, offset, b.numel()).view(b.sizes()));
+      offset += b.numel();
+    }
+  }
+}
+
+// torch.nn.utils.clip_grad_norm_'s arithmetic with the norm left on the device: the gradients
+// are multiplied by min(1, max / (norm + 1e-6)).
+void TrainStep::clipOnDevice(const std::vector<torch::Tensor>& grads) {
+#if TORCH_VERSION_MAJOR >= 2
+  std::vector<torch::Tensor> defined;
+  for (const auto& g : grads)
+    if (g.defined()) defined.push_back(g);
+  if (defined.empty()) return;
+  lastGradNorm_ = torch::linalg_vector_norm(torch::stack(at::_foreach_norm(defined, 2)), 2);
+  at::_foreach_mul_(defined, (o_.clipGradNorm / (lastGradNorm_ + 1e-6)).clamp_max(1.0));
+#else
+  (void)grads;
+  FIXRES_CHECK(false, InternalError, "device-side clipping needs LibTorch 2.x");
+#endif
+}
+
+double TrainStep::lastGradNorm() const {
+  return lastGradNorm_.defined() ? lastGradNorm_.item<double>() : NAN;
+}
+
+StepWindow TrainStep::takeWindow() {
+  StepWindow w = tally_->take();
+  rewindStepCounts(*optimizer_, o_.optimizer, w.deviceSkips);
+  return w;
 }
 
 TrainStep::Top1Hits TrainStep::takeTop1Hits() {
@@ -216,9 +336,9 @@ TrainStep::Top1Hits TrainStep::takeTop1Hits() {
 
 double TrainStep::step(const torch::Tensor& images, const torch::Tensor& labels, double lr) {
   begin();
-  double loss = backward(images, labels, 1.0);
-  finish(lr, std::isfinite(loss));
-  return loss;
+  const auto loss = backward(images, labels, 1.0);
+  finish(lr);
+  return loss.item<double>();
 }
 
 }  // namespace fixres::engine

@@ -17,6 +17,7 @@
 #include "fixres/engine/MultiTensorStep.h"
 #include "fixres/engine/Optimizer.h"
 #include "fixres/engine/Precision.h"
+#include "fixres/engine/StepTally.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::engine {
@@ -26,7 +27,17 @@ enum class StepResult {
   kApplied,    // the optimizer updated the weights
   kNotFinite,  // a rank's loss, or (without loss scaling) the averaged gradient, is not finite
   kOverflow,   // loss scaling: the unscaled gradient is not finite; step skipped, scale lowered
+  kPending,    // decided on the device (skipped there when not finite): see takeWindow()
 };
+
+// Where a step that is not finite is skipped.
+enum class SkipOn {
+  kAuto,    // the device on a GPU with a fused optimizer and no loss scaling, else the host
+  kHost,    // the host reads the flag every step (free on the CPU) and does not apply the step
+  kDevice,  // the fused optimizer kernel skips (found_inf); nothing read back until takeWindow()
+};
+
+const ChoiceTable<SkipOn>& skipOnChoices();  // auto, host, device
 
 struct StepOptions {
   double learningRate = 0.1;  // the rate applied (a run's is --learning-rate scaled)
@@ -50,6 +61,9 @@ struct StepOptions {
   distributed::ReducerOptions reducer;
   // BatchNorm layers in training mode normalise over the global batch (SyncBatchNorm.h).
   bool syncBatchNorm = false;
+  SkipOn skipOn = SkipOn::kAuto;
+  // Not a setting: StepTally's halting rule (--nan-policy stop: 0; skip: 10).
+  int64_t maxSkippedInARow = 0;
 
   // The settings of a run's step (learningRate, finetune and precision follow from others).
   template <typename Self, typename V>
@@ -72,6 +86,15 @@ struct StepOptions {
               "step)",
               {}},
       o.optimizerImpl, optimizerImpls());
+    v(Setting{"skip_on",
+              "--skip-on",
+              g,
+              "Where a step whose loss or gradient is not finite is dropped: host (the check is "
+              "read back every step), device (the fused optimizer kernel skips it, as "
+              "torch.optim's found_inf; the checks are read every --log-every steps), auto "
+              "(device on a GPU with a fused optimizer and no fp16 loss scaling, else host)",
+              {}},
+      o.skipOn, skipOnChoices());
     v(Setting{"momentum", "--momentum", g, "Momentum of sgd and rmsprop",
               Range::reals(0, 1, false, /*hiOpen=*/true)},
       o.momentum);
@@ -137,13 +160,16 @@ class TrainStep {
   // Train mode (or, for finetune, eval mode but for the recipe's train-mode modules).
   void setTrainingMode();
   // images N x 3 x H x W on the model's device; labels int64 N, or soft targets float N x C
-  // (mixup / CutMix: class probabilities, each row summing to 1). Returns the loss.
+  // (mixup / CutMix: class probabilities, each row summing to 1). Returns the loss (read back).
   double step(const torch::Tensor& images, const torch::Tensor& labels, double lr);
   // The StepResult of the last finish() (or step()).
   StepResult lastResult() const { return lastResult_; }
   // With clipGradNorm: the total 2-norm of the (averaged, unscaled) gradients of the last applied
-  // step, before clipping (what torch.nn.utils.clip_grad_norm_ returns); NaN otherwise.
-  double lastGradNorm() const { return lastGradNorm_; }
+  // step, before clipping (what torch.nn.utils.clip_grad_norm_ returns); NaN otherwise. Read back.
+  double lastGradNorm() const;
+  // Whether a step that is not finite is skipped by the optimizer kernel (SkipOn::kDevice).
+  bool skipsOnDevice() const { return deviceSkip_; }
+  int64_t maxSkippedInARow() const { return o_.maxSkippedInARow; }
 
   // The same step in parts, for gradient accumulation over micro-batches: begin(n) clears the
   // gradients (and takes rank 0's BN statistics, as DDP's broadcast_buffers) and keeps a copy of
@@ -154,10 +180,13 @@ class TrainStep {
   // and applies the optimizer with the given learning rate.
   //
   // finish() applies the step only when every rank's losses (and `lossFinite` on this one) and the
-  // averaged gradients are finite; otherwise every rank alike drops the step (rollBack()). A rank
-  // whose loss is not finite says so in a slot of the gradient all-reduce, so every rank knows
-  // without another collective. With loss scaling, gradients that are not finite once unscaled
-  // skip the step (kOverflow) and update the scale.
+  // averaged gradients are finite, and the run has not halted (StepTally); otherwise every rank
+  // alike drops the step: on the host (rollBack(), kNotFinite) or, skipping on the device, by the
+  // fused kernel's found_inf and a device-side restore of the buffers (kPending). A rank whose loss
+  // is not finite says so in a slot of the gradient all-reduce, so every rank knows without
+  // another collective. With loss scaling, gradients that are not finite once unscaled skip the
+  // step (kOverflow) and update the scale. Each step is counted in the tally that takeWindow()
+  // reads; a step on the device reads nothing back.
   // The loss of backward(): cross-entropy with --label-smoothing, for class indices or class
   // probabilities alike, as torch.nn.functional.cross_entropy (with probabilities, smoothing
   // takes targets x (1 - ls) + ls / C).
@@ -166,8 +195,13 @@ class TrainStep {
 
   void begin(int microBatches = 1);
   // `lossScale` weighs the micro-batch (1 / micro-batches); the loss scaler's scale multiplies it.
-  double backward(const torch::Tensor& images, const torch::Tensor& labels, double lossScale);
+  // Returns the micro-batch's loss, unscaled, 0-dim on the device (not read back).
+  torch::Tensor backward(const torch::Tensor& images, const torch::Tensor& labels,
+                         double lossScale);
   StepResult finish(double lr, bool lossFinite = true);
+  // The steps since the last call, read from the device (one copy); the step counts of a device
+  // skip put right. Call it before saving the optimizer's state.
+  StepWindow takeWindow();
 
   // Top-1 hits of the training batches seen by backward() since the last call (argmax of the
   // logits against hard int64 labels; batches with other targets are not counted), kept on the
@@ -191,6 +225,13 @@ class TrainStep {
 
  private:
   StepResult finishStep(double lr, bool lossFinite);
+  StepResult finishOnHost(const torch::Tensor& skip, const std::vector<torch::Tensor>& grads,
+                          double lr);
+  // The NonFinite kind of the step (0-dim on the device); `grads` empty: not checked.
+  torch::Tensor nonFiniteKind(const torch::Tensor& ranksFlagged,
+                              const std::vector<torch::Tensor>& grads, bool lossFinite) const;
+  void restoreBuffersWhere(const torch::Tensor& skip);
+  void clipOnDevice(const std::vector<torch::Tensor>& grads);
 
   models::Model model_;
   StepOptions o_;
@@ -215,7 +256,11 @@ class TrainStep {
   int microBatches_ = 1;  // backward() calls in this step (the last one launches the all-reduce)
   int backwards_ = 0;     // backward() calls so far in this step
   StepResult lastResult_ = StepResult::kApplied;
-  double lastGradNorm_ = NAN;
+  torch::Tensor lastGradNorm_;   // 0-dim (undefined: none)
+  torch::Tensor stepLoss_;       // float64 0-dim: this step's weighted loss so far
+  torch::Tensor lossNotFinite_;  // bool 0-dim: a micro-batch loss of this rank is not finite
+  std::unique_ptr<StepTally> tally_;
+  bool deviceSkip_ = false;
 };
 
 }  // namespace fixres::engine

@@ -4,12 +4,9 @@
 // TrainerLifecycle.cpp).
 #include "fixres/engine/Trainer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
@@ -25,11 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Seconds since the Unix epoch, the wall time of TensorBoard events.
-double unixSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // --nan-policy skip gives up after this many skipped steps in a row: the weights themselves are
@@ -102,6 +94,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   if (run_.numerics.precision == Precision::kFp16) st.lossScaling = LossScalerOptions{};
   st.finetune = cfg_.mode == RunMode::kFinetune;
   st.precision = run_.numerics.precision;
+  st.maxSkippedInARow = cfg_.nanPolicy == NanPolicy::kSkip ? kMaxSkippedInARow : 0;
   step_ = std::make_unique<TrainStep>(model_, st, comm_);
   ScheduleOptions so = cfg_.schedule;
   so.baseLr = scaledLr_;
@@ -190,11 +183,9 @@ int64_t Trainer::startEpoch(data::Loader& loader) {
   return iterations;
 }
 
-Trainer::StepOutcome Trainer::trainStep(DevicePrefetcher& batches, double lr, double& loss,
-                                        StepTally& tally) {
+Trainer::StepOutcome Trainer::trainStep(DevicePrefetcher& batches, double lr, StepTally& tally) {
   const int accumulation = cfg_.accumulationSteps;
   step_->begin(accumulation);
-  loss = 0;
   for (int got = 0; got < accumulation; ++got) {
     const auto waitStart = Clock::now();
     auto batch = batches.next();
@@ -212,108 +203,62 @@ Trainer::StepOutcome Trainer::trainStep(DevicePrefetcher& batches, double lr, do
       x = mixed.images;
       y = mixed.targets;  // soft targets: float N x classes
     }
-    loss += step_->backward(x, y, 1.0 / accumulation) / accumulation;
+    step_->backward(x, y, 1.0 / accumulation);
   }
-  switch (step_->finish(lr, std::isfinite(loss))) {
-    case StepResult::kApplied:
-      return StepOutcome::kApplied;
-    case StepResult::kOverflow:
-      return StepOutcome::kOverflow;
-    case StepResult::kNotFinite:
-      break;
-  }
-  return StepOutcome::kNotFinite;
+  // The loss and the not-finite check stay on the device (StepTally) until readSteps(); a step
+  // skipped on the host is known now.
+  return step_->finish(lr) == StepResult::kNotFinite ? StepOutcome::kSkippedOnHost
+                                                     : StepOutcome::kDone;
 }
 
 std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t iterations) {
   const auto epochStart = Clock::now();
   auto windowStart = epochStart;  // of the steps since the last progress line
   StepTally epochTally, windowTally;
-  int64_t lossCount = 0;
-  double lossSum = 0;
-  int64_t skipped = 0, overflows = 0, done = 0;
+  epoch_ = EpochCounts{};
+  int64_t done = 0;
   DevicePrefetcher batches(loader, run_, trainTransform_);
+  // A stop (or the end of the loop) reads the steps first: a step read then may halt the run.
+  auto after = [this](std::optional<Stop> stop) {
+    if (auto halted = readSteps()) return halted;
+    return stop;
+  };
   while (state_.iteration < iterations) {
-    if (auto stop = stepLimit()) return stop;
+    if (auto stop = stepLimit()) return after(stop);
     const double lr = schedule_->rate(static_cast<int>(state_.epoch),
                                       static_cast<double>(state_.iteration) / iterations);
-    double loss = 0;
     const auto stepStart = Clock::now();
-    const StepOutcome outcome = trainStep(batches, lr, loss, windowTally);
+    const StepOutcome outcome = trainStep(batches, lr, windowTally);
     noteProgress(secondsSince(stepStart));  // bounds a stop's wait (StopSignal.h)
     if (outcome == StepOutcome::kNoData) break;
-    if (outcome == StepOutcome::kNotFinite) {
-      // Every rank has dropped the step (TrainStep::finish): the model is as before it.
-      const std::string what = detail::concat(
-          "step ", state_.globalStep + 1, " (epoch ", state_.epoch + 1, ", iteration ",
-          state_.iteration + 1, "): ",
-          std::isfinite(loss)
-              ? "the averaged gradient is not finite"
-              : std::string("the loss is ") + (std::isnan(loss) ? "NaN" : "infinite"));
-      if (cfg_.nanPolicy == NanPolicy::kStop)
-        return Stop{"a loss that is not finite", 0,
-                    what +
-                        "; stopped (--nan-policy stop: lower --learning-rate, or skip such "
-                        "steps with --nan-policy skip)"};
-      if (++skippedInARow_ > kMaxSkippedInARow)
-        return Stop{"a loss that is not finite", 0,
-                    detail::concat(what, "; stopped: ", skippedInARow_,
-                                   " steps in a row skipped (--nan-policy skip), the run diverged "
-                                   "(lower --learning-rate)")};
-      log::warn(what, "; step skipped (--nan-policy skip)");
-      ++skipped;
-    } else {
-      // An overflow of the scaled gradients (loss scaling) is no failure: the step is skipped
-      // and the scale lowered, as GradScaler does; the loss itself was finite.
-      if (outcome == StepOutcome::kOverflow) ++overflows;
-      skippedInARow_ = 0;
-      lossSum += loss;
-      lossCount++;
-    }
     // No throwing call between the step's update and these counts: a checkpoint is only ever
-    // taken with the weights and the counts of the same step.
+    // taken with the weights and the counts of the same step (a halted step's read takes them
+    // back).
     state_.iteration++;
     state_.globalStep++;
     unsaved_ = true;
     ++done;
-    if (ema_ && outcome == StepOutcome::kApplied) updateEma(state_.iteration - 1);
-    if (state_.iteration % cfg_.logEvery == 0 || state_.iteration == iterations) {
+    const bool logNow = state_.iteration % cfg_.logEvery == 0 || state_.iteration == iterations;
+    const bool emaNow = ema_ && (state_.iteration - 1) % cfg_.ema.steps == 0;
+    const bool checkpointNow = cfg_.checkpointEverySteps > 0 &&
+                               state_.globalStep % cfg_.checkpointEverySteps == 0 &&
+                               state_.iteration < iterations;
+    if (logNow || emaNow || checkpointNow || outcome == StepOutcome::kSkippedOnHost)
+      if (auto stop = readSteps()) return stop;
+    if (emaNow && epoch_.lastApplied) updateEma(state_.iteration - 1);
+    if (logNow) {
       epochTally.images += windowTally.images;
-      const double dt = secondsSince(epochStart);
-      const double ips = epochTally.images * comm_.worldSize() / std::max(dt, 1e-9);
-      const double eta = dt / done * (iterations - state_.iteration);
-      const double meanLoss = lossCount > 0 ? lossSum / lossCount : NAN;
-      // This rank's share of the wall time since the last progress line spent waiting for data:
-      // near 1 when the loader cannot keep up with the steps.
-      const double window = secondsSince(windowStart);
-      const double waitShare =
-          window > 0 ? std::clamp(windowTally.dataWaitSeconds / window, 0.0, 1.0) : 0.0;
+      reportProgress(iterations, lr, secondsSince(epochStart), done, epochTally, windowTally,
+                     secondsSince(windowStart));
       windowStart = Clock::now();
       windowTally = StepTally{};
-      logProgress(state_.iteration, iterations, meanLoss, lr, ips, waitShare, eta);
-      nlohmann::json record = {{"step", state_.globalStep},
-                               {"epoch", state_.epoch},
-                               {"iteration", state_.iteration},
-                               {"lr", lr},
-                               {"loss", meanLoss},
-                               {"images_per_s", ips},
-                               {"data_wait_share", waitShare}};
-      if (skipped > 0) record["skipped_steps"] = skipped;
-      if (cfg_.progressive.enabled()) record["train_size"] = trainTransform_.inputSize;
-      if (const LossScaler* scaler = step_->lossScaler()) {
-        record["overflow_steps"] = overflows;
-        record["loss_scale"] = scaler->scale();
-      }
-      appendMetrics(record);
     }
     // Mid-epoch checkpoints: the state of this completed step, resumed exactly as a stop's.
     // An epoch's last step is saved by finishEpoch.
-    if (cfg_.checkpointEverySteps > 0 && state_.globalStep % cfg_.checkpointEverySteps == 0 &&
-        state_.iteration < iterations)
-      writeCheckpoints(false);
-    if (auto stop = agreedStop()) return stop;
+    if (checkpointNow) writeCheckpoints(false);
+    if (auto stop = agreedStop()) return after(stop);
   }
-  return std::nullopt;
+  return after(std::nullopt);
 }
 
 // The epoch's steps are done (state_.iteration may equal its step count in a checkpoint taken
@@ -389,29 +334,6 @@ void Trainer::updateEma(int64_t iteration) {
   emaInterrupted_ = true;  // until the update is complete
   ema_->afterStep(*model_, state_.epoch, iteration);
   emaInterrupted_ = false;
-}
-
-void Trainer::appendMetrics(const nlohmann::json& line) {
-  if (metrics_) metrics_->append(line);
-  if (events_) events_->appendRecord(line, unixSeconds());
-}
-
-void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double ips,
-                          double waitShare, double eta) {
-  if (comm_.rank() != 0) return;
-  char buf[256];
-  std::snprintf(buf, sizeof(buf),
-                "epoch %lld/%d  iter %lld/%lld  loss %.4f  lr %.5g  %.1f img/s  data %.0f%%  ETA "
-                "%.0fs",
-                static_cast<long long>(state_.epoch + 1), cfg_.epochs, static_cast<long long>(it),
-                static_cast<long long>(n), loss, lr, ips, 100.0 * waitShare, eta);
-  if (::isatty(STDERR_FILENO)) {
-    std::fprintf(stderr, "\r%s", buf);
-    if (it == n) std::fprintf(stderr, "\n");
-    std::fflush(stderr);
-  } else {
-    log::info(buf);
-  }
 }
 
 OptimizerRef Trainer::optimizerRef() {

@@ -60,11 +60,17 @@ class Trainer {
     int signal = 0;     // the signal, when one
     std::string error;  // when set, the run fails (exit code 1) with this message after saving
   };
-  enum class StepOutcome { kApplied, kNotFinite, kOverflow, kNoData };
+  enum class StepOutcome { kDone, kSkippedOnHost, kNoData };
   // What the steps since the last progress line add up to.
   struct StepTally {
     int64_t images = 0;          // this rank's training images
     double dataWaitSeconds = 0;  // time spent waiting for the next batch on the device
+  };
+  // What the epoch's steps read so far add up to (TrainStep::takeWindow).
+  struct EpochCounts {
+    double lossSum = 0;  // the losses of the steps not skipped
+    int64_t lossCount = 0, skipped = 0, overflows = 0;
+    bool lastApplied = false;  // the last step read was applied
   };
 
   bool resume();
@@ -75,7 +81,13 @@ class Trainer {
   std::optional<Stop> train(data::Loader& loader);
   int64_t startEpoch(data::Loader& loader);  // returns the epoch's optimizer steps
   std::optional<Stop> trainEpoch(data::Loader& loader, int64_t iterations);
-  StepOutcome trainStep(DevicePrefetcher& batches, double lr, double& loss, StepTally& tally);
+  StepOutcome trainStep(DevicePrefetcher& batches, double lr, StepTally& tally);
+  // Reads the steps not read yet into epoch_ (TrainerProgress.cpp): warns of skipped steps, and
+  // when one halted the run takes the counts back to the step before it and returns the Stop.
+  std::optional<Stop> readSteps();
+  // The progress line and metrics record after `iteration` of `iterations`.
+  void reportProgress(int64_t iterations, double lr, double epochSeconds, int64_t done,
+                      const StepTally& epochTally, const StepTally& window, double windowSeconds);
   void finishEpoch();
   RunSummary stopRun(const Stop& stop);
   void saveBeforeExit();
@@ -110,9 +122,9 @@ class Trainer {
   double scaledLr_ = 0;
   std::unique_ptr<MetricsLog> metrics_;  // rank 0
   std::unique_ptr<EventFile> events_;    // rank 0, unless config.tensorboard is off
-  bool unsaved_ = false;       // state_ has moved on since the last checkpoint written or read
-  bool saving_ = false;        // a checkpoint write is under way (or failed)
-  int64_t skippedInARow_ = 0;  // --nan-policy skip: steps skipped since the last applied one
+  bool unsaved_ = false;  // state_ has moved on since the last checkpoint written or read
+  bool saving_ = false;   // a checkpoint write is under way (or failed)
+  EpochCounts epoch_;
   RunSummary summary_;
   int64_t stepsAtStart_ = 0;
   std::chrono::steady_clock::time_point start_;

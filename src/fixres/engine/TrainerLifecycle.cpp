@@ -135,6 +135,12 @@ void Trainer::saveBeforeExit() {
     log::warn("no checkpoint saved: the error interrupted a weight update");
     return;
   }
+  try {
+    readSteps();  // the steps' counts read (a halted step's taken back) before they are saved
+  } catch (const std::exception& e) {
+    log::warn("no checkpoint saved: the steps' counts could not be read: ", oneLine(e.what()));
+    return;
+  }
   if (!step_->stateFinite()) {
     log::warn("no checkpoint saved: the weights are not finite");
     return;

@@ -11,6 +11,7 @@
 
 #include <cmath>
 
+#include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Precision.h"
@@ -47,8 +48,8 @@ TEST(TrainStepTest, AccumulatedMicroBatchesEqualOneFullBatchStep) {
   for (int round = 0; round < 2; ++round) {  // twice: momentum buffers too
     double lossFull = a.step(x, y, 0.5);
     b.begin();
-    double l0 = b.backward(x.narrow(0, 0, 4), y.narrow(0, 0, 4), 0.5);
-    double l1 = b.backward(x.narrow(0, 4, 4), y.narrow(0, 4, 4), 0.5);
+    double l0 = b.backward(x.narrow(0, 0, 4), y.narrow(0, 0, 4), 0.5).item<double>();
+    double l1 = b.backward(x.narrow(0, 4, 4), y.narrow(0, 4, 4), 0.5).item<double>();
     b.finish(0.5);
     EXPECT_NEAR(lossFull, 0.5 * (l0 + l1), 1e-5);
   }
@@ -125,6 +126,8 @@ TEST(TrainStepTest, AStepWithANonFiniteLossIsNotAppliedAndLeavesTheModelAsItWas)
   auto model = tinyModel();
   StepOptions so;
   so.learningRate = 0.1;
+  so.maxSkippedInARow = 10;  // --nan-policy skip: a good step after them still applies
+  so.skipOn = SkipOn::kHost;
   TrainStep step(model, so, *comm);
   step.setTrainingMode();  // BN statistics move with every forward pass
   torch::manual_seed(3);
@@ -137,7 +140,7 @@ TEST(TrainStepTest, AStepWithANonFiniteLossIsNotAppliedAndLeavesTheModelAsItWas)
     auto poisoned = x.clone();
     poisoned[1][0][3][3] = bad;
     step.begin();
-    const double loss = step.backward(poisoned, y, 1.0);
+    const double loss = step.backward(poisoned, y, 1.0).item<double>();
     EXPECT_FALSE(std::isfinite(loss));
     EXPECT_EQ(step.finish(0.1, std::isfinite(loss)), StepResult::kNotFinite) << bad;
     EXPECT_TRUE(sameState(before, snapshot(model, step))) << "state changed by a dropped step";
@@ -270,7 +273,7 @@ TEST(TrainStepTest, AStepWithInfiniteGradientsAndAFiniteLossIsNotApplied) {
   step.step(x, y, 0.1);
   const auto before = snapshot(model, step);
   step.begin();
-  const double loss = step.backward(x, y, 1e300);  // the scaled float loss is +inf
+  const double loss = step.backward(x, y, 1e300).item<double>();  // the scaled float loss is +inf
   ASSERT_TRUE(std::isfinite(loss));
   EXPECT_EQ(step.finish(0.1, true), StepResult::kNotFinite);
   EXPECT_TRUE(sameState(before, snapshot(model, step)));
@@ -288,6 +291,137 @@ TEST(TrainStepTest, ParsesPrecisionAndMemoryFormat) {
   EXPECT_THROW(parsePrecision("fp16", torch::kCPU), UsageError);
   EXPECT_THROW(parsePrecision("fp8", torch::kCPU), UsageError);
   EXPECT_THROW(parseChannelsLast("nhwc", torch::kCPU), UsageError);
+}
+
+// StepTally against the rules of --nan-policy, written out: stop halts at the first step that is
+// not finite; skip halts at the step that makes more than n in a row; once halted, every step is
+// skipped; the losses of the steps not skipped are summed; an overflow counts its loss.
+TEST(StepTallyTest, CountsLossesAndSkipsAndHaltsAsTheNanPolicySays) {
+  auto kind = [](NonFinite k) { return torch::full({}, static_cast<double>(k)); };
+  auto loss = [](double v) { return torch::full({}, v, torch::kDouble); };
+  const auto ok = kind(NonFinite::kNone);
+  StepTally stop(torch::kCPU, 0);
+  std::vector<bool> skips;
+  for (auto [l, k] : {std::pair{1.0, ok}, {2.0, ok}, {NAN, kind(NonFinite::kNanLoss)}, {3.0, ok}})
+    skips.push_back(stop.record(loss(l), k, false).item<bool>());
+  EXPECT_EQ(skips, (std::vector<bool>{false, false, true, true}));
+  StepWindow w = stop.take();
+  EXPECT_EQ(w.steps, 4);
+  EXPECT_EQ(w.applied, 2);
+  EXPECT_EQ(w.skipped, 2);
+  EXPECT_EQ(w.lossSum, 3.0);
+  EXPECT_EQ(w.lossCount, 2);
+  EXPECT_EQ(w.firstSkipped, 2);
+  EXPECT_EQ(w.firstKind, NonFinite::kNanLoss);
+  EXPECT_EQ(w.haltedAt, 2);
+  EXPECT_FALSE(w.lastApplied);
+  EXPECT_EQ(w.deviceSkips, 0);
+  // Halted for good: the next window's good step is skipped too, and no new halt is reported.
+  EXPECT_TRUE(stop.record(loss(1.0), ok, true).item<bool>());
+  w = stop.take();
+  EXPECT_EQ(w.haltedAt, -1);
+  EXPECT_EQ(w.deviceSkips, 1);
+
+  StepTally skip(torch::kCPU, 2);
+  const auto bad = kind(NonFinite::kGradient);
+  skips.clear();
+  for (const auto& k : {bad, bad, ok, bad, bad, bad, ok})
+    skips.push_back(skip.record(loss(1.0), k, false).item<bool>());
+  // In a row: 1, 2, 0, 1, 2, 3 (> 2: halts at index 5), then halted.
+  EXPECT_EQ(skips, (std::vector<bool>{true, true, false, true, true, true, true}));
+  w = skip.take();
+  EXPECT_EQ(w.applied, 1);
+  EXPECT_EQ(w.skipped, 6);
+  EXPECT_EQ(w.firstSkipped, 0);
+  EXPECT_EQ(w.firstKind, NonFinite::kGradient);
+  EXPECT_EQ(w.haltedAt, 5);
+  EXPECT_EQ(w.haltKind, NonFinite::kGradient);
+  EXPECT_EQ(w.lossSum, 1.0);
+
+  StepTally scaled(torch::kCPU, 0);
+  scaled.record(loss(2.0), ok, false);
+  scaled.noteOverflow();
+  scaled.record(loss(4.0), ok, false);
+  w = scaled.take();
+  EXPECT_EQ(w.applied, 1);
+  EXPECT_EQ(w.overflows, 1);
+  EXPECT_EQ(w.skipped, 0);
+  EXPECT_EQ(w.lossSum, 6.0);
+  EXPECT_EQ(w.lossCount, 2);
+}
+
+// The state after a run of steps: parameters, buffers, optimizer state and (AdamW) step counts.
+// `omit`: the poisoned batches are drawn but not stepped on.
+std::vector<torch::Tensor> stateAfterSteps(OptimizerKind kind, SkipOn skipOn,
+                                           const std::vector<bool>& poisoned, StepWindow* window,
+                                           bool omit = false) {
+  auto comm = distributed::makeSingleProcessCommunicator();
+  auto model = tinyModel();
+  StepOptions so;
+  so.learningRate = 0.05;
+  so.optimizer = kind;
+  so.nesterov = kind == OptimizerKind::kSgd;
+  so.weightDecay = 0.01;
+  so.optimizerImpl = OptimizerImpl::kFused;
+  so.maxSkippedInARow = 10;
+  so.skipOn = skipOn;
+  TrainStep step(model, so, *comm);
+  step.setTrainingMode();
+  torch::manual_seed(5);
+  for (bool bad : poisoned) {
+    auto x = torch::randn({4, 3, 24, 24});
+    const auto y = torch::randint(0, 5, {4}, torch::kLong);
+    if (bad) x[0][0][0][0] = NAN;  // the loss and the BN statistics go NaN
+    if (bad && omit) continue;
+    step.begin();
+    step.backward(x, y, 1.0);
+    const StepResult r = step.finish(0.05);
+    EXPECT_EQ(r == StepResult::kPending, skipOn == SkipOn::kDevice);
+  }
+  *window = step.takeWindow();
+  auto out = snapshot(model, step);
+  for (auto& group : step.optimizer().param_groups())
+    for (auto& p : group.params())
+      if (auto* s = parameterState(step.optimizer(), p); s && kind == OptimizerKind::kAdamw)
+        out.push_back(torch::tensor(static_cast<torch::optim::AdamWParamState&>(*s).step()));
+  return out;
+}
+
+// A skipped step is no step: skipped on the host or on the device (the fused kernel's found_inf,
+// the buffers restored, AdamW's step counts put back), the state is the one of the same run
+// with the poisoned batches left out (the first step of SGD's momentum included).
+TEST(StepSkipTest, SkippedOnTheDeviceEqualsSkippedOnTheHost) {
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdamw}) {
+    FIXRES_SKIP_UNLESS(hasFusedKernel(kind), "fused-optimizer",
+                       "LibTorch 1.13 has no fused optimizer kernel to skip on the device");
+    const std::vector<bool> poisoned = {true, false, false, true, false};
+    StepWindow host, device;
+    const auto h = stateAfterSteps(kind, SkipOn::kHost, poisoned, &host);
+    const auto d = stateAfterSteps(kind, SkipOn::kDevice, poisoned, &device);
+    EXPECT_TRUE(sameState(h, d)) << choiceName(optimizerKinds(), kind);
+    for (const StepWindow& w : {host, device}) {
+      EXPECT_EQ(w.applied, 3);
+      EXPECT_EQ(w.skipped, 2);
+      EXPECT_EQ(w.firstSkipped, 0);
+      EXPECT_EQ(w.firstKind, NonFinite::kNanLoss);
+      EXPECT_EQ(w.haltedAt, -1);
+      EXPECT_TRUE(std::isfinite(w.lossSum));
+    }
+    EXPECT_EQ(host.lossSum, device.lossSum);
+    EXPECT_EQ(device.deviceSkips, 2);
+    StepWindow none;
+    const auto n = stateAfterSteps(kind, SkipOn::kHost, poisoned, &none, /*omit=*/true);
+    EXPECT_TRUE(sameState(n, h)) << choiceName(optimizerKinds(), kind);
+    EXPECT_EQ(none.applied, 3);
+  }
+}
+
+TEST(StepSkipTest, DeviceSkipWithoutAFusedKernelIsAUsageError) {
+  auto comm = distributed::makeSingleProcessCommunicator();
+  StepOptions so;
+  so.optimizer = OptimizerKind::kRmsprop;
+  so.skipOn = SkipOn::kDevice;
+  EXPECT_THROW(TrainStep(tinyModel(), so, *comm), UsageError);
 }
 
 }  // namespace

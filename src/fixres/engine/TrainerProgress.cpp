@@ -1,0 +1,127 @@
+// The Trainer's reading of its steps: the device-side counts of the steps since the last read
+// (TrainStep::takeWindow) folded into the epoch's, skipped steps warned of, a halted run stopped at
+// the step that halted it; and the progress lines and metrics records made from them.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
+#include "fixres/engine/Trainer.h"
+
+namespace fixres::engine {
+namespace {
+
+// Seconds since the Unix epoch, the wall time of TensorBoard events.
+double progressWallTime() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string nonFiniteWhat(NonFinite kind) {
+  switch (kind) {
+    case NonFinite::kNanLoss:
+      return "the loss is NaN";
+    case NonFinite::kInfLoss:
+      return "the loss is infinite";
+    default:
+      return "the averaged gradient is not finite";
+  }
+}
+
+}  // namespace
+
+std::optional<Trainer::Stop> Trainer::readSteps() {
+  const StepWindow w = step_->takeWindow();
+  if (w.steps == 0) return std::nullopt;
+  // The window's steps are the last w.steps counted: step k of it is global step first + k.
+  const int64_t first = state_.globalStep - w.steps + 1;
+  const int64_t firstIteration = state_.iteration - w.steps + 1;
+  auto where = [&](int64_t k, NonFinite kind) {
+    return detail::concat("step ", first + k, " (epoch ", state_.epoch + 1, ", iteration ",
+                          firstIteration + k, "): ", nonFiniteWhat(kind));
+  };
+  epoch_.lossSum += w.lossSum;
+  epoch_.lossCount += w.lossCount;
+  epoch_.overflows += w.overflows;
+  epoch_.lastApplied = w.lastApplied;
+  if (w.haltedAt >= 0) {
+    // The halting step and every later one were skipped (the model is as before it): the counts
+    // go back to the step before it, which a stop then saves.
+    const int64_t undone = w.steps - w.haltedAt;
+    epoch_.skipped += w.skipped - undone;
+    const std::string what = where(w.haltedAt, w.haltKind);
+    state_.iteration -= undone;
+    state_.globalStep -= undone;
+    if (cfg_.nanPolicy == NanPolicy::kStop)
+      return Stop{"a loss that is not finite", 0,
+                  what +
+                      "; stopped (--nan-policy stop: lower --learning-rate, or skip such "
+                      "steps with --nan-policy skip)"};
+    return Stop{"a loss that is not finite", 0,
+                detail::concat(what, "; stopped: ", step_->maxSkippedInARow() + 1,
+                               " steps in a row skipped (--nan-policy skip), the run diverged "
+                               "(lower --learning-rate)")};
+  }
+  if (w.skipped > 0) {
+    log::warn(where(w.firstSkipped, w.firstKind), "; step skipped (--nan-policy skip)",
+              w.skipped > 1 ? detail::concat(", and ", w.skipped - 1, " more of the ", w.steps,
+                                             " steps up to step ", first + w.steps - 1)
+                            : std::string());
+    epoch_.skipped += w.skipped;
+  }
+  return std::nullopt;
+}
+
+void Trainer::reportProgress(int64_t iterations, double lr, double epochSeconds, int64_t done,
+                             const StepTally& epochTally, const StepTally& window,
+                             double windowSeconds) {
+  const double ips = epochTally.images * comm_.worldSize() / std::max(epochSeconds, 1e-9);
+  const double eta = epochSeconds / done * (iterations - state_.iteration);
+  const double meanLoss = epoch_.lossCount > 0 ? epoch_.lossSum / epoch_.lossCount : NAN;
+  // This rank's share of the wall time since the last progress line spent waiting for data:
+  // near 1 when the loader cannot keep up with the steps.
+  const double waitShare =
+      windowSeconds > 0 ? std::clamp(window.dataWaitSeconds / windowSeconds, 0.0, 1.0) : 0.0;
+  logProgress(state_.iteration, iterations, meanLoss, lr, ips, waitShare, eta);
+  nlohmann::json record = {{"step", state_.globalStep},
+                           {"epoch", state_.epoch},
+                           {"iteration", state_.iteration},
+                           {"lr", lr},
+                           {"loss", meanLoss},
+                           {"images_per_s", ips},
+                           {"data_wait_share", waitShare}};
+  if (epoch_.skipped > 0) record["skipped_steps"] = epoch_.skipped;
+  if (cfg_.progressive.enabled()) record["train_size"] = trainTransform_.inputSize;
+  if (const LossScaler* scaler = step_->lossScaler()) {
+    record["overflow_steps"] = epoch_.overflows;
+    record["loss_scale"] = scaler->scale();
+  }
+  appendMetrics(record);
+}
+
+void Trainer::appendMetrics(const nlohmann::json& line) {
+  if (metrics_) metrics_->append(line);
+  if (events_) events_->appendRecord(line, progressWallTime());
+}
+
+void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double ips,
+                          double waitShare, double eta) {
+  if (comm_.rank() != 0) return;
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "epoch %lld/%d  iter %lld/%lld  loss %.4f  lr %.5g  %.1f img/s  data %.0f%%  ETA "
+                "%.0fs",
+                static_cast<long long>(state_.epoch + 1), cfg_.epochs, static_cast<long long>(it),
+                static_cast<long long>(n), loss, lr, ips, 100.0 * waitShare, eta);
+  if (::isatty(STDERR_FILENO)) {
+    std::fprintf(stderr, "\r%s", buf);
+    if (it == n) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  } else {
+    log::info(buf);
+  }
+}
+
+}  // namespace fixres::engine
