@@ -76,6 +76,8 @@ Command addBenchTrain(CLI::App& bench) {
   addSharedFlag(*sub, "--sync-bn", s->step.syncBatchNorm);
   addSharedChoice(*sub, "--opt", s->step.optimizer, engine::optimizerKinds());
   addSharedChoice(*sub, "--optimizer-impl", s->step.optimizerImpl, engine::optimizerImpls());
+  addSharedChoice(*sub, "--skip-on", s->step.skipOn, engine::skipOnChoices());
+  addSharedChoice(*sub, "--cuda-graph", s->step.cudaGraph, engine::graphModes());
   distributed::ReducerOptions::visitSettings(s->step.reducer, SettingsBinder{*sub, "bench"});
   addClusterOptions(*sub, s->cluster);
   return {sub, [s]() -> int {

@@ -156,7 +156,8 @@ void rmspropForeach(torch::optim::Optimizer& opt, OptimizerParamGroup& group) {
 }
 
 #ifdef FIXRES_FUSED_OPTIMIZERS
-void sgdFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group, const DeviceSkip* skip) {
+void sgdFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group, const DeviceSkip* skip,
+              double scale) {
   const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
   GroupTensors t = withGrads(group);
   if (t.params.empty()) return;
@@ -176,9 +177,15 @@ void sgdFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group, const De
       bufs.push_back(s.momentum_buffer());
     }
   }
+  const auto found = skip ? c10::optional<Tensor>(skip->found) : c10::nullopt;
+  if (skip && skip->lr.defined()) {
+    at::_fused_sgd_(t.params, t.grads, bufs, o.weight_decay(), o.momentum(), skip->lr * scale,
+                    o.dampening(), o.nesterov(), /*maximize=*/false, first,
+                    /*grad_scale=*/c10::nullopt, found);
+    return;
+  }
   at::_fused_sgd_(t.params, t.grads, bufs, o.weight_decay(), o.momentum(), o.lr(), o.dampening(),
-                  o.nesterov(), /*maximize=*/false, first, /*grad_scale=*/c10::nullopt,
-                  skip ? c10::optional<Tensor>(skip->found) : c10::nullopt);
+                  o.nesterov(), /*maximize=*/false, first, /*grad_scale=*/c10::nullopt, found);
 }
 
 void adamwFused(torch::optim::Optimizer& opt, OptimizerParamGroup& group, const DeviceSkip* skip) {
@@ -241,10 +248,16 @@ void stepGroups(torch::optim::Optimizer& optimizer, OptimizerKind kind, Optimize
   FIXRES_CHECK(impl != OptimizerImpl::kFused || hasFusedKernel(kind), UsageError,
                "this build has no fused kernel for ", choiceName(optimizerKinds(), kind),
                " (LibTorch 2.x has SGD's and AdamW's)");
+  size_t k = 0;
   for (auto& group : optimizer.param_groups()) {
+    const double scale = skip && k < skip->scales.size() ? skip->scales[k] : 1.0;
+    ++k;
+    (void)scale;
 #ifdef FIXRES_FUSED_OPTIMIZERS
     if (impl == OptimizerImpl::kFused) {
-      if (kind == OptimizerKind::kSgd) sgdFused(optimizer, group, skip);
+      FIXRES_CHECK(!skip || !skip->lr.defined() || kind == OptimizerKind::kSgd, InternalError,
+                   "a learning-rate tensor needs SGD's fused kernel");
+      if (kind == OptimizerKind::kSgd) sgdFused(optimizer, group, skip, scale);
       if (kind == OptimizerKind::kAdamw) adamwFused(optimizer, group, skip);
       continue;
     }

@@ -35,8 +35,12 @@ void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, Optim
 // state as they are); `pending` the steps skipped that way since the step counts were last put
 // right (rewindStepCounts), which AdamW's bias correction subtracts. The first step then starts
 // SGD's momentum from zeros (the same values as from the gradient).
+// `lr` (float32 0-dim on the device; undefined: the groups' own rates) is the base rate read at
+// run time, as a captured step needs: group k learns at lr x scales[k] (the tensor_lr kernels).
 struct DeviceSkip {
   torch::Tensor found, pending;
+  torch::Tensor lr;
+  std::vector<double> scales;
 };
 // optimizerStep through the fused kernels (kFused only; UsageError otherwise).
 void optimizerStep(torch::optim::Optimizer& optimizer, OptimizerKind kind, OptimizerImpl impl,

@@ -16,6 +16,7 @@ enum Slot : int64_t {
   kLastApplied,
   kSkipped,
   kDeviceSkips,
+  kIndex,   // steps recorded in the window (on the device: a replayed graph counts too)
   kInARow,  // non-finite steps in a row
   kHalted,  // 1 once halted
   kSlots
@@ -50,7 +51,7 @@ torch::Tensor StepTally::record(const torch::Tensor& loss, const torch::Tensor& 
       found.logical_and(halted.logical_not()).logical_and(max_ == 0 ? found : inARow > max_);
   const auto skip = found.logical_or(halted);
   const auto keep = skip.logical_not().to(torch::kDouble);
-  const auto index = torch::full({}, static_cast<double>(steps_), acc_.options());
+  const auto index = slot(kIndex).clone();
   const auto firstNow = found.logical_and(slot(kFirstSkipped) < 0);
   slot(kInARow).copy_(inARow);
   slot(kFirstKind).copy_(torch::where(firstNow, k, slot(kFirstKind)));
@@ -64,7 +65,7 @@ torch::Tensor StepTally::record(const torch::Tensor& loss, const torch::Tensor& 
   slot(kLastApplied).copy_(keep);
   slot(kSkipped).add_(1 - keep);
   if (deviceSkip) slot(kDeviceSkips).add_(1 - keep);
-  ++steps_;
+  slot(kIndex).add_(1);
   return skip;
 }
 
@@ -84,7 +85,7 @@ StepWindow StepTally::take() {
   const double* v = h.data_ptr<double>();
   auto count = [&](Slot s) { return static_cast<int64_t>(v[s]); };
   StepWindow w;
-  w.steps = steps_;
+  w.steps = count(kIndex);
   w.applied = count(kApplied);
   w.skipped = count(kSkipped);
   w.overflows = overflows_;
@@ -98,7 +99,6 @@ StepWindow StepTally::take() {
   w.lastApplied = v[kLastApplied] > 0;
   w.deviceSkips = count(kDeviceSkips);
   acc_.narrow(0, 0, kWindowSlots).copy_(windowStart(acc_.device()));
-  steps_ = 0;
   overflows_ = 0;
   return w;
 }

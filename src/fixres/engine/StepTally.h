@@ -59,7 +59,7 @@ class StepTally {
  private:
   torch::Tensor acc_;  // float64 on the device: the slots of StepTally.cpp
   int64_t max_;
-  int64_t steps_ = 0, overflows_ = 0;
+  int64_t overflows_ = 0;
 };
 
 }  // namespace fixres::engine

@@ -112,6 +112,22 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
   if (o_.skipOn == SkipOn::kAuto && device.is_cuda() && !deviceSkip_)
     log::info("each step reads its not-finite check back from the GPU: ", hostWhy);
   tally_ = std::make_unique<StepTally>(device, o_.maxSkippedInARow);
+  GraphConditions gc;
+  gc.cuda = device.is_cuda();
+  gc.buildHasGraphs = buildHasCudaGraphs();
+  gc.worldSize = comm_.worldSize();
+  gc.accumulationSteps = o_.accumulationSteps;
+  gc.syncBatchNorm = o_.syncBatchNorm;
+  gc.lossScaling = scaler_.has_value();
+  gc.deviceSkip = deviceSkip_;
+  gc.optimizer = o_.optimizer;
+  gc.impl = resolveOptimizerImpl(o_.optimizerImpl, o_.optimizer);
+  if (planStepGraph(o_.cudaGraph, gc, &whyNotCaptured_)) {
+    graphLr_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device));
+    graphs_ = std::make_unique<StepGraphs>(*this);
+  } else if (gc.cuda && o_.cudaGraph == GraphMode::kAuto) {
+    log::info("the training step runs eagerly, not as a CUDA graph: ", whyNotCaptured_);
+  }
   for (size_t i = 0; i < buffers_.size(); ++i) {
     auto same = [&](const BufferGroup& g) {
       const auto& first = buffers_[g.members.front()];
@@ -122,6 +138,20 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
     if (it == bufferGroups_.end()) it = bufferGroups_.insert(bufferGroups_.end(), BufferGroup{});
     it->members.push_back(i);
   }
+}
+
+TrainStep::~TrainStep() = default;
+
+StepResult TrainStep::stepAsync(const torch::Tensor& images, const torch::Tensor& labels,
+                                double lr) {
+  if (graphs_) {
+    graphs_->run(images, labels, lr);
+    lastResult_ = StepResult::kPending;
+    return lastResult_;
+  }
+  begin();
+  backward(images, labels, 1.0);
+  return finish(lr);
 }
 
 std::vector<torch::Tensor> TrainStep::trainableParameters() const {
@@ -198,8 +228,13 @@ torch::Tensor TrainStep::backward(const torch::Tensor& images, const torch::Tens
     torch::NoGradGuard noGrad;
     const auto hard = labels.dim() == 1 ? labels : labels.argmax(1);
     auto hits = (logits.argmax(1) == hard).sum();
-    top1Correct_ = top1Correct_.defined() ? top1Correct_ + hits : hits;
-    top1Count_ += labels.size(0);
+    // In place: a captured step (StepGraph.h) adds to the same tensors at each replay.
+    if (!top1Correct_.defined()) {
+      top1Correct_ = torch::zeros({}, hits.options());
+      top1Seen_ = torch::zeros({}, hits.options());
+    }
+    top1Correct_.add_(hits);
+    top1Seen_.add_(labels.size(0));
   }
   const bool last = ++backwards_ >= microBatches_;
   {
@@ -234,14 +269,18 @@ StepResult TrainStep::finishStep(double lr, bool lossFinite) {
   const auto loss = stepLoss_.defined() ? stepLoss_ : torch::zeros({}, torch::kDouble);
   stepLoss_ = torch::Tensor();
   lossNotFinite_ = torch::Tensor();
-  const auto skip = tally_->record(loss, kind, deviceSkip_);
+  // A graph's warm-up (StepGraph.h) runs the step without counting it and skips it.
+  const auto skip =
+      warmingUp_ ? torch::ones({}, torch::TensorOptions().dtype(torch::kBool).device(loss.device()))
+                 : tally_->record(loss, kind, deviceSkip_);
   if (!deviceSkip_) return finishOnHost(skip, grads, lr);
   restoreBuffersWhere(skip);
   if (o_.clipGradNorm > 0) clipOnDevice(grads);
   setLearningRate(*optimizer_, lr, groupScales_);
   phase_ = Phase::kApplying;
+  // Captured, the learning rate is read from graphLr_ (filled before each replay).
   optimizerStep(*optimizer_, o_.optimizer, o_.optimizerImpl,
-                DeviceSkip{skip.to(torch::kFloat), tally_->deviceSkips()});
+                DeviceSkip{skip.to(torch::kFloat), tally_->deviceSkips(), graphLr_, groupScales_});
   phase_ = Phase::kIdle;
   return StepResult::kPending;
 }
@@ -327,10 +366,12 @@ StepWindow TrainStep::takeWindow() {
 
 TrainStep::Top1Hits TrainStep::takeTop1Hits() {
   Top1Hits h;
-  if (top1Correct_.defined()) h.correct = top1Correct_.item<int64_t>();
-  h.count = top1Count_;
-  top1Correct_ = torch::Tensor();
-  top1Count_ = 0;
+  if (!top1Correct_.defined()) return h;
+  const auto both = torch::stack({top1Correct_, top1Seen_}).cpu();
+  h.correct = both[0].item<int64_t>();
+  h.count = both[1].item<int64_t>();
+  top1Correct_.zero_();
+  top1Seen_.zero_();
   return h;
 }
 

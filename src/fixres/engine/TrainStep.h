@@ -8,6 +8,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "fixres/common/Setting.h"
 #include "fixres/distributed/Communicator.h"
@@ -17,6 +18,7 @@
 #include "fixres/engine/MultiTensorStep.h"
 #include "fixres/engine/Optimizer.h"
 #include "fixres/engine/Precision.h"
+#include "fixres/engine/StepGraph.h"
 #include "fixres/engine/StepTally.h"
 #include "fixres/models/Model.h"
 
@@ -62,8 +64,11 @@ struct StepOptions {
   // BatchNorm layers in training mode normalise over the global batch (SyncBatchNorm.h).
   bool syncBatchNorm = false;
   SkipOn skipOn = SkipOn::kAuto;
-  // Not a setting: StepTally's halting rule (--nan-policy stop: 0; skip: 10).
+  GraphMode cudaGraph = GraphMode::kAuto;
+  // Not settings: StepTally's halting rule (--nan-policy stop: 0; skip: 10), and the run's
+  // micro-batches per step (--accumulation-steps: a captured step holds one).
   int64_t maxSkippedInARow = 0;
+  int accumulationSteps = 1;
 
   // The settings of a run's step (learningRate, finetune and precision follow from others).
   template <typename Self, typename V>
@@ -95,6 +100,15 @@ struct StepOptions {
               "(device on a GPU with a fused optimizer and no fp16 loss scaling, else host)",
               {}},
       o.skipOn, skipOnChoices());
+    v(Setting{"cuda_graph",
+              "--cuda-graph",
+              g,
+              "Capture the training step as a CUDA graph per input size and replay it: auto (on "
+              "a GPU when the step allows it: one rank, SGD's fused kernel, the check on the "
+              "device, no fp16 scaling, --sync-bn or accumulation; else eager, the reason "
+              "logged), on (or fail naming the reason), off",
+              {}},
+      o.cudaGraph, graphModes());
     v(Setting{"momentum", "--momentum", g, "Momentum of sgd and rmsprop",
               Range::reals(0, 1, false, /*hiOpen=*/true)},
       o.momentum);
@@ -152,16 +166,29 @@ struct StepOptions {
   }
 };
 
+class StepGraphs;
+
 class TrainStep {
  public:
   // Freezes parameters for finetune, broadcasts rank 0's weights, builds optimizer and reducer.
   TrainStep(models::Model model, StepOptions options, distributed::Communicator& comm);
+  ~TrainStep();
 
   // Train mode (or, for finetune, eval mode but for the recipe's train-mode modules).
   void setTrainingMode();
   // images N x 3 x H x W on the model's device; labels int64 N, or soft targets float N x C
   // (mixup / CutMix: class probabilities, each row summing to 1). Returns the loss (read back).
   double step(const torch::Tensor& images, const torch::Tensor& labels, double lr);
+  // One step of one micro-batch as step() without reading anything back: replayed from a CUDA
+  // graph when --cuda-graph captured the step (StepGraph.h), else begin/backward/finish.
+  StepResult stepAsync(const torch::Tensor& images, const torch::Tensor& labels, double lr);
+  // StepGraphs only: warm-up steps (skipped on the device, not counted), and the learning rate
+  // a captured step reads (float32 0-dim on the device).
+  void setWarmingUp(bool on) { warmingUp_ = on; }
+  torch::Tensor& graphLearningRate() { return graphLr_; }
+  // Whether stepAsync() replays graphs, and why not when it does not ("" when it does).
+  bool capturesSteps() const { return graphs_ != nullptr; }
+  const std::string& whyNotCaptured() const { return whyNotCaptured_; }
   // The StepResult of the last finish() (or step()).
   StepResult lastResult() const { return lastResult_; }
   // With clipGradNorm: the total 2-norm of the (averaged, unscaled) gradients of the last applied
@@ -242,9 +269,8 @@ class TrainStep {
   FinetuneRecipe recipe_;            // finetune only
   std::vector<double> groupScales_;  // the optimizer's groups' learning-rate multipliers
   std::vector<torch::Tensor> buffers_;
-  std::vector<torch::Tensor> params_;  // the trainable ones
-  torch::Tensor top1Correct_;          // int64 scalar on the model's device (undefined: none yet)
-  int64_t top1Count_ = 0;
+  std::vector<torch::Tensor> params_;     // the trainable ones
+  torch::Tensor top1Correct_, top1Seen_;  // int64 scalars on the model's device (undefined: none)
   // Buffers of one dtype and device, copied at begin() into one flat tensor (a few copies per
   // step rather than one per buffer).
   struct BufferGroup {
@@ -261,6 +287,10 @@ class TrainStep {
   torch::Tensor lossNotFinite_;  // bool 0-dim: a micro-batch loss of this rank is not finite
   std::unique_ptr<StepTally> tally_;
   bool deviceSkip_ = false;
+  bool warmingUp_ = false;  // a graph's warm-up step: skipped on the device, not counted
+  std::string whyNotCaptured_;
+  torch::Tensor graphLr_;
+  std::unique_ptr<StepGraphs> graphs_;  // --cuda-graph: the captured steps
 };
 
 }  // namespace fixres::engine

@@ -95,6 +95,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   st.finetune = cfg_.mode == RunMode::kFinetune;
   st.precision = run_.numerics.precision;
   st.maxSkippedInARow = cfg_.nanPolicy == NanPolicy::kSkip ? kMaxSkippedInARow : 0;
+  st.accumulationSteps = cfg_.accumulationSteps;
   step_ = std::make_unique<TrainStep>(model_, st, comm_);
   ScheduleOptions so = cfg_.schedule;
   so.baseLr = scaledLr_;
@@ -185,7 +186,6 @@ int64_t Trainer::startEpoch(data::Loader& loader) {
 
 Trainer::StepOutcome Trainer::trainStep(DevicePrefetcher& batches, double lr, StepTally& tally) {
   const int accumulation = cfg_.accumulationSteps;
-  step_->begin(accumulation);
   for (int got = 0; got < accumulation; ++got) {
     const auto waitStart = Clock::now();
     auto batch = batches.next();
@@ -203,10 +203,14 @@ Trainer::StepOutcome Trainer::trainStep(DevicePrefetcher& batches, double lr, St
       x = mixed.images;
       y = mixed.targets;  // soft targets: float N x classes
     }
+    // The loss and the not-finite check stay on the device (StepTally) until readSteps(); a step
+    // skipped on the host is known now. One micro-batch: a captured graph's replay, if any.
+    if (accumulation == 1)
+      return step_->stepAsync(x, y, lr) == StepResult::kNotFinite ? StepOutcome::kSkippedOnHost
+                                                                  : StepOutcome::kDone;
+    if (got == 0) step_->begin(accumulation);
     step_->backward(x, y, 1.0 / accumulation);
   }
-  // The loss and the not-finite check stay on the device (StepTally) until readSteps(); a step
-  // skipped on the host is known now.
   return step_->finish(lr) == StepResult::kNotFinite ? StepOutcome::kSkippedOnHost
                                                      : StepOutcome::kDone;
 }
