@@ -379,11 +379,23 @@ std::vector<torch::Tensor> stateAfterSteps(OptimizerKind kind, SkipOn skipOn,
     EXPECT_EQ(r == StepResult::kPending, skipOn == SkipOn::kDevice);
   }
   *window = step.takeWindow();
-  auto out = snapshot(model, step);
-  for (auto& group : step.optimizer().param_groups())
-    for (auto& p : group.params())
-      if (auto* s = parameterState(step.optimizer(), p); s && kind == OptimizerKind::kAdamw)
-        out.push_back(torch::tensor(static_cast<torch::optim::AdamWParamState&>(*s).step()));
+  // Parameters, buffers, then each parameter's optimizer state in parameter order (LibTorch's
+  // state map has no order that two models share).
+  std::vector<torch::Tensor> out;
+  for (auto& t : model->parameters()) out.push_back(t.detach().clone());
+  for (auto& t : model->buffers()) out.push_back(t.clone());
+  for (auto& p : model->parameters()) {
+    auto* s = parameterState(step.optimizer(), p);
+    if (!s) continue;
+    if (kind == OptimizerKind::kSgd) {
+      out.push_back(static_cast<torch::optim::SGDParamState&>(*s).momentum_buffer().clone());
+    } else {
+      auto& a = static_cast<torch::optim::AdamWParamState&>(*s);
+      out.push_back(a.exp_avg().clone());
+      out.push_back(a.exp_avg_sq().clone());
+      out.push_back(torch::tensor(a.step()));
+    }
+  }
   return out;
 }
 
