@@ -12,7 +12,9 @@
 #   .venv-torch2/bin/python, or $FIXRES_TORCH2_VENV/bin/python), BENCH_COMPILE=0 (skip the
 #   torch.compile peer), BENCH_COMPILE_REPEATS (3: the compile peer runs in the first N of the
 #   alternating rounds; its first run compiles from an empty inductor cache, the later ones hit
-#   that run's cache).
+#   that run's cache), BENCH_BEFORE (build folders of an earlier commit, e.g. "old/build
+#   old/build-cuda": run in the same alternating rounds, each printed with its ratios as
+#   "(before)" rows, so that a change's before and after come from one run).
 set -euo pipefail
 BUILD=${1:-build}
 CUDA_BUILD=${2:-${CUDA_BUILD_DIR:-build-cuda}}
@@ -74,15 +76,20 @@ cell() {  # cell FILE NA_REASON LOG
   if [ -n "$v" ]; then echo "$v"; else echo "n/a (failed: $(grep -E 'Error|error:' "$3" | tail -1 | cut -c1-120))"; fi
 }
 
+read -r -a BEFORE <<<"${BENCH_BEFORE:-}"
 for cfg in "resnet18 64 32" "resnet50 64 16"; do
   set -- $cfg
   arch=$1 size=$2 batch=$3
   for f in a b p1 p2 c; do : >"$TMP/$f"; : >"$TMP/$f.compile"; : >"$TMP/$f.log"; done
+  for k in "${!BEFORE[@]}"; do : >"$TMP/before$k"; : >"$TMP/before$k.log"; done
   shape=(--arch "$arch" --size "$size" --batch "$batch" --threads "$THREADS" --steps 8)
   ours=(--threads "$THREADS" bench train --cpu --architecture "$arch" --input-size "$size" --batch "$batch" --steps 8)
   for r in $(seq 1 "$REPEATS"); do
     "$FIXRES" "${ours[@]}" 2>>"$TMP/a.log" | num >>"$TMP/a" || true
     if [ -z "$NA_B2" ]; then "$FIXRES2" "${ours[@]}" 2>>"$TMP/b.log" | num >>"$TMP/b" || true; fi
+    for k in "${!BEFORE[@]}"; do
+      "${BEFORE[$k]}/bin/fixres" "${ours[@]}" 2>>"$TMP/before$k.log" | num >>"$TMP/before$k" || true
+    done
     if [ -z "$NA_P1" ]; then peer "$TMP/p1" "$TMP/p1.log" "$PY" "${shape[@]}"; fi
     if [ -z "$NA_P2" ]; then peer "$TMP/p2" "$TMP/p2.log" "$PY2" "${shape[@]}"; fi
     if [ -z "$NA_C" ] && [ "$r" -le "$COMPILE_REPEATS" ]; then
@@ -97,6 +104,11 @@ for cfg in "resnet18 64 32" "resnet50 64 16"; do
   echo "| $arch | $size | $batch | $a | $b | $p1 | $p2 | $c | $ct |" >>"$TMP/table"
   echo "| $arch | fixres on $V1 | $(ratio "$a" "$p1") | $(ratio "$a" "$p2") | $(ratio "$a" "$c") |" >>"$TMP/ratios"
   echo "| $arch | fixres on ${V2:-2.x} | $(ratio "$b" "$p1") | $(ratio "$b" "$p2") | $(ratio "$b" "$c") |" >>"$TMP/ratios"
+  for k in "${!BEFORE[@]}"; do
+    v=$(cell "$TMP/before$k" "" "$TMP/before$k.log")
+    label="fixres on $(libtorch "${BEFORE[$k]}/bin/fixres") (before: ${BEFORE[$k]}, $v img/s; after: $([ "$k" = 0 ] && echo "$a" || echo "$b"))"
+    echo "| $arch | $label | $(ratio "$v" "$p1") | $(ratio "$v" "$p2") | $(ratio "$v" "$c") |" >>"$TMP/ratios"
+  done
 done
 T1=${PV1:-1.13}; T2=${PV2:-2.x}
 echo "| model | size | batch | fixres on $V1 | fixres on ${V2:-2.x} | PyTorch $T1 eager | PyTorch $T2 eager | PyTorch $T2 torch.compile | compile + first step |"

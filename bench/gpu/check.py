@@ -9,6 +9,10 @@
   check.py finetune BEFORE.pth AFTER_CHECKPOINT.pth
       a FixRes fine-tuning run changed the classifier and the last BatchNorm's running
       statistics, and nothing else (every other tensor bitwise equal).
+  check.py graph BEFORE.pth EAGER_CHECKPOINT.pth GRAPH_CHECKPOINT.pth
+      the same fine-tuning with the step eager and captured as a CUDA graph: the classifier's
+      change (after - before) agrees within the bf16 tolerance of `logits` (relative L2 < 0.05),
+      and the last BatchNorm's statistics too.
 Each check prints one line and exits 1 when it fails.
 """
 import sys
@@ -57,5 +61,20 @@ def finetune(before, after):
     sys.exit(0 if ok else 1)
 
 
+def graph(before, eager, captured):
+    sd0 = torch.load(before, map_location="cpu")
+    a = torch.load(eager, map_location="cpu")["model"]
+    b = torch.load(captured, map_location="cpu")["model"]
+    worst = {}
+    for k in ("fc.weight", "fc.bias", "layer4.2.bn3.running_mean", "layer4.2.bn3.running_var"):
+        da, db = a[k].double() - sd0[k].double(), b[k].double() - sd0[k].double()
+        worst[k] = float((da - db).norm() / da.norm().clamp_min(1e-12))
+    ok = all(v < 0.05 for v in worst.values())
+    print("graph: captured vs eager fine-tuning, relative L2 of each change: " +
+          ", ".join(f"{k} {v:.4f}" for k, v in worst.items()) + f" (< 0.05): {'ok' if ok else 'FAIL'}")
+    sys.exit(0 if ok else 1)
+
+
 if __name__ == "__main__":
-    {"weights": weights, "logits": logits, "finetune": finetune}[sys.argv[1]](*sys.argv[2:])
+    {"weights": weights, "logits": logits, "finetune": finetune,
+     "graph": graph}[sys.argv[1]](*sys.argv[2:])

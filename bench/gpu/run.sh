@@ -39,6 +39,10 @@ NUMERICS=(--precision bf16 --memory-format channels-last)
 TRAIN_NUMERICS=(--precision bf16 --memory-format channels-last)
 PEER_DEV=(--bf16 --channels-last)
 if [ "$QUICK" = 1 ]; then STEPS=6; IMAGES=2048; E2E_STEPS=6; else STEPS=30; IMAGES=20480; E2E_STEPS=40; fi
+# torch.compile modes of the peer (GPU_COMPILE_MODES="" for none; add max-autotune-no-cudagraphs
+# when the lease allows: minutes of autotuning per size).
+COMPILE_MODES=${GPU_COMPILE_MODES-default}
+[ "$QUICK" = 1 ] && COMPILE_MODES=${GPU_COMPILE_MODES-}
 if [ "$SMOKE" = 1 ]; then
   TRAIN_SIZES="64"; EVAL_SIZES="64"; BATCH=4; E2E_SIZE=64; STEPS=1; IMAGES=64; E2E_STEPS=2
   NUMERICS=(--precision fp32 --memory-format contiguous)
@@ -87,38 +91,62 @@ rm -rf "$OUT/ft"
   --input-size "$CHECK_SIZE" --batch 16 --workers 8 --epochs 1 --iteration-cap 3 --eval-every 1 \
   --shared-folder-path "$OUT/ft" --job-id ft >/dev/null
 "$PY" "$ROOT/bench/gpu/check.py" finetune "$OUT/r50.pth" "$OUT/ft/finetune/ft/checkpoint.pth"
+# The captured step against the eager one: the same fine-tuning, --cuda-graph on and off (no GPU:
+# eager twice, the check's path only).
+G_ON=on; [ "$SMOKE" = 1 ] && G_ON=off
+for g in on off; do
+  rm -rf "$OUT/ft_$g"
+  mode=$g; [ $g = on ] && mode=$G_ON
+  "$FIXRES" -q finetune --imnet-path "$DATA" --architecture resnet50 --weight-path "$OUT/r50.pth" \
+    --input-size "$CHECK_SIZE" --batch 16 --workers 8 --epochs 1 --iteration-cap 3 --eval-every 100 \
+    "${TRAIN_NUMERICS[@]}" --cuda-graph $mode \
+    --shared-folder-path "$OUT/ft_$g" --job-id ft >"$OUT/ft_$g.log" 2>&1 || { tail "$OUT/ft_$g.log"; exit 1; }
+done
+"$PY" "$ROOT/bench/gpu/check.py" graph "$OUT/r50.pth" "$OUT/ft_off/finetune/ft/checkpoint.pth" \
+  "$OUT/ft_on/finetune/ft/checkpoint.pth"
 
 # ---- 4. model-only throughput, ours and the peer in the same run -------------------------------
 log "model-only benchmarks (ResNet-50, batch $BATCH, ${NUMERICS[*]})"
 declare -A OURS
 for r in $TRAIN_SIZES; do
-  OURS[train_$r]=$("$FIXRES" -q bench train --architecture resnet50 --batch "$BATCH" --input-size "$r" \
-    "${TRAIN_NUMERICS[@]}" --steps "$STEPS" --warmup 2 | tail -1 | awk '{print $1}')
+  for g in off on; do
+    [ "$SMOKE" = 1 ] && [ $g = on ] && { OURS[train_${g}_$r]="n/a"; continue; }
+    OURS[train_${g}_$r]=$("$FIXRES" -q bench train --architecture resnet50 --batch "$BATCH" --input-size "$r" \
+      "${TRAIN_NUMERICS[@]}" --cuda-graph $g --steps "$STEPS" --warmup 2 | tail -1 | awk '{print $1}')
+  done
 done
 for r in $EVAL_SIZES; do
   OURS[eval_$r]=$("$FIXRES" -q bench eval --architecture resnet50 --batch "$BATCH" --input-size "$r" \
     "${NUMERICS[@]}" --steps "$STEPS" --warmup 2 | tail -1 | awk '{print $1}')
 done
 if [ "$SMOKE" = 0 ]; then
-  log "peer: PyTorch eager (bench/peers/gpu_resnet50_peer.py)"
-  "$PY" "$PEERS/gpu_resnet50_peer.py" "$OUT/peer.json" >"$OUT/peer.log" 2>&1 || { tail "$OUT/peer.log"; exit 1; }
+  log "peer: PyTorch eager and torch.compile (bench/peers/gpu_resnet50_peer.py, compile modes: $COMPILE_MODES)"
+  PEER_COMPILE="$COMPILE_MODES" "$PY" "$PEERS/gpu_resnet50_peer.py" "$OUT/peer.json" >"$OUT/peer.log" 2>&1 ||
+    { tail "$OUT/peer.log"; exit 1; }
 fi
 peer() {
   if [ -s "$OUT/peer.json" ] && [ "$SMOKE" = 0 ]; then
-    "$PY" -c "import json; print(round(json.load(open('$OUT/peer.json'))['$1'], 1))"
+    "$PY" -c "import json; v = json.load(open('$OUT/peer.json')).get('$1'); print(round(v, 1) if v else 'n/a')"
   else
     echo "n/a"
   fi
 }
 echo
-echo "| ResNet-50, batch $BATCH, ${NUMERICS[*]} | fixres img/s | PyTorch img/s | ratio |"
-echo "|---|---|---|---|"
+echo "| ResNet-50, batch $BATCH, ${NUMERICS[*]} | fixres eager img/s | fixres graph img/s | PyTorch eager img/s | torch.compile img/s | eager / PyTorch | graph / PyTorch | graph / compile |"
+echo "|---|---|---|---|---|---|---|---|"
 for r in $TRAIN_SIZES; do
-  p=$(peer "train_bf16_cl_$r"); echo "| train $r | ${OURS[train_$r]} | $p | $(ratio "${OURS[train_$r]}" "$p") |"
+  p=$(peer "train_bf16_cl_$r"); c=$(peer "train_bf16_cl_compile_default_$r")
+  e=${OURS[train_off_$r]}; g=${OURS[train_on_$r]}
+  echo "| train $r | $e | $g | $p | $c | $(ratio "$e" "$p") | $(ratio "$g" "$p") | $(ratio "$g" "$c") |"
 done
 for r in $EVAL_SIZES; do
-  p=$(peer "eval_bf16_cl_$r"); echo "| eval $r | ${OURS[eval_$r]} | $p | $(ratio "${OURS[eval_$r]}" "$p") |"
+  p=$(peer "eval_bf16_cl_$r"); echo "| eval $r | ${OURS[eval_$r]} | | $p | | $(ratio "${OURS[eval_$r]}" "$p") | | |"
 done
+if [[ "$COMPILE_MODES" == *max-autotune* ]]; then
+  for r in $TRAIN_SIZES; do
+    echo "torch.compile max-autotune-no-cudagraphs, train $r: $(peer "train_bf16_cl_compile_max-autotune-no-cudagraphs_$r") img/s"
+  done
+fi
 
 # ---- 5. end to end from JPEGs: `full` at 224, the trainer vs DataLoader + PIL workers ---------
 log "end to end: $IMAGES JPEGs, full transform at $E2E_SIZE, batch $BATCH"
@@ -135,14 +163,14 @@ rm -rf "$OUT/e2e"
 E2E_EPOCHS=$(((E2E_STEPS + 10) * BATCH / IMAGES + 1))
 "$FIXRES" -q train --imnet-path "$DATA" --architecture resnet50 --input-size "$E2E_SIZE" --batch "$BATCH" \
   --workers "$NPROC" --transform full --sampler distributed --epochs "$E2E_EPOCHS" --eval-every 100 \
-  "${NUMERICS[@]}" --stop-after-steps $((E2E_STEPS + 10)) --log-every 1 \
+  "${NUMERICS[@]}" --stop-after-steps $((E2E_STEPS + 10)) --log-every 5 \
   --shared-folder-path "$OUT/e2e" --job-id e2e >"$OUT/e2e.log" 2>&1 &
 OPID=$!
 wait $OPID || { tail "$OUT/e2e.log"; stop_smi; exit 1; }
 ours_e2e=$("$PY" -c "
 import json, statistics
 rows = [json.loads(l) for l in open('$OUT/e2e/train/e2e/metrics.jsonl')]
-v = [r['images_per_s'] for r in rows if 'images_per_s' in r and r.get('step', 0) > 10]
+v = [r['images_per_s'] for r in rows if 'images_per_s' in r and r.get('step', 0) > 10] or [r['images_per_s'] for r in rows if 'images_per_s' in r]
 print(round(statistics.median(v), 1))")
 mem() { awk -F', ' -v p="$1" '$1==p && $2>m {m=$2} END{if (m) print m; else print "n/a"}' "$MEM"; }
 ours_mem=$(mem $OPID)
@@ -156,7 +184,7 @@ peer_mem=$(mem $PEER_PID)
 echo
 echo "| end to end, full at $E2E_SIZE, batch $BATCH | img/s | vs model-only train $E2E_SIZE | GPU memory (nvidia-smi peak, MiB) |"
 echo "|---|---|---|---|"
-ref=${OURS[train_$E2E_SIZE]:-0}
+ref=${OURS[train_off_$E2E_SIZE]:-0}
 echo "| fixres train | $ours_e2e | $(ratio "$ours_e2e" "$ref") | $ours_mem |"
 echo "| PyTorch DataLoader + PIL ($NPROC workers) | $peer_e2e | | $peer_mem |"
 echo "ratio fixres / peer, end to end: $(ratio "$ours_e2e" "$peer_e2e")"

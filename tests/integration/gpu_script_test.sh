@@ -10,8 +10,9 @@ run env PYTHON="$PY" OUT="$WORK/gpu" bash "$SRC/bench/gpu/run.sh" --cpu-smoke "$
 expect_code 0
 expect_out "^logits: GPU bf16 channels-last vs CPU fp32 on 32 images: .*: ok$"
 expect_out "^finetune: changed .*'fc.weight'.*'layer4.2.bn3.running_mean'.*: \[\]: ok$"
-expect_out "^\| train 64 \| [0-9.]+ \| n/a \| n/a \|$"
-expect_out "^\| eval 64 \| [0-9.]+ \| n/a \| n/a \|$"
+expect_out "^graph: captured vs eager fine-tuning, relative L2 of each change: fc.weight 0.0000, .*: ok$"
+expect_out "^\| train 64 \| [0-9.]+ \| n/a \| n/a \| n/a \| n/a \| n/a \| n/a \|$"
+expect_out "^\| eval 64 \| [0-9.]+ \| \| n/a \| \| n/a \| \| \|$"
 expect_out "^\| fixres train \| [0-9.]+ \| [0-9.]+ \| n/a \|$"
 expect_out "^\| PyTorch DataLoader \+ PIL \([0-9]+ workers\) \| [0-9.]+ \| \| n/a \|$"
 expect_out "^ratio fixres / peer, end to end: [0-9.]+$"
