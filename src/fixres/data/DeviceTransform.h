@@ -1,0 +1,40 @@
+// The transforms of --decode-on gpu, split where the GPU takes over: the CPU still draws each
+// sample's random choices exactly as image::Transform does (the same seed gives the same crop and
+// flip), and the device then crops the decoded image, resizes it (bilinear, antialiased: the
+// tensor form of torchvision's Resize and RandomResizedCrop, rounded to uint8 as they round), flips
+// and normalises it. The kinds a GPU path serves: torch (RandomResizedCrop + flip) and val
+// (resize + center crop). PIL-exact is the CPU path's promise, not this one's: the difference
+// is measured by tests/unit/data/DeviceTransformTest.cpp.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "fixres/image/Image.h"
+#include "fixres/image/Transform.h"
+
+namespace fixres::data {
+
+// One sample's plan, in the decoded image's pixels.
+struct DevicePlan {
+  image::Rect crop;     // train: the crop to resize to size x size
+  int resizeWidth = 0;  // val: the whole image resized to this, then ...
+  int resizeHeight = 0;
+  image::Rect centerCrop;  // ... this size x size window of it (zeros outside)
+  bool flip = false;
+  int size = 0;
+};
+
+// Whether `o` has a device path (torch or val, bilinear, no colour jitter, policy or erasing):
+// "" when it has, else why not.
+std::string whyNoDevicePath(const image::TransformOptions& o);
+// The plan of `o` for an image of width x height with the sample's `seed` (as Transform::apply).
+// UsageError when whyNoDevicePath(o) is not "".
+DevicePlan planDeviceSample(const image::TransformOptions& o, int width, int height, uint64_t seed);
+// uint8 3 x H x W (on any device) through `plan`: float32 3 x size x size, normalised with
+// o.mean and o.std, on the same device.
+torch::Tensor applyDevicePlan(const torch::Tensor& decoded, const DevicePlan& plan,
+                              const image::TransformOptions& o);
+
+}  // namespace fixres::data
