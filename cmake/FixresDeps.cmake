@@ -105,6 +105,20 @@ if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
   set(FIXRES_WITH_CUDA ON)
   target_compile_definitions(fixres_deps INTERFACE FIXRES_WITH_CUDA=1)
   message(STATUS "fixres: CUDA LibTorch found, GPU paths enabled")
+  # nvJPEG (--decode-on gpu): the nvidia-nvjpeg wheel beside this PyTorch (requirements-torch2.txt),
+  # else the CUDA toolkit's.
+  find_path(FIXRES_NVJPEG_INCLUDE nvjpeg.h
+            HINTS "${TORCH_INSTALL_PREFIX}/../nvidia/cu13/include" /usr/local/cuda/include)
+  find_library(FIXRES_NVJPEG_LIBRARY NAMES nvjpeg libnvjpeg.so.13
+               HINTS "${TORCH_INSTALL_PREFIX}/../nvidia/cu13/lib" /usr/local/cuda/lib64)
+  if(FIXRES_NVJPEG_INCLUDE AND FIXRES_NVJPEG_LIBRARY)
+    target_include_directories(fixres_deps SYSTEM INTERFACE "${FIXRES_NVJPEG_INCLUDE}")
+    target_link_libraries(fixres_deps INTERFACE "${FIXRES_NVJPEG_LIBRARY}")
+    target_compile_definitions(fixres_deps INTERFACE FIXRES_WITH_NVJPEG=1)
+    message(STATUS "fixres: nvJPEG at ${FIXRES_NVJPEG_LIBRARY}")
+  else()
+    message(STATUS "fixres: no nvJPEG (nvjpeg.h, libnvjpeg): --decode-on gpu left out")
+  endif()
 else()
   set(FIXRES_WITH_CUDA OFF)
   if(FIXRES_REQUIRE_CUDA)

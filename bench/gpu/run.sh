@@ -188,4 +188,20 @@ ref=${OURS[train_off_$E2E_SIZE]:-0}
 echo "| fixres train | $ours_e2e | $(ratio "$ours_e2e" "$ref") | $ours_mem |"
 echo "| PyTorch DataLoader + PIL ($NPROC workers) | $peer_e2e | | $peer_mem |"
 echo "ratio fixres / peer, end to end: $(ratio "$ours_e2e" "$peer_e2e")"
+
+# ---- 6. decoding: the CPU loader's workers against nvJPEG + the device transforms -------------
+log "decoding: RandomResizedCrop + flip at $E2E_SIZE from JPEGs, CPU workers and GPU"
+dec() {  # dec ARGS...: img/s, or n/a with the reason
+  local v
+  v=$("$FIXRES" -q bench data --dataset-path "$DATA/train" --kind torch --input-size "$E2E_SIZE" \
+    --batch "$BATCH" --seconds $((SMOKE ? 0 : 5)) "$@" 2>"$OUT/dec.err" | tail -1 | awk '{print $1}')
+  if [ -n "$v" ]; then echo "$v"; else echo "n/a ($(tail -1 "$OUT/dec.err" | cut -c1-100))"; fi
+}
+cpu_dec=$(dec --workers "$NPROC" --uint8)
+gpu_dec=$(dec --decode-on gpu)
+echo
+echo "| decode + RandomResizedCrop + flip at $E2E_SIZE | img/s | vs model-only train $E2E_SIZE |"
+echo "|---|---|---|"
+echo "| CPU loader, $NPROC workers | $cpu_dec | $(ratio "$cpu_dec" "$ref") |"
+echo "| nvJPEG + device transforms | $gpu_dec | $(ratio "$gpu_dec" "$ref") |"
 log "done; logs in $OUT"

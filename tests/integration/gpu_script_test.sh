@@ -16,6 +16,8 @@ expect_out "^\| eval 64 \| [0-9.]+ \| \| n/a \| \| n/a \| \| \|$"
 expect_out "^\| fixres train \| [0-9.]+ \| [0-9.]+ \| n/a \|$"
 expect_out "^\| PyTorch DataLoader \+ PIL \([0-9]+ workers\) \| [0-9.]+ \| \| n/a \|$"
 expect_out "^ratio fixres / peer, end to end: [0-9.]+$"
+expect_out "^\| CPU loader, [0-9]+ workers \| [0-9.]+ \| [0-9.]+ \|$"
+expect_out "^\| nvJPEG \+ device transforms \| n/a \(fixres: error: --decode-on gpu: the run is on the CPU\) \| n/a \|$"
 # A wrong flag is refused before anything runs.
 run bash "$SRC/bench/gpu/run.sh" --no-such-flag
 expect_code 2; expect_err "unknown argument '--no-such-flag'"

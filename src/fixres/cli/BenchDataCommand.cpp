@@ -1,4 +1,6 @@
 // `fixres bench data`: throughput of the data pipeline (decode + transform + collate).
+#include <torch/cuda.h>
+
 #include <cstdio>
 
 #include "fixres/cli/Command.h"
@@ -35,8 +37,20 @@ void addBenchDataSubcommand(CLI::App& bench, std::function<int()>& action) {
   sub->add_flag("--uint8", o->uint8Output, "uint8 output (normalisation left to the GPU)");
   sub->add_flag("!--no-cropped-decode", o->croppedDecode,
                 "Decode whole JPEGs for RandomResizedCrop instead of the crop region");
-  sub->callback([o, cpuTime, memory, &action]() {
-    action = [o, cpuTime, memory]() {
+  auto decodeOn = std::make_shared<std::string>("cpu");
+  sub->add_option("--decode-on", *decodeOn,
+                  "cpu (the loader's worker threads) or gpu (nvJPEG batches and the device "
+                  "transforms, kinds torch and val, on the first GPU; the CUDA build)")
+      ->check(CLI::IsMember({"cpu", "gpu"}))
+      ->capture_default_str();
+  sub->callback([o, cpuTime, memory, decodeOn, &action]() {
+    action = [o, cpuTime, memory, decodeOn]() {
+      if (*decodeOn == "gpu") {
+        const torch::Device device =
+            torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::kCPU;
+        std::printf("%.1f img/s\n", data::benchGpuDecode(*o, device));
+        return 0;
+      }
       double cpuRate = 0.0;
       data::BenchMemory mem;
       const double rate = data::benchData(*o, &cpuRate, &mem);

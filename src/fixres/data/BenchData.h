@@ -2,6 +2,8 @@
 // folder (files cached in memory unless fromDisk), in images per second.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <string>
 
@@ -38,5 +40,9 @@ struct BenchMemory {
 // in the training order (makeShardSampler, one rank). DataError for a bad folder.
 double benchData(const BenchDataOptions& options, double* cpuRate = nullptr,
                  BenchMemory* memory = nullptr);
+// --decode-on gpu (GpuDecodeBench.cpp): the folder's files read once into memory, then whole
+// passes of nvJPEG batch decoding and the device transforms (kinds torch and val) on `device`,
+// in images per second. UsageError without a GPU, without nvJPEG, or for another kind.
+double benchGpuDecode(const BenchDataOptions& options, const torch::Device& device);
 
 }  // namespace fixres::data

@@ -32,13 +32,17 @@ bool allFinite(const std::vector<torch::Tensor>& tensors) {
 }
 
 // Whether any (defined) gradient holds a NaN or an infinity, as a bool 0-dim tensor on their
-// device: the largest magnitude of each (one multi-tensor kernel on a GPU) is finite exactly when
-// all its elements are, and it cannot overflow as a sum can.
+// device. On a GPU: the largest magnitude of each, one multi-tensor kernel, finite exactly when
+// all its elements are (and it cannot overflow as a sum can), read by nobody until the tally's
+// read. On the CPU, where reading costs nothing, allFinite's one summing pass (the infinity norm
+// costs LibTorch's CPU twice a sum's time).
 torch::Tensor anyNotFinite(const std::vector<torch::Tensor>& grads) {
   std::vector<torch::Tensor> defined;
   for (const auto& g : grads)
     if (g.defined()) defined.push_back(g);
   if (defined.empty()) return torch::zeros({}, torch::kBool);
+  if (defined[0].device().is_cpu())
+    return torch::full({}, !allFinite(defined), torch::TensorOptions().dtype(torch::kBool));
   return torch::isfinite(torch::stack(at::_foreach_norm(defined, INFINITY))).all().logical_not();
 }
 

@@ -1,0 +1,71 @@
+// `fixres bench data --decode-on gpu`: nvJPEG's batched decode and the device transforms
+// (DeviceTransform.h) over a JPEG folder held in memory, in images per second.
+#include <chrono>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
+#include "fixres/data/BenchData.h"
+#include "fixres/data/Dataset.h"
+#include "fixres/data/DeviceTransform.h"
+#include "fixres/data/GpuJpeg.h"
+
+#ifdef FIXRES_WITH_CUDA
+#include <torch/cuda.h>
+#endif
+
+namespace fixres::data {
+
+double benchGpuDecode(const BenchDataOptions& o, const torch::Device& device) {
+  FIXRES_CHECK(o.batchSize >= 1, UsageError, "--batch must be >= 1, got ", o.batchSize);
+  image::TransformOptions t;
+  t.kind = o.kind;
+  t.inputSize = o.inputSize;
+  const std::string why = whyNoDevicePath(t);
+  FIXRES_CHECK(why.empty(), UsageError, "--decode-on gpu: ", why);
+  GpuJpegDecoder decoder(device);  // UsageError without a GPU or nvJPEG
+  const auto dataset = openDataset(o.datasetPath, {});
+  std::vector<RawSample> samples;
+  for (size_t i = 0; i < dataset->size(); ++i) samples.push_back(dataset->fetch(i));
+  auto pass = [&](int64_t passIndex) {
+    for (size_t b = 0; b < samples.size(); b += static_cast<size_t>(o.batchSize)) {
+      std::vector<const std::vector<uint8_t>*> files;
+      std::vector<std::string> names;
+      for (size_t i = b; i < std::min(samples.size(), b + o.batchSize); ++i) {
+        FIXRES_CHECK(samples[i].bytes, DataError, samples[i].name, ": not an encoded image");
+        files.push_back(samples[i].bytes.get());
+        names.push_back(samples[i].name);
+      }
+      const auto decoded = decoder.decode(files, names);
+      std::vector<torch::Tensor> out;
+      for (size_t k = 0; k < decoded.size(); ++k) {
+        const auto seed = static_cast<uint64_t>(passIndex) * samples.size() + b + k;
+        const auto plan = planDeviceSample(t, static_cast<int>(decoded[k].size(2)),
+                                           static_cast<int>(decoded[k].size(1)), seed);
+        out.push_back(applyDevicePlan(decoded[k], plan, t));
+      }
+      (void)torch::stack(out);
+    }
+  };
+  auto sync = [&] {
+#ifdef FIXRES_WITH_CUDA
+    torch::cuda::synchronize();
+#endif
+  };
+  pass(0);  // warm-up: nvJPEG's buffers, the kernels
+  sync();
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  int64_t images = 0, passes = 0;
+  double seconds = 0;
+  do {
+    pass(++passes);
+    sync();
+    images += static_cast<int64_t>(samples.size());
+    seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (seconds < o.minSeconds);
+  log::info("bench data --decode-on gpu: ", images, " images in ", seconds, " s (", passes,
+            " passes, kind ", image::transformKindName(o.kind), ", size ", o.inputSize, ")");
+  return static_cast<double>(images) / seconds;
+}
+
+}  // namespace fixres::data
