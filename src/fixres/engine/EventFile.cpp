@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -176,6 +177,10 @@ std::string EventFile::restartEvent(double wallTime, int64_t step) {
 void EventFile::writeRecord(const std::string& data) {
   // TensorBoard stops reading a file at a broken record: keep whole records only.
   appendWhole(fd_, path_, frameRecord(data), "record");
+}
+
+double eventWallTimeNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace fixres::engine

@@ -29,6 +29,9 @@ struct Scalar {
   double value = 0;  // written as a float (simple_value)
 };
 
+// Seconds since the Unix epoch now: the wall time of an event.
+double eventWallTimeNow();
+
 class EventFile {
  public:
   // The name TensorBoard looks for: <folder>/events.out.tfevents.<unix seconds>.<hostname>, with

@@ -16,11 +16,6 @@
 namespace fixres::engine {
 namespace {
 
-// Seconds since the Unix epoch, the wall time of TensorBoard events.
-double eventWallTime() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 std::string signalName(int signal) {
   switch (signal) {
     case SIGTERM:
@@ -86,7 +81,7 @@ void Trainer::startRunFolder(bool resumed) {
     if (resumed) at = MetricsLog::Position{state_.globalStep, state_.epoch};
     metrics_ = std::make_unique<MetricsLog>(cfg_.runDir + "/metrics.jsonl", at);
     if (cfg_.tensorboard) {
-      const double now = eventWallTime();
+      const double now = eventWallTimeNow();
       events_ = std::make_unique<EventFile>(EventFile::newPath(cfg_.runDir, now), now);
       // TensorBoard drops the older files' points from the restart step on: those of steps past
       // the checkpoint, written before the run stopped.

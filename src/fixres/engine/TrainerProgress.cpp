@@ -14,11 +14,6 @@
 namespace fixres::engine {
 namespace {
 
-// Seconds since the Unix epoch, the wall time of TensorBoard events.
-double progressWallTime() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 std::string nonFiniteWhat(NonFinite kind) {
   switch (kind) {
     case NonFinite::kNanLoss:
@@ -103,7 +98,7 @@ void Trainer::reportProgress(int64_t iterations, double lr, double epochSeconds,
 
 void Trainer::appendMetrics(const nlohmann::json& line) {
   if (metrics_) metrics_->append(line);
-  if (events_) events_->appendRecord(line, progressWallTime());
+  if (events_) events_->appendRecord(line, eventWallTimeNow());
 }
 
 void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double ips,
