@@ -86,7 +86,8 @@ struct StepGraphs::Impl {
       for (int i = 0; i < kWarmupSteps; ++i) oneStep(*e);
       step.setWarmingUp(false);
       torch::cuda::synchronize();
-      e->graph.capture_begin(pool);
+      // Thread-local capture: the loader's threads may call CUDA (pinned memory) meanwhile.
+      e->graph.capture_begin(pool, cudaStreamCaptureModeThreadLocal);
       oneStep(*e);
       e->graph.capture_end();
       at::autocast::set_autocast_cache_enabled(cache);
