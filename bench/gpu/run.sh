@@ -83,13 +83,24 @@ for dev in cpu gpu; do
   flags=(--precision bf16 --memory-format channels-last)  # the GPU path (the CPU in a smoke run)
   [ "$dev" = cpu ] && flags=(--cpu --precision fp32 --memory-format contiguous)
   "$FIXRES" -q extract --dataset-path "$DATA/val" --architecture resnet50 --weight-path "$OUT/r50.pth" \
-    --input-size "$CHECK_SIZE" --batch 16 --workers 8 --save-path "$OUT/extract_$dev" "${flags[@]}" >/dev/null
+    --input-size "$CHECK_SIZE" --batch 16 --workers 8 --save-path "$OUT/extract_$dev" "${flags[@]}" \
+    --decode-on cpu >/dev/null
 done
 "$PY" "$ROOT/bench/gpu/check.py" logits "$OUT/extract_cpu" "$OUT/extract_gpu" resnet50
+# The same images decoded by nvJPEG and transformed on the GPU (--decode-on gpu): against the CPU
+# run too. Not fatal: a failure prints its line and the rest of the round still runs.
+if "$FIXRES" -q extract --dataset-path "$DATA/val" --architecture resnet50 --weight-path "$OUT/r50.pth" \
+  --input-size "$CHECK_SIZE" --batch 16 --workers 8 --save-path "$OUT/extract_nvjpeg" \
+  --precision bf16 --memory-format channels-last --decode-on gpu >"$OUT/extract_nvjpeg.log" 2>&1; then
+  "$PY" "$ROOT/bench/gpu/check.py" logits "$OUT/extract_cpu" "$OUT/extract_nvjpeg" resnet50 |
+    sed 's/^logits:/logits (--decode-on gpu):/' || true
+else
+  echo "logits (--decode-on gpu): n/a ($(tail -1 "$OUT/extract_nvjpeg.log" | cut -c1-100))"
+fi
 rm -rf "$OUT/ft"
 "$FIXRES" -q finetune --imnet-path "$DATA" --architecture resnet50 --weight-path "$OUT/r50.pth" \
   --input-size "$CHECK_SIZE" --batch 16 --workers 8 --epochs 1 --iteration-cap 3 --eval-every 1 \
-  --shared-folder-path "$OUT/ft" --job-id ft >/dev/null
+  --decode-on cpu --shared-folder-path "$OUT/ft" --job-id ft >/dev/null
 "$PY" "$ROOT/bench/gpu/check.py" finetune "$OUT/r50.pth" "$OUT/ft/finetune/ft/checkpoint.pth"
 # The captured step against the eager one: the same fine-tuning, --cuda-graph on and off (no GPU:
 # eager twice, the check's path only).
@@ -99,7 +110,7 @@ for g in on off; do
   mode=$g; [ $g = on ] && mode=$G_ON
   "$FIXRES" -q finetune --imnet-path "$DATA" --architecture resnet50 --weight-path "$OUT/r50.pth" \
     --input-size "$CHECK_SIZE" --batch 16 --workers 8 --epochs 1 --iteration-cap 3 --eval-every 100 \
-    "${TRAIN_NUMERICS[@]}" --cuda-graph $mode \
+    "${TRAIN_NUMERICS[@]}" --cuda-graph $mode --decode-on cpu \
     --shared-folder-path "$OUT/ft_$g" --job-id ft >"$OUT/ft_$g.log" 2>&1 || { tail "$OUT/ft_$g.log"; exit 1; }
 done
 "$PY" "$ROOT/bench/gpu/check.py" graph "$OUT/r50.pth" "$OUT/ft_off/finetune/ft/checkpoint.pth" \
@@ -163,7 +174,7 @@ rm -rf "$OUT/e2e"
 E2E_EPOCHS=$(((E2E_STEPS + 10) * BATCH / IMAGES + 1))
 "$FIXRES" -q train --imnet-path "$DATA" --architecture resnet50 --input-size "$E2E_SIZE" --batch "$BATCH" \
   --workers "$NPROC" --transform full --sampler distributed --epochs "$E2E_EPOCHS" --eval-every 100 \
-  "${NUMERICS[@]}" --stop-after-steps $((E2E_STEPS + 10)) --log-every 5 \
+  "${NUMERICS[@]}" --stop-after-steps $((E2E_STEPS + 10)) --log-every 5 --decode-on cpu \
   --shared-folder-path "$OUT/e2e" --job-id e2e >"$OUT/e2e.log" 2>&1 &
 OPID=$!
 wait $OPID || { tail "$OUT/e2e.log"; stop_smi; exit 1; }
@@ -204,4 +215,28 @@ echo "| decode + RandomResizedCrop + flip at $E2E_SIZE | img/s | vs model-only t
 echo "|---|---|---|"
 echo "| CPU loader, $NPROC workers | $cpu_dec | $(ratio "$cpu_dec" "$ref") |"
 echo "| nvJPEG + device transforms | $gpu_dec | $(ratio "$gpu_dec" "$ref") |"
+
+# ---- 7. end to end with GPU decoding: the trainer, transform torch (RandomResizedCrop + flip) --
+e2e_rate() {  # e2e_rate DECODE: the trainer's median img/s, or n/a with the reason
+  rm -rf "$OUT/e2e_$1"
+  if "$FIXRES" -q train --imnet-path "$DATA" --architecture resnet50 --input-size "$E2E_SIZE" \
+    --batch "$BATCH" --workers "$NPROC" --transform torch --sampler distributed --epochs "$E2E_EPOCHS" \
+    --eval-every 100 "${NUMERICS[@]}" --stop-after-steps $((E2E_STEPS + 10)) --log-every 5 \
+    --decode-on "$1" --shared-folder-path "$OUT/e2e_$1" --job-id e2e >"$OUT/e2e_$1.log" 2>&1; then
+    "$PY" -c "
+import json, statistics
+rows = [json.loads(l) for l in open('$OUT/e2e_$1/train/e2e/metrics.jsonl')]
+v = [r['images_per_s'] for r in rows if 'images_per_s' in r and r.get('step', 0) > 10] or [r['images_per_s'] for r in rows if 'images_per_s' in r]
+print(round(statistics.median(v), 1))"
+  else
+    echo "n/a ($(tail -1 "$OUT/e2e_$1.log" | cut -c1-100))"
+  fi
+}
+e2e_cpu=$(e2e_rate cpu)
+e2e_gpu=$(e2e_rate gpu)
+echo
+echo "| end to end, torch at $E2E_SIZE, batch $BATCH | img/s | vs model-only train $E2E_SIZE |"
+echo "|---|---|---|"
+echo "| fixres train, CPU decoding ($NPROC workers) | $e2e_cpu | $(ratio "$e2e_cpu" "$ref") |"
+echo "| fixres train, --decode-on gpu | $e2e_gpu | $(ratio "$e2e_gpu" "$ref") |"
 log "done; logs in $OUT"

@@ -17,6 +17,9 @@ expect_out "^\| fixres train \| [0-9.]+ \| [0-9.]+ \| n/a \|$"
 expect_out "^\| PyTorch DataLoader \+ PIL \([0-9]+ workers\) \| [0-9.]+ \| \| n/a \|$"
 expect_out "^ratio fixres / peer, end to end: [0-9.]+$"
 expect_out "^\| CPU loader, [0-9]+ workers \| [0-9.]+ \| [0-9.]+ \|$"
+expect_out "^logits \(--decode-on gpu\): n/a \(fixres: error: --decode-on gpu: the run is on the CPU"
+expect_out "^\| fixres train, CPU decoding \([0-9]+ workers\) \| [0-9.]+ \| [0-9.]+ \|$"
+expect_out "^\| fixres train, --decode-on gpu \| n/a \(fixres: error: --decode-on gpu: the run is on the CPU\) \| n/a \|$"
 expect_out "^\| nvJPEG \+ device transforms \| n/a \(fixres: error: --decode-on gpu: the run is on the CPU\) \| n/a \|$"
 # A wrong flag is refused before anything runs.
 run bash "$SRC/bench/gpu/run.sh" --no-such-flag

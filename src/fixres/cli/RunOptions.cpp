@@ -118,8 +118,10 @@ void addModelOptions(CLI::App& app, engine::ModelSpec& m) {
 void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n, bool normalizeOn) {
   addSharedChoice(app, "--precision", n.precision, engine::numericsChoices().precision);
   addSharedChoice(app, "--memory-format", n.memoryFormat, engine::numericsChoices().memoryFormat);
-  if (normalizeOn)
+  if (normalizeOn) {
     addSharedChoice(app, "--normalize-on", n.normalizeOn, engine::numericsChoices().normalizeOn);
+    addSharedChoice(app, "--decode-on", n.decodeOn, engine::numericsChoices().decodeOn);
+  }
 }
 
 void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetPath, bool& cpu) {

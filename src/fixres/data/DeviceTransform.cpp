@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fixres/common/Error.h"
+#include "fixres/image/Decode.h"
 #include "fixres/image/Ops.h"
 #include "fixres/image/Rng.h"
 
@@ -83,6 +84,48 @@ torch::Tensor applyDevicePlan(const torch::Tensor& decoded, const DevicePlan& p,
   const auto mean = torch::tensor({o.mean[0], o.mean[1], o.mean[2]}, opts).view({3, 1, 1});
   const auto std = torch::tensor({o.std[0], o.std[1], o.std[2]}, opts).view({3, 1, 1});
   return (out / 255.0f - mean) / std;
+}
+
+EncodedSample encodeSample(const RawSample& raw, const image::TransformOptions& o, uint64_t seed) {
+  EncodedSample e;
+  e.name = raw.name;
+  auto keep = [&](const image::Image& im) {
+    e.decoded = torch::from_blob(const_cast<uint8_t*>(im.pixels.data()), {im.height, im.width, 3},
+                                 torch::kUInt8)
+                    .permute({2, 0, 1})
+                    .contiguous();
+    e.plan = planDeviceSample(o, im.width, im.height, seed);
+  };
+  if (raw.isDecoded) {
+    keep(raw.decoded);
+    return e;
+  }
+  image::Decoder decoder(raw.data(), raw.size(), raw.name);  // the header only, so far
+  if (decoder.format() == image::ImageFormat::kJpeg) {
+    e.jpeg = raw.bytes;
+    e.plan = planDeviceSample(o, decoder.width(), decoder.height(), seed);
+    return e;
+  }
+  keep(decoder.decode());
+  return e;
+}
+
+torch::Tensor transformEncoded(const std::vector<EncodedSample>& samples,
+                               const std::vector<torch::Tensor>& jpegs,
+                               const image::TransformOptions& o, const torch::Device& device) {
+  std::vector<torch::Tensor> out;
+  size_t next = 0;
+  for (const auto& s : samples) {
+    torch::Tensor pixels;
+    if (s.jpeg) {
+      FIXRES_CHECK(next < jpegs.size(), InternalError, "fewer decoded JPEGs than the batch holds");
+      pixels = jpegs[next++];
+    } else {
+      pixels = s.decoded.to(device, /*non_blocking=*/true);
+    }
+    out.push_back(applyDevicePlan(pixels, s.plan, o));
+  }
+  return torch::stack(out);
 }
 
 }  // namespace fixres::data

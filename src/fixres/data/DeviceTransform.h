@@ -10,7 +10,11 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "fixres/data/Dataset.h"
 #include "fixres/image/Image.h"
 #include "fixres/image/Transform.h"
 
@@ -36,5 +40,22 @@ DevicePlan planDeviceSample(const image::TransformOptions& o, int width, int hei
 // o.mean and o.std, on the same device.
 torch::Tensor applyDevicePlan(const torch::Tensor& decoded, const DevicePlan& plan,
                               const image::TransformOptions& o);
+
+// A sample handed to the device undecoded (LoaderOptions::encodedOutput).
+struct EncodedSample {
+  std::shared_ptr<const std::vector<uint8_t>> jpeg;  // a JPEG file's bytes, to decode there ...
+  torch::Tensor decoded;  // ... or another format, decoded here: uint8 3 x H x W on the CPU
+  std::string name;       // for errors
+  DevicePlan plan;        // drawn from the sample's seed, as the CPU transform draws
+};
+// The worker's half: a JPEG's header read for its size (the rest left to the device), any other
+// format decoded; the plan drawn with `seed`. DataError naming the file it cannot read.
+EncodedSample encodeSample(const RawSample& raw, const image::TransformOptions& o, uint64_t seed);
+// The device's half for a batch: each sample decoded (`jpegs`: the JPEGs' pixels, in the order
+// of the samples that have bytes; the caller decoded them, nvJPEG on a GPU) and transformed;
+// float32 N x 3 x S x S normalised on `device`.
+torch::Tensor transformEncoded(const std::vector<EncodedSample>& samples,
+                               const std::vector<torch::Tensor>& jpegs,
+                               const image::TransformOptions& o, const torch::Device& device);
 
 }  // namespace fixres::data

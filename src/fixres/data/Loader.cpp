@@ -76,6 +76,7 @@ struct Loader::Slot {
   torch::Tensor images;                           // fixed-size outputs: count x 3 x S x S
   torch::Tensor lighting;                         // uint8 outputs: count x 3 lighting offsets
   std::vector<image::TransformedImage> variable;  // val-nocrop outputs, collated at the end
+  std::vector<EncodedSample> encoded;             // encodedOutput: the samples
   std::vector<char> ok;                           // per sample: produced (not skipped)
   std::exception_ptr error;                       // fatal error of the lowest failing sample
   int64_t errorSample = INT64_MAX;
@@ -95,6 +96,10 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, std::shared_ptr<Sampler> 
                "loader threads must be in [0, 1024], got ", options_.threads);
   FIXRES_CHECK(options_.prefetchBatches >= 1, UsageError, "prefetch batches must be >= 1, got ",
                options_.prefetchBatches);
+  if (options_.encodedOutput) {
+    const std::string why = whyNoDevicePath(transform);
+    FIXRES_CHECK(why.empty(), UsageError, "--decode-on gpu: ", why);
+  }
   imageOptions_ =
       torch::TensorOptions().dtype(options_.uint8Output ? torch::kUInt8 : torch::kFloat32);
   if (options_.pinMemory && torch::cuda::is_available())
@@ -174,7 +179,9 @@ void Loader::initSlot(Slot& s, int64_t batch) {
   s.count = std::min(options_.batchSize, endSample_ - batch * options_.batchSize);
   s.ok.assign(static_cast<size_t>(s.count), 0);
   const int size = transform_.outputSize();
-  if (size > 0) {
+  if (options_.encodedOutput) {
+    s.encoded.resize(static_cast<size_t>(s.count));
+  } else if (size > 0) {
     s.images = imageOptions_.pinned_memory()
                    ? torch::empty({s.count, 3, size, size}, imageOptions_)
                    : BufferPool::tensor(pool_, {s.count, 3, size, size}, imageOptions_);
@@ -191,6 +198,11 @@ void Loader::processSample(Slot& s, int64_t k) {
     RawSample raw = dataset_->fetch(static_cast<size_t>(index));
     const uint64_t seed =
         image::sampleSeed(options_.seed, epoch_, index, positions_[static_cast<size_t>(k)]);
+    if (options_.encodedOutput) {
+      s.encoded[static_cast<size_t>(j)] = encodeSample(raw, transform_.options(), seed);
+      s.ok[static_cast<size_t>(j)] = 1;
+      return;
+    }
     image::TransformedImage t = raw.isDecoded
                                     ? transform_.apply(raw.decoded, seed)
                                     : transform_.apply(raw.data(), raw.size(), raw.name, seed);
@@ -306,6 +318,10 @@ std::optional<Batch> Loader::collate(Slot& s) {
     const int64_t k = s.batch * options_.batchSize + keep[static_cast<size_t>(i)];
     indices[i] = indices_[static_cast<size_t>(k)];
     labels[i] = dataset_->label(static_cast<size_t>(indices[i]));
+  }
+  if (options_.encodedOutput) {
+    for (int64_t j : keep) out.encoded.push_back(std::move(s.encoded[static_cast<size_t>(j)]));
+    return out;
   }
   if (s.images.defined()) {
     if (n == s.count) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fixres/data/Dataset.h"
+#include "fixres/data/DeviceTransform.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/image/Transform.h"
 
@@ -35,6 +36,10 @@ struct LoaderOptions {
   BadImagePolicy badImages = BadImagePolicy::kFail;
   bool pinMemory = false;    // page-locked batch memory when a CUDA LibTorch sees a GPU
   bool uint8Output = false;  // raw uint8 images (normalise on the GPU) instead of float32
+  // --decode-on gpu: samples handed over undecoded with their transform's plan (Batch::encoded),
+  // for decoding and transforming on the device. UsageError for a transform without a device
+  // path (DeviceTransform.h).
+  bool encodedOutput = false;
 };
 
 struct Batch {
@@ -46,6 +51,7 @@ struct Batch {
   // uint8 batches: float32 N x 3 per-sample lighting offsets ([0, 1] units, zero without
   // lighting), for engine::normalizeOnDevice.
   torch::Tensor lighting;
+  std::vector<EncodedSample> encoded;  // encodedOutput: the samples (images undefined)
 };
 
 class Loader {

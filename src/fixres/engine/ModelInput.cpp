@@ -1,7 +1,13 @@
 // Loader-to-model batch path.
 #include "fixres/engine/ModelInput.h"
 
+#include <map>
+#include <memory>
+
 #include "fixres/common/Error.h"
+#include "fixres/data/DeviceTransform.h"
+#include "fixres/data/GpuJpeg.h"
+#include "fixres/image/Decode.h"
 
 namespace fixres::engine {
 
@@ -18,13 +24,52 @@ data::LoaderOptions loaderOptions(const RunDevice& run, const image::TransformOp
   lo.uint8Output = run.numerics.normalizeOnDevice &&
                    transform.kind != image::TransformKind::kValNoCrop &&
                    transform.randomErase == 0.0;  // erased boxes hold normalised values
+  const std::string noDevicePath = data::whyNoDevicePath(transform);
+  FIXRES_CHECK(run.numerics.gpuDecode != Numerics::GpuDecode::kRequired || noDevicePath.empty(),
+               UsageError, "--decode-on gpu: ", noDevicePath);
+  lo.encodedOutput = run.numerics.gpuDecode != Numerics::GpuDecode::kNo && noDevicePath.empty();
   return lo;
 }
+
+namespace {
+
+// An encoded batch's images on `device`: its JPEGs decoded there (nvJPEG, one batched call, a
+// decoder per thread and device), or on the CPU with the CPU decoder (a CPU device: tests), then
+// the device transforms.
+torch::Tensor decodeOnDevice(const std::vector<data::EncodedSample>& samples,
+                             const torch::Device& device, const image::TransformOptions& t) {
+  std::vector<const std::vector<uint8_t>*> files;
+  std::vector<std::string> names;
+  for (const auto& s : samples)
+    if (s.jpeg) {
+      files.push_back(s.jpeg.get());
+      names.push_back(s.name);
+    }
+  std::vector<torch::Tensor> jpegs;
+  if (device.is_cuda()) {
+    thread_local std::map<int, std::unique_ptr<data::GpuJpegDecoder>> decoders;
+    auto& decoder = decoders[device.index()];
+    if (!decoder) decoder = std::make_unique<data::GpuJpegDecoder>(device);
+    jpegs = decoder->decode(files, names);
+  } else {
+    for (size_t i = 0; i < files.size(); ++i) {
+      const auto im = image::decodeImage(files[i]->data(), files[i]->size(), names[i]);
+      jpegs.push_back(torch::from_blob(const_cast<uint8_t*>(im.pixels.data()),
+                                       {im.height, im.width, 3}, torch::kUInt8)
+                          .permute({2, 0, 1})
+                          .contiguous());
+    }
+  }
+  return data::transformEncoded(samples, jpegs, t, device);
+}
+
+}  // namespace
 
 ModelBatch toModel(const data::Batch& batch, const RunDevice& run,
                    const image::TransformOptions& transform) {
   ModelBatch out;
-  out.images = batch.images.to(run.device, /*non_blocking=*/true);
+  out.images = batch.encoded.empty() ? batch.images.to(run.device, /*non_blocking=*/true)
+                                     : decodeOnDevice(batch.encoded, run.device, transform);
   if (out.images.scalar_type() == torch::kUInt8)
     out.images = normalizeOnDevice(out.images, batch.lighting, transform);
   if (run.numerics.channelsLast) out.images = out.images.contiguous(at::MemoryFormat::ChannelsLast);

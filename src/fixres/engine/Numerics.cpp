@@ -5,6 +5,7 @@
 #include <torch/cuda.h>
 
 #include "fixres/common/Error.h"
+#include "fixres/data/GpuJpeg.h"
 
 namespace fixres::engine {
 
@@ -12,12 +13,14 @@ const NumericsChoices& numericsChoices() {
   using P = PrecisionChoice;
   using M = MemoryFormatChoice;
   using N = NormalizeOnChoice;
+  using D = DecodeOnChoice;
   static const NumericsChoices kChoices{
       {"precision",
        {{"auto", P::kAuto}, {"fp32", P::kFp32}, {"bf16", P::kBf16}, {"fp16", P::kFp16}}},
       {"memory format",
        {{"auto", M::kAuto}, {"contiguous", M::kContiguous}, {"channels-last", M::kChannelsLast}}},
-      {"normalisation place", {{"auto", N::kAuto}, {"cpu", N::kCpu}, {"device", N::kDevice}}}};
+      {"normalisation place", {{"auto", N::kAuto}, {"cpu", N::kCpu}, {"device", N::kDevice}}},
+      {"decoding place", {{"auto", D::kAuto}, {"cpu", D::kCpu}, {"gpu", D::kGpu}}}};
   return kChoices;
 }
 
@@ -38,6 +41,12 @@ Numerics resolveNumerics(const NumericsOptions& o, const torch::Device& device) 
   n.normalizeOnDevice = o.normalizeOn == NormalizeOnChoice::kAuto
                             ? cuda
                             : o.normalizeOn == NormalizeOnChoice::kDevice;
+  const std::string noGpuJpeg = data::whyNoGpuJpeg(device);
+  FIXRES_CHECK(o.decodeOn != DecodeOnChoice::kGpu || noGpuJpeg.empty(), UsageError,
+               "--decode-on gpu: ", noGpuJpeg);
+  if (o.decodeOn == DecodeOnChoice::kGpu) n.gpuDecode = Numerics::GpuDecode::kRequired;
+  if (o.decodeOn == DecodeOnChoice::kAuto && noGpuJpeg.empty())
+    n.gpuDecode = Numerics::GpuDecode::kWherePossible;
   return n;
 }
 

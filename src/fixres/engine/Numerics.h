@@ -14,11 +14,13 @@ namespace fixres::engine {
 enum class PrecisionChoice { kAuto, kFp32, kBf16, kFp16 };
 enum class MemoryFormatChoice { kAuto, kContiguous, kChannelsLast };
 enum class NormalizeOnChoice { kAuto, kCpu, kDevice };
+enum class DecodeOnChoice { kAuto, kCpu, kGpu };
 
 struct NumericsChoices {
   ChoiceTable<PrecisionChoice> precision;        // auto, fp32, bf16, fp16
   ChoiceTable<MemoryFormatChoice> memoryFormat;  // auto, contiguous, channels-last
   ChoiceTable<NormalizeOnChoice> normalizeOn;    // auto, cpu, device
+  ChoiceTable<DecodeOnChoice> decodeOn;          // auto, cpu, gpu
 };
 const NumericsChoices& numericsChoices();
 
@@ -27,6 +29,7 @@ struct NumericsOptions {
   PrecisionChoice precision = PrecisionChoice::kAuto;
   MemoryFormatChoice memoryFormat = MemoryFormatChoice::kAuto;
   NormalizeOnChoice normalizeOn = NormalizeOnChoice::kAuto;
+  DecodeOnChoice decodeOn = DecodeOnChoice::kAuto;
 
   template <typename Self, typename V>
   static void visitSettings(Self& n, V&& v) {
@@ -41,6 +44,12 @@ struct NumericsOptions {
               "auto (device on CUDA), cpu or device: where uint8 images become normalised floats "
               "(device: 4x smaller batches to copy)"},
       n.normalizeOn, numericsChoices().normalizeOn);
+    v(Setting{"decode_on", "--decode-on", "Numerics",
+              "auto (gpu on CUDA when the build has nvJPEG), cpu (the loader's worker threads) or "
+              "gpu: JPEGs decoded in batches by nvJPEG and cropped, resized, flipped and "
+              "normalised on the GPU, for the transforms that allow it (torch, val; the others "
+              "stay on the CPU, an error with gpu)"},
+      n.decodeOn, numericsChoices().decodeOn);
   }
 };
 
@@ -49,6 +58,9 @@ struct Numerics {
   Precision precision = Precision::kFp32;
   bool channelsLast = false;       // model and inputs in channels-last
   bool normalizeOnDevice = false;  // the loader hands over uint8; normalised where the model runs
+  // JPEGs decoded on the GPU where the transform allows it (auto), or everywhere (required:
+  // --decode-on gpu, an error for a transform without a GPU path).
+  enum class GpuDecode { kNo, kWherePossible, kRequired } gpuDecode = GpuDecode::kNo;
 };
 
 // UsageError naming --precision for fp16 on a device without fp16 autocast (LibTorch's CPU

@@ -122,6 +122,42 @@ TEST_F(DataLoader, Uint8BatchesNormalisedOnDeviceEqualFloatBatches) {
   }
 }
 
+// --decode-on gpu's loader half: the workers hand over the JPEGs' bytes (other formats decoded)
+// with each sample's plan, and the batch decoded and transformed where the model runs (the CPU
+// standing in for the GPU here: the CPU decoder in nvJPEG's place) is within one uint8 step of
+// the CPU loader's batch (DeviceTransformTest measures the transforms alone).
+TEST_F(DataLoader, EncodedBatchesTransformedOnTheDeviceMatchTheCpuBatches) {
+  auto ds = openImageFolder(good_);
+  for (auto kind : {image::TransformKind::kTorch, image::TransformKind::kVal}) {
+    const auto t = transform(kind);
+    std::vector<std::vector<Batch>> runs;
+    for (bool encoded : {false, true}) {
+      LoaderOptions o;
+      o.batchSize = 4;
+      o.threads = 2;
+      o.seed = 5;
+      o.encodedOutput = encoded;
+      Loader loader(ds, makeDistributedSampler(ds->size(), 0, 1, true, 3, true), t, o);
+      runs.push_back(epoch(loader, 0));
+    }
+    ASSERT_EQ(runs[0].size(), runs[1].size());
+    const auto stdv = torch::tensor({t.std[0], t.std[1], t.std[2]}).view({1, 3, 1, 1});
+    for (size_t b = 0; b < runs[0].size(); ++b) {
+      ASSERT_EQ(runs[1][b].encoded.size(), static_cast<size_t>(runs[0][b].images.size(0)));
+      EXPECT_FALSE(runs[1][b].images.defined());
+      EXPECT_TRUE(torch::equal(runs[1][b].labels, runs[0][b].labels));
+      const auto x = engine::toModel(runs[1][b], engine::RunDevice{}, t).images;
+      const double steps = ((x - runs[0][b].images) * stdv * 255).abs().max().item<double>();
+      EXPECT_LE(steps, 1.5) << image::transformKindName(kind) << " batch " << b;
+    }
+  }
+  LoaderOptions o;
+  o.encodedOutput = true;
+  EXPECT_THROW(Loader(ds, makeDistributedSampler(ds->size(), 0, 1, false, 0, false),
+                      transform(image::TransformKind::kFull), o),
+               UsageError);
+}
+
 TEST_F(DataLoader, AugmentationDependsOnEpochAndSeed) {
   auto ds = openImageFolder(good_);
   auto sampler = makeDistributedSampler(ds->size(), 0, 1, false, 0, true);
