@@ -208,7 +208,7 @@ dec() {  # dec ARGS...: img/s, or n/a with the reason
     --batch "$BATCH" --seconds $((SMOKE ? 0 : 5)) "$@" 2>"$OUT/dec.err" | tail -1 | awk '{print $1}')
   if [ -n "$v" ]; then echo "$v"; else echo "n/a ($(tail -1 "$OUT/dec.err" | cut -c1-100))"; fi
 }
-cpu_dec=$(dec --workers "$NPROC" --uint8)
+cpu_dec=$(dec --workers "$NPROC" --uint8 --decode-on cpu)
 gpu_dec=$(dec --decode-on gpu)
 echo
 echo "| decode + RandomResizedCrop + flip at $E2E_SIZE | img/s | vs model-only train $E2E_SIZE |"

@@ -6,6 +6,9 @@
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
 #include "fixres/data/BenchData.h"
+#include "fixres/data/DeviceTransform.h"
+#include "fixres/data/GpuJpeg.h"
+#include "fixres/engine/Numerics.h"
 
 namespace fixres::cli {
 
@@ -37,17 +40,19 @@ void addBenchDataSubcommand(CLI::App& bench, std::function<int()>& action) {
   sub->add_flag("--uint8", o->uint8Output, "uint8 output (normalisation left to the GPU)");
   sub->add_flag("!--no-cropped-decode", o->croppedDecode,
                 "Decode whole JPEGs for RandomResizedCrop instead of the crop region");
-  auto decodeOn = std::make_shared<std::string>("cpu");
-  sub->add_option("--decode-on", *decodeOn,
-                  "cpu (the loader's worker threads) or gpu (nvJPEG batches and the device "
-                  "transforms, kinds torch and val, on the first GPU; the CUDA build)")
-      ->check(CLI::IsMember({"cpu", "gpu"}))
-      ->capture_default_str();
+  auto decodeOn = std::make_shared<engine::DecodeOnChoice>(engine::DecodeOnChoice::kAuto);
+  addSharedChoice(*sub, "--decode-on", *decodeOn, engine::numericsChoices().decodeOn);
   sub->callback([o, cpuTime, memory, decodeOn, &action]() {
     action = [o, cpuTime, memory, decodeOn]() {
-      if (*decodeOn == "gpu") {
-        const torch::Device device =
-            torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::kCPU;
+      // auto: the GPU path when there is one for this kind, as a run's loader decides.
+      const torch::Device device =
+          torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::kCPU;
+      image::TransformOptions t;
+      t.kind = o->kind;
+      const bool gpu = *decodeOn == engine::DecodeOnChoice::kGpu ||
+                       (*decodeOn == engine::DecodeOnChoice::kAuto &&
+                        data::whyNoGpuJpeg(device).empty() && data::whyNoDevicePath(t).empty());
+      if (gpu) {
         std::printf("%.1f img/s\n", data::benchGpuDecode(*o, device));
         return 0;
       }
