@@ -56,9 +56,18 @@ for sub in train finetune; do
 --seed -1
 --seed -18446744073709551615
 --nan-policy ignore
+--skip-on sideways
+--cuda-graph maybe
+--decode-on tpu
 LIST
 done
 [ -e "$RUNS" ] && bad "a refused command wrote $RUNS"
+# What the CPU cannot do: one line naming the flag and why, exit 2, no checkpoint.
+for flags in "--cuda-graph on" "--decode-on gpu"; do
+  run "$FIXRES" "${TD[@]}" --job-id cpuonly $flags
+  expect_code 2; expect_err_lines 1; expect_err "^fixres: error: ${flags% *} .*the (step|run) (runs )?(is )?on the CPU"
+  [ -e "$RUNS/train/cpuonly/checkpoint.pth" ] && bad "$flags: a refused run left a checkpoint"
+done
 run "$FIXRES" sweep --imnet-path "$D" --architecture resnet_tiny --weight-path x.pth --seed -1
 expect_code 2; expect_err "^fixres: error: --seed"
 # A learning rate that is finite but overflows once scaled.

@@ -26,6 +26,13 @@ torch::Tensor resizeRounded(const torch::Tensor& chw, int width, int height) {
 
 }  // namespace
 
+torch::Tensor imageToChw(const image::Image& im) {
+  return torch::from_blob(const_cast<uint8_t*>(im.pixels.data()), {im.height, im.width, 3},
+                          torch::kUInt8)
+      .permute({2, 0, 1})
+      .contiguous();
+}
+
 std::string whyNoDevicePath(const image::TransformOptions& o) {
   using image::TransformKind;
   if (o.kind != TransformKind::kTorch && o.kind != TransformKind::kVal)
@@ -90,10 +97,7 @@ EncodedSample encodeSample(const RawSample& raw, const image::TransformOptions& 
   EncodedSample e;
   e.name = raw.name;
   auto keep = [&](const image::Image& im) {
-    e.decoded = torch::from_blob(const_cast<uint8_t*>(im.pixels.data()), {im.height, im.width, 3},
-                                 torch::kUInt8)
-                    .permute({2, 0, 1})
-                    .contiguous();
+    e.decoded = imageToChw(im);
     e.plan = planDeviceSample(o, im.width, im.height, seed);
   };
   if (raw.isDecoded) {

@@ -33,6 +33,8 @@ struct DevicePlan {
 // Whether `o` has a device path (torch or val, bilinear, no colour jitter, policy or erasing):
 // "" when it has, else why not.
 std::string whyNoDevicePath(const image::TransformOptions& o);
+// An RGB image as a uint8 3 x H x W tensor (a copy, on the CPU).
+torch::Tensor imageToChw(const image::Image& im);
 // The plan of `o` for an image of width x height with the sample's `seed` (as Transform::apply).
 // UsageError when whyNoDevicePath(o) is not "".
 DevicePlan planDeviceSample(const image::TransformOptions& o, int width, int height, uint64_t seed);

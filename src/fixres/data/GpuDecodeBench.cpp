@@ -26,24 +26,22 @@ double benchGpuDecode(const BenchDataOptions& o, const torch::Device& device) {
   const auto dataset = openDataset(o.datasetPath, {});
   std::vector<RawSample> samples;
   for (size_t i = 0; i < dataset->size(); ++i) samples.push_back(dataset->fetch(i));
+  // A pass: the loader's encoded batches (encodeSample: the worker's half) through the device's
+  // half (nvJPEG, transformEncoded), as toModel runs them.
   auto pass = [&](int64_t passIndex) {
     for (size_t b = 0; b < samples.size(); b += static_cast<size_t>(o.batchSize)) {
+      std::vector<EncodedSample> batch;
       std::vector<const std::vector<uint8_t>*> files;
       std::vector<std::string> names;
       for (size_t i = b; i < std::min(samples.size(), b + o.batchSize); ++i) {
-        FIXRES_CHECK(samples[i].bytes, DataError, samples[i].name, ": not an encoded image");
-        files.push_back(samples[i].bytes.get());
-        names.push_back(samples[i].name);
+        batch.push_back(
+            encodeSample(samples[i], t, static_cast<uint64_t>(passIndex) * samples.size() + i));
+        if (batch.back().jpeg) {
+          files.push_back(batch.back().jpeg.get());
+          names.push_back(batch.back().name);
+        }
       }
-      const auto decoded = decoder.decode(files, names);
-      std::vector<torch::Tensor> out;
-      for (size_t k = 0; k < decoded.size(); ++k) {
-        const auto seed = static_cast<uint64_t>(passIndex) * samples.size() + b + k;
-        const auto plan = planDeviceSample(t, static_cast<int>(decoded[k].size(2)),
-                                           static_cast<int>(decoded[k].size(1)), seed);
-        out.push_back(applyDevicePlan(decoded[k], plan, t));
-      }
-      (void)torch::stack(out);
+      (void)transformEncoded(batch, decoder.decode(files, names), t, device);
     }
   };
   auto sync = [&] {

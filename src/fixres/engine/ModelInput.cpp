@@ -54,10 +54,7 @@ torch::Tensor decodeOnDevice(const std::vector<data::EncodedSample>& samples,
   } else {
     for (size_t i = 0; i < files.size(); ++i) {
       const auto im = image::decodeImage(files[i]->data(), files[i]->size(), names[i]);
-      jpegs.push_back(torch::from_blob(const_cast<uint8_t*>(im.pixels.data()),
-                                       {im.height, im.width, 3}, torch::kUInt8)
-                          .permute({2, 0, 1})
-                          .contiguous());
+      jpegs.push_back(data::imageToChw(im));
     }
   }
   return data::transformEncoded(samples, jpegs, t, device);

@@ -33,12 +33,6 @@ image::Image testImage(int w, int h) {
   return im;
 }
 
-torch::Tensor chw(const image::Image& im) {
-  auto t = torch::from_blob(const_cast<uint8_t*>(im.pixels.data()), {im.height, im.width, 3},
-                            torch::kUInt8);
-  return t.permute({2, 0, 1}).contiguous();
-}
-
 // Largest and mean absolute difference, in uint8 steps, between the device output and the CPU's.
 std::pair<double, double> distance(const image::TransformOptions& o, const image::Image& im,
                                    uint64_t seed) {
@@ -47,7 +41,8 @@ std::pair<double, double> distance(const image::TransformOptions& o, const image
   std::vector<float> ref(3 * o.inputSize * o.inputSize);
   cpu.writeFloat(t, ref.data());
   const auto want = torch::from_blob(ref.data(), {3, o.inputSize, o.inputSize}).clone();
-  const auto got = applyDevicePlan(chw(im), planDeviceSample(o, im.width, im.height, seed), o);
+  const auto got =
+      applyDevicePlan(imageToChw(im), planDeviceSample(o, im.width, im.height, seed), o);
   const auto stdv = torch::tensor({o.std[0], o.std[1], o.std[2]}).view({3, 1, 1});
   const auto diff = ((got - want) * stdv * 255).abs();
   return {diff.max().item<double>(), diff.mean().item<double>()};
@@ -90,7 +85,7 @@ TEST(DeviceTransformTest, AWrongSeedIsFarOff) {
   std::vector<float> ref(3 * 64 * 64);
   cpu.writeFloat(cpu.apply(im, 1), ref.data());
   const auto want = torch::from_blob(ref.data(), {3, 64, 64});
-  const auto other = applyDevicePlan(chw(im), planDeviceSample(o, 320, 240, 2), o);
+  const auto other = applyDevicePlan(imageToChw(im), planDeviceSample(o, 320, 240, 2), o);
   EXPECT_GT(((other - want) * 0.225 * 255).abs().mean().item<double>(), 5.0);
 }
 
