@@ -58,14 +58,9 @@ int64_t mbStaticPadding(int64_t k, int64_t stride, bool tfSame) {
   return ((stride - 1) + (k - 1)) / 2;
 }
 
-// TensorFlow "same" padding: output ceil(in / stride), the extra pixel on the right/bottom.
+// TensorFlow "same" padding at x's size (GraphWriter.h).
 torch::Tensor mbPadSame(const torch::Tensor& x, int64_t k, int64_t stride) {
-  auto pad = [&](int64_t in) {
-    return std::max<int64_t>((((in + stride - 1) / stride) - 1) * stride + k - in, 0);
-  };
-  int64_t ph = pad(x.size(2)), pw = pad(x.size(3));
-  if (ph == 0 && pw == 0) return x;
-  return torch::constant_pad_nd(x, {pw / 2, pw - pw / 2, ph / 2, ph - ph / 2}, 0);
+  return padTensor(x, samePadsFor(x.size(2), x.size(3), k, stride));
 }
 
 // timm's drop path: whole samples of the residual branch zeroed with probability p, the rest

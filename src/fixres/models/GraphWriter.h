@@ -6,6 +6,7 @@
 
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <optional>
@@ -88,19 +89,31 @@ class GraphWriter {
   virtual void output(const Value& logits) = 0;
 };
 
-// TensorFlow "same" padding of a k x k window of `stride` at x's size: output ceil(in / stride),
-// the odd pixel on the bottom/right. UsageError naming `what` when the graph has no fixed size.
+// TensorFlow "same" padding of a k x k window of `stride` over height x width: output
+// ceil(in / stride), the odd pixel on the bottom/right. The one formula of the TF-padded families
+// (EfficientNet's tf_* variants and PNASNet), in forward() and in their graphs.
+inline Pads samePadsFor(int64_t height, int64_t width, int64_t k, int64_t stride) {
+  const auto pad = [&](int64_t in) {
+    return std::max<int64_t>((((in + stride - 1) / stride) - 1) * stride + k - in, 0);
+  };
+  const int64_t ph = pad(height), pw = pad(width);
+  return {ph / 2, pw / 2, ph - ph / 2, pw - pw / 2};
+}
+
+// N x C x H x W `x` with `pads` of `value` around its last two axes.
+inline torch::Tensor padTensor(const torch::Tensor& x, Pads p, double value = 0) {
+  if (p.top == 0 && p.left == 0 && p.bottom == 0 && p.right == 0) return x;
+  return torch::constant_pad_nd(x, {p.left, p.right, p.top, p.bottom}, value);
+}
+
+// samePadsFor at x's size in a graph. UsageError naming `what` when the graph has no fixed size.
 inline Pads samePads(const GraphWriter& w, const GraphWriter::Value& x, int64_t k, int64_t stride,
                      const std::string& what) {
   const auto size = w.spatialSize(x);
   FIXRES_CHECK(size.has_value(), UsageError, what,
                "'s TensorFlow \"same\" padding depends on the input size: export it at a fixed "
                "size (without --dynamic-size)");
-  const auto pad = [&](int64_t in) {
-    return std::max<int64_t>((((in + stride - 1) / stride) - 1) * stride + k - in, 0);
-  };
-  const int64_t ph = pad(size->first), pw = pad(size->second);
-  return {ph / 2, pw / 2, ph - ph / 2, pw - pw / 2};
+  return samePadsFor(size->first, size->second, k, stride);
 }
 
 }  // namespace fixres::models

@@ -26,15 +26,9 @@ BatchNorm2d pnasNorm(int64_t channels) {
       torch::nn::BatchNorm2dOptions(channels).eps(kPnasBnEps).momentum(kPnasBnMomentum));
 }
 
-// TensorFlow "same" padding for a k x k window of stride s: output ceil(in / s), the odd pixel
-// of padding on the right/bottom, filled with `value`.
+// TensorFlow "same" padding at x's size (GraphWriter.h), filled with `value`.
 torch::Tensor pnasPadSame(const torch::Tensor& x, int64_t k, int64_t stride, double value) {
-  auto pad = [&](int64_t in) {
-    return std::max<int64_t>(((in + stride - 1) / stride - 1) * stride + k - in, 0);
-  };
-  const int64_t ph = pad(x.size(2)), pw = pad(x.size(3));
-  if (ph == 0 && pw == 0) return x;
-  return torch::constant_pad_nd(x, {pw / 2, pw - pw / 2, ph / 2, ph - ph / 2}, value);
+  return padTensor(x, samePadsFor(x.size(2), x.size(3), k, stride), value);
 }
 
 // timm's 3 x 3 max pool with "same" padding: static padding 1 at stride 1 (PyTorch's max pool
