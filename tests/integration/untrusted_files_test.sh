@@ -120,8 +120,11 @@ payload = s(os.path.abspath(root)) + struct.pack("<Q", len(classes)) + b"".join(
 payload += struct.pack("<Q", len(folders)) + b"".join(folders)
 payload += struct.pack("<Q", len(files)) + b"".join(files) + (struct.pack("<q", 0) + s("")) * 2
 with open(os.path.join(root, ".fixres-index"), "wb") as f:
-    # Format version 2 (data/FileIndex.cpp, kIndexVersion).
-    f.write(b"FXIDX\0\0\0" + struct.pack("<QQQ", 2, len(payload), crc32c(payload)) + payload)
+    # Format version 3 with the listing stamp of torchvision's IMG_EXTENSIONS, sorted, each
+    # followed by a space, in the high 32 bits (data/FileIndex.cpp, indexVersion).
+    listing = crc32c(b"bmp jpeg jpg pgm png ppm tif tiff webp ")
+    version = (listing << 32) | 3
+    f.write(b"FXIDX\0\0\0" + struct.pack("<QQQ", version, len(payload), crc32c(payload)) + payload)
 EOF
 guard "$FIXRES" "${EVAL[@]}" --dataset-path "$D/val"
 expect_code 0; expect_out " 8$"

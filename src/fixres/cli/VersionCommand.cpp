@@ -8,7 +8,7 @@
 #include "fixres/common/Runtime.h"
 #include "fixres/distributed/ProcessGroupCommunicator.h"
 #include "fixres/engine/OnnxExport.h"
-#include "fixres/image/DecodeFormats.h"
+#include "fixres/image/Codec.h"
 
 namespace fixres::cli {
 namespace {
@@ -32,7 +32,7 @@ Command addVersionCommand(CLI::App& parent) {
                       << "libtorch " << libtorchVersion() << ", " << buildDescription() << "\n"
                       << "collectives " << distributed::collectivesDescription() << "\n"
                       << "cuda " << cudaLine() << "\n"
-                      << "images " << image::formats::builtFormats() << "\n"
+                      << "images " << image::builtFormats() << "\n"
                       << "exports fixres torchvision timm timm-hub"
                       << (engine::onnxExportBuilt() ? " onnx" : "") << "\n"
 #if FIXRES_WITH_CURL

@@ -30,22 +30,10 @@ std::vector<size_t> Dataset::shardSizes() const {
 
 namespace {
 
-// torchvision's IMG_EXTENSIONS, all of which fixres decodes (image/Decode.h).
-constexpr const char* kImageExtensions[] = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
-                                            ".pgm", ".tif",  ".tiff", ".webp"};
-constexpr const char* kReadList = ".jpg, .jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp";
-
-// Index in kImageExtensions of the file name's extension (any case), or -1.
-int imageExtension(const std::string& filename) {
-  std::string lower = filename;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (size_t e = 0; e < std::size(kImageExtensions); ++e) {
-    const size_t n = std::char_traits<char>::length(kImageExtensions[e]);
-    if (lower.size() >= n && lower.compare(lower.size() - n, n, kImageExtensions[e]) == 0)
-      return static_cast<int>(e);
-  }
-  return -1;
+// The file name's extension is one torchvision's ImageFolder lists (image/Codec.h).
+bool hasImageExtension(const std::string& filename) {
+  const size_t dot = filename.rfind('.');
+  return dot != std::string::npos && image::isImageFolderExtension(filename.substr(dot));
 }
 
 // Files with an image extension that the listing leaves out, reported in one warning per kind.
@@ -140,8 +128,7 @@ void takeImages(const std::vector<std::pair<std::string, std::vector<WalkedFile>
                 LeftOut& notRegular, Take&& take) {
   for (const auto& [dir, files] : walk) {
     for (const auto& f : files) {
-      const int ext = imageExtension(f.name);
-      if (ext < 0) continue;
+      if (!hasImageExtension(f.name)) continue;
       const std::string path = (fs::path(dir) / f.name).string();
       if (!f.regular) {
         notRegular.add(path);  // reading a FIFO or a device would block or never end
@@ -253,7 +240,8 @@ std::shared_ptr<Dataset> openImageFolder(const std::string& root, const FileInde
     std::string list;
     for (const auto& e : empty) list += (list.empty() ? "" : ", ") + e;
     FIXRES_FAIL(DataError, root, ": found no valid file for the classes ", list,
-                " (supported extensions: ", kReadList, ")", tarFilesNote(root));
+                " (supported extensions: ", image::imageFolderExtensionList(), ")",
+                tarFilesNote(root));
   }
   if (index.enabled) {
     scanned.classes = classes;
@@ -279,7 +267,7 @@ std::shared_ptr<Dataset> openImageFiles(const std::string& root) {
              [&](const std::string& path, const WalkedFile&) { paths.push_back(path); });
   warnLeftOut(root, notRegular);
   FIXRES_CHECK(!paths.empty(), DataError, root,
-               ": found no image (supported extensions: ", kReadList, ")");
+               ": found no image (supported extensions: ", image::imageFolderExtensionList(), ")");
   std::vector<int64_t> labels(paths.size(), 0);
   return std::make_shared<ImageFolderDataset>(root, std::vector<std::string>{""}, std::move(paths),
                                               std::move(labels));

@@ -43,7 +43,7 @@ class Dataset {
 
 // torchvision ImageFolder: classes = sorted names of the sub-folders of root; samples = files
 // with an IMG_EXTENSIONS suffix in each class folder, walked recursively (symlinks followed) in
-// sorted path order (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp, any case, all decoded);
+// sorted path order (any case; the codec registry marks which formats are listed, image/Codec.h);
 // but only regular files (or symlinks to them). Files left out (FIFOs, sockets, devices, broken
 // symlinks) are counted in one warning with an example path. DataError if root is missing, has no
 // class folder, or a class has no image.

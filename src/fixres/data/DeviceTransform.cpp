@@ -105,7 +105,7 @@ EncodedSample encodeSample(const RawSample& raw, const image::TransformOptions& 
     return e;
   }
   image::Decoder decoder(raw.data(), raw.size(), raw.name);  // the header only, so far
-  if (decoder.format() == image::ImageFormat::kJpeg) {
+  if (&decoder.codec() == &image::jpegCodec()) {
     e.jpeg = raw.bytes;
     e.plan = planDeviceSample(o, decoder.width(), decoder.height(), seed);
     return e;

@@ -17,6 +17,7 @@
 #include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/Sha256.h"
+#include "fixres/image/Codec.h"
 
 namespace fixres::data {
 
@@ -26,9 +27,12 @@ namespace {
 
 // "FXIDX" + format version; a file of another version is stale, not an error.
 constexpr char kIndexMagic[8] = {'F', 'X', 'I', 'D', 'X', '\0', '\0', '\0'};
-// Version 2: every ImageFolder extension is decoded (version 1 left out .bmp .ppm .pgm .tif .tiff
-// .webp, so its listings lack them).
-constexpr uint32_t kIndexVersion = 2;
+// Version 3: the listing stamp of the codec registry (image/Codec.h) in the high 32 bits, so an
+// index made when other extensions were images is stale, with no version to bump by hand.
+// (Version 1 left out .bmp .ppm .pgm .tif .tiff .webp; version 2 listed them without the stamp.)
+uint64_t indexVersion() {
+  return (uint64_t(image::imageFolderListingStamp()) << 32) | 3;
+}
 constexpr const char* kIndexName = ".fixres-index";
 constexpr uint64_t kIndexMaxCount = uint64_t(1) << 32;  // sanity bound on any count in the file
 
@@ -219,7 +223,7 @@ std::string encodeFolderIndex(const FolderIndex& index) {
   const std::string& payload = w.bytes();
   IndexWriter head;
   head.bytes().append(kIndexMagic, sizeof(kIndexMagic));
-  head.u64(kIndexVersion);
+  head.u64(indexVersion());
   head.u64(payload.size());
   head.u64(crc32c(payload));
   return head.bytes() + payload;
@@ -280,7 +284,7 @@ std::optional<FolderIndex> decodeUnchecked(const std::string& bytes, std::string
   head.u64(version);
   head.u64(size);
   head.u64(crc);
-  if (version != kIndexVersion) return fail("another format version");
+  if (version != indexVersion()) return fail("another format version or image listing");
   if (size != bytes.size() - 32) return fail("truncated");
   if (crc != crc32c(bytes.data() + 32, size)) return fail("checksum mismatch");
   IndexReader r(bytes.data() + 32, size);

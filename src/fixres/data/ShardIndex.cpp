@@ -12,6 +12,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/image/Codec.h"
 
 namespace fixres::data {
 
@@ -29,12 +30,13 @@ bool isShardWorkFolderName(const std::string& name) {
 }
 
 // Version 2: members in every ImageFolder image format (version 1 listed .jpg .jpeg .png only, so
-// an index of that version is read as not matching, and the shards scanned again).
+// an index of that version is read as not matching, and the shards scanned again). Which
+// extensions are images is the codec registry's: the index records its stamp (image_listing), and
+// one made with other extensions is scanned again, with no version to bump by hand.
 constexpr int64_t kShardIndexVersion = 2;
 
 bool isImageExtension(const std::string& ext) {
-  return ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "ppm" || ext == "bmp" ||
-         ext == "pgm" || ext == "tif" || ext == "tiff" || ext == "webp";
+  return image::isImageFolderExtension(ext);
 }
 
 // One shard's members as columns (keys, labels, offsets, sizes, extensions): an ImageNet-sized
@@ -43,6 +45,7 @@ std::string shardIndexToJson(const ShardIndex& index) {
   nlohmann::json j;
   j["format"] = "fixres-shards";
   j["version"] = kShardIndexVersion;
+  j["image_listing"] = image::imageFolderListingStamp();
   j["classes"] = index.classes;
   j["shards"] = nlohmann::json::array();
   for (const auto& s : index.shards) {
@@ -76,7 +79,8 @@ class ShardIndexSax {
   ShardIndex index;
   std::string format;
   int64_t version = -1;
-  std::string error;  // the first problem
+  int64_t listing = -1;  // image_listing: the stamp of the extensions the index was made with
+  std::string error;     // the first problem
 
   bool null() { return other("null"); }
   bool boolean(bool) { return other("a boolean"); }
@@ -92,6 +96,8 @@ class ShardIndexSax {
     switch (top()) {
       case Kind::kRoot:
         if (keys_.back() == "version") version = static_cast<int64_t>(std::min<uint64_t>(v, 1000));
+        if (keys_.back() == "image_listing")
+          listing = static_cast<int64_t>(std::min<uint64_t>(v, UINT32_MAX + uint64_t(1)));
         return true;
       case Kind::kShard:
         if (keys_.back() == "bytes") index.shards.back().bytes = v;
@@ -236,6 +242,8 @@ ShardIndex parseShardIndex(const char* begin, const char* end, const std::string
                ": not a fixres shard index (format)");
   FIXRES_CHECK(sax.version == kShardIndexVersion, DataError, what, ": unsupported index version ",
                sax.version);
+  FIXRES_CHECK(sax.listing == int64_t(image::imageFolderListingStamp()), DataError, what,
+               ": made when other image extensions were read (image_listing ", sax.listing, ")");
   return std::move(sax.index);
 }
 

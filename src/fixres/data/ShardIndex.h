@@ -48,8 +48,8 @@ bool isShardWorkFolderName(const std::string& name);
 
 // `s` in lower case, character by character (std::tolower): extensions match whatever their case.
 std::string lowerCase(std::string s);
-// The extensions (in lower case) of the images a shard holds: those of ImageFolder (jpg, jpeg,
-// png, ppm, bmp, pgm, tif, tiff, webp).
+// The extensions (in lower case) of the images a shard holds: those of ImageFolder (the codec
+// registry's, image/Codec.h).
 bool isImageExtension(const std::string& ext);
 
 // The index as stored in shards.json, and back (DataError naming `what` for a malformed one).

@@ -1,6 +1,10 @@
 // BMP decoding (BmpReader.h): stb_image, with Pillow's 16-bit unpackers and truncation check.
 #include "fixres/image/BmpReader.h"
 
+#include <cstring>
+
+#include "fixres/image/Codec.h"
+
 #if FIXRES_WITH_BMP
 // stb_image's BMP decoder alone, compiled into this file with internal linkage (the file is kept
 // out of the unity build so that these macros stay here).
@@ -106,3 +110,25 @@ std::string bmpDecode(const uint8_t* d, size_t n, int width, int height, uint8_t
 }  // namespace fixres::image::formats
 
 #endif  // FIXRES_WITH_BMP
+
+namespace fixres::image {
+
+const Codec& bmpCodec() {
+  static const Codec kCodec = [] {
+    Codec c;
+    c.name = "bmp";
+    c.title = "BMP";
+    c.extensions = {"bmp"};
+    c.sniff = [](const uint8_t* d, size_t n) { return n >= 2 && d[0] == 'B' && d[1] == 'M'; };
+#if FIXRES_WITH_BMP
+    c.readSize = formats::bmpSize;
+    c.decodeRgb = formats::bmpDecode;
+#else
+    c.missing = "built without stb_image";
+#endif
+    return c;
+  }();
+  return kCodec;
+}
+
+}  // namespace fixres::image

@@ -1,4 +1,5 @@
-// JPEG and PNG decoding to RGB with PIL's conversions (the other formats: DecodeFormats.cpp).
+// JPEG and PNG decoding to RGB with PIL's conversions, and the Decoder over every codec (Codec.h:
+// the other formats are read by their own files).
 // libjpeg and libpng report errors by longjmp: every function that calls into them sets its own
 // jump point, keeps only trivially destructible state between that point and the library calls, and
 // returns an error string that the C++ side turns into a DataError naming the file.
@@ -20,7 +21,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
-#include "fixres/image/DecodeFormats.h"
+#include "fixres/image/Codec.h"
 
 namespace fixres::image {
 namespace {
@@ -60,13 +61,18 @@ bool endsWithEoi(const uint8_t* d, size_t n) {
   return n >= 4 && d[n - 2] == 0xFF && d[n - 1] == 0xD9;
 }
 
+}  // namespace
+
 // ---- JPEG ------------------------------------------------------------------------------------
+// (Outside the anonymous namespace: Decoder::Impl holds one.)
 struct JpegError {
   jpeg_error_mgr pub;
   std::jmp_buf jump;
   bool truncated = false;
   char message[JMSG_LENGTH_MAX] = {0};
 };
+
+namespace {
 
 void jpegErrorExit(j_common_ptr cinfo) {
   auto* err = reinterpret_cast<JpegError*>(cinfo->err);
@@ -89,7 +95,7 @@ struct Decoder::Impl {
   size_t size = 0;
   bool isJpeg = false;
   bool used = false;
-  formats::Kind other = formats::Kind::kNone;  // BMP, WebP, TIFF, PNM
+  const Codec* other = nullptr;  // a codec with its own reader (not JPEG or PNG)
   // JPEG state.
   jpeg_decompress_struct cinfo{};
   JpegError jerr;
@@ -304,6 +310,31 @@ const char* Decoder::Impl::pngDecode(uint8_t* out, int width, int height) {
   return nullptr;
 }
 
+// ---- Codec rows ------------------------------------------------------------------------------
+const Codec& jpegCodec() {
+  static const Codec kCodec = [] {
+    Codec c;
+    c.name = "jpeg";
+    c.title = "JPEG";
+    c.extensions = {"jpg", "jpeg"};
+    c.sniff = isJpeg;
+    return c;
+  }();
+  return kCodec;
+}
+
+const Codec& pngCodec() {
+  static const Codec kCodec = [] {
+    Codec c;
+    c.name = "png";
+    c.title = "PNG";
+    c.extensions = {"png"};
+    c.sniff = isPng;
+    return c;
+  }();
+  return kCodec;
+}
+
 // ---- Decoder ---------------------------------------------------------------------------------
 Decoder::Decoder(const uint8_t* data, size_t size, std::string name, DecodeOptions options)
     : impl_(std::make_unique<Impl>()), name_(std::move(name)) {
@@ -312,24 +343,20 @@ Decoder::Decoder(const uint8_t* data, size_t size, std::string name, DecodeOptio
   impl_->data = data;
   impl_->size = size;
   const char* error = nullptr;
-  if (isJpeg(data, size)) {
+  codec_ = sniffCodec(data, size);
+  FIXRES_CHECK(codec_ != nullptr, DataError, name_, ": cannot identify image file (not a ",
+               formatTitles(), " image)");
+  FIXRES_CHECK(codec_->missing.empty(), DataError, name_, ": this build of fixres reads no ",
+               codec_->title, " images (", codec_->missing, ")");
+  if (codec_ == &jpegCodec()) {
     impl_->isJpeg = true;
-    format_ = ImageFormat::kJpeg;
     error = impl_->jpegOpen(&width_, &height_);
-  } else if (isPng(data, size)) {
-    format_ = ImageFormat::kPng;
+  } else if (codec_ == &pngCodec()) {
     error = impl_->pngOpen(&width_, &height_);
-  } else if (const formats::Kind kind = formats::sniff(data, size); kind != formats::Kind::kNone) {
-    impl_->other = kind;
-    format_ = kind == formats::Kind::kBmp    ? ImageFormat::kBmp
-              : kind == formats::Kind::kWebp ? ImageFormat::kWebp
-              : kind == formats::Kind::kTiff ? ImageFormat::kTiff
-                                             : ImageFormat::kPnm;
-    const std::string message = formats::readSize(kind, data, size, &width_, &height_);
-    FIXRES_CHECK(message.empty(), DataError, name_, ": ", message);
   } else {
-    FIXRES_FAIL(DataError, name_,
-                ": cannot identify image file (not a JPEG, PNG, BMP, WebP, TIFF or PNM image)");
+    impl_->other = codec_;
+    const std::string message = codec_->readSize(data, size, &width_, &height_);
+    FIXRES_CHECK(message.empty(), DataError, name_, ": ", message);
   }
   FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
   FIXRES_CHECK(width_ > 0 && height_ > 0, DataError, name_, ": invalid image size ", width_, "x",
@@ -385,12 +412,12 @@ ImageView Decoder::decodeRegionView(const Rect& r, Image& buffer) {
     int left = 0;
     const char* error = impl_->jpegDecode(buffer, Rect{0, 0, width_, height_}, false, &left);
     FIXRES_CHECK(error == nullptr, DataError, name_, ": ", error);
-  } else if (impl_->other != formats::Kind::kNone) {
+  } else if (impl_->other != nullptr) {
     buffer.width = width_;
     buffer.height = height_;
     buffer.pixels.resize(size_t(width_) * height_ * 3);
-    const std::string message = formats::decodeRgb(impl_->other, impl_->data, impl_->size, width_,
-                                                   height_, buffer.pixels.data());
+    const std::string message =
+        impl_->other->decodeRgb(impl_->data, impl_->size, width_, height_, buffer.pixels.data());
     FIXRES_CHECK(message.empty(), DataError, name_, ": ", message);
   } else {
     buffer.width = width_;

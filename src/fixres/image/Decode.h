@@ -3,7 +3,7 @@
 // CMYK/YCCK via PIL's Adobe-inverted CMYK -> RGB formula, grayscale replicated, palette
 // expanded, alpha dropped (not composited), 16-bit channels reduced to their high byte except
 // 16-bit grayscale, which PIL reads as mode "I" and clips to 255. EXIF orientation is ignored.
-// BMP, WebP, TIFF and PNM (PBM/PGM/PPM) are read too, by the rules of DecodeFormats.h.
+// BMP, WebP, TIFF and PNM (PBM/PGM/PPM) are read too, each by its codec (Codec.h).
 #pragma once
 
 #include <cstddef>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fixres/image/Codec.h"
 #include "fixres/image/Image.h"
 
 namespace fixres::image {
@@ -23,8 +24,6 @@ constexpr int64_t kDefaultMaxPixels = 178956970;
 struct DecodeOptions {
   int64_t maxPixels = kDefaultMaxPixels;  // <= 0: no limit
 };
-
-enum class ImageFormat { kJpeg, kPng, kBmp, kWebp, kTiff, kPnm };
 
 // Reads the header on construction (DataError naming `name` for an unreadable or oversize file)
 // and then decodes the whole image or a region of it. `data` must outlive the decoder.
@@ -38,7 +37,8 @@ class Decoder {
 
   int width() const { return width_; }
   int height() const { return height_; }
-  ImageFormat format() const { return format_; }
+  // The file's format (Codec.h).
+  const Codec& codec() const { return *codec_; }
 
   // The whole image. Call at most one of decode() / decodeRegion() per decoder.
   Image decode();
@@ -57,8 +57,12 @@ class Decoder {
   std::string name_;
   int width_ = 0;
   int height_ = 0;
-  ImageFormat format_ = ImageFormat::kJpeg;
+  const Codec* codec_ = nullptr;
 };
+
+// The codec rows of the formats Decoder reads itself (in the registry, Codecs.cpp).
+const Codec& jpegCodec();
+const Codec& pngCodec();
 
 // Whole-file helpers. DataError naming the path on any failure.
 std::vector<uint8_t> readFile(const std::string& path);

@@ -1,6 +1,10 @@
 // PNM decoding (PnmReader.h): Pillow's PpmImagePlugin and PpmDecoder rules.
 #include "fixres/image/PnmReader.h"
 
+#include <cstring>
+
+#include "fixres/image/Codec.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -187,3 +191,23 @@ std::string pnmDecode(const uint8_t* d, size_t n, int width, int height, uint8_t
 }
 
 }  // namespace fixres::image::formats
+
+namespace fixres::image {
+
+const Codec& pnmCodec() {
+  static const Codec kCodec = [] {
+    Codec c;
+    c.name = "pnm";
+    c.title = "PNM";
+    c.extensions = {"ppm", "pgm"};
+    c.sniff = [](const uint8_t* d, size_t n) {
+      return n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6' && formats::pnmSpace(d[2]);
+    };
+    c.readSize = formats::pnmSize;
+    c.decodeRgb = formats::pnmDecode;
+    return c;
+  }();
+  return kCodec;
+}
+
+}  // namespace fixres::image

@@ -2,6 +2,10 @@
 // TiffImagePlugin does.
 #include "fixres/image/TiffReader.h"
 
+#include <cstring>
+
+#include "fixres/image/Codec.h"
+
 #if FIXRES_WITH_TIFF
 #include <tiffio.h>
 
@@ -246,3 +250,28 @@ std::string tiffDecode(const uint8_t* d, size_t n, int width, int height, uint8_
 }  // namespace fixres::image::formats
 
 #endif  // FIXRES_WITH_TIFF
+
+namespace fixres::image {
+
+const Codec& tiffCodec() {
+  static const Codec kCodec = [] {
+    Codec c;
+    c.name = "tiff";
+    c.title = "TIFF";
+    c.extensions = {"tif", "tiff"};
+    c.sniff = [](const uint8_t* d, size_t n) {
+      return n >= 4 && (std::memcmp(d, "II*\0", 4) == 0 || std::memcmp(d, "MM\0*", 4) == 0 ||
+                        std::memcmp(d, "II+\0", 4) == 0 || std::memcmp(d, "MM\0+", 4) == 0);
+    };
+#if FIXRES_WITH_TIFF
+    c.readSize = formats::tiffSize;
+    c.decodeRgb = formats::tiffDecode;
+#else
+    c.missing = "built without libtiff";
+#endif
+    return c;
+  }();
+  return kCodec;
+}
+
+}  // namespace fixres::image

@@ -1,6 +1,10 @@
 // WebP decoding (WebpReader.h): the first frame of libwebp's animation decoder, alpha dropped.
 #include "fixres/image/WebpReader.h"
 
+#include <cstring>
+
+#include "fixres/image/Codec.h"
+
 #if FIXRES_WITH_WEBP
 #include <webp/decode.h>
 #include <webp/demux.h>
@@ -67,3 +71,27 @@ std::string webpDecode(const uint8_t* d, size_t n, int width, int height, uint8_
 }  // namespace fixres::image::formats
 
 #endif  // FIXRES_WITH_WEBP
+
+namespace fixres::image {
+
+const Codec& webpCodec() {
+  static const Codec kCodec = [] {
+    Codec c;
+    c.name = "webp";
+    c.title = "WebP";
+    c.extensions = {"webp"};
+    c.sniff = [](const uint8_t* d, size_t n) {
+      return n >= 12 && std::memcmp(d, "RIFF", 4) == 0 && std::memcmp(d + 8, "WEBP", 4) == 0;
+    };
+#if FIXRES_WITH_WEBP
+    c.readSize = formats::webpSize;
+    c.decodeRgb = formats::webpDecode;
+#else
+    c.missing = "built without libwebp";
+#endif
+    return c;
+  }();
+  return kCodec;
+}
+
+}  // namespace fixres::image

@@ -170,8 +170,10 @@ TEST(DataFileIndex, CorruptOrForeignIndexIsIgnored) {
       {"empty", ""},
       {"truncated", good.substr(0, good.size() - 5)},
       {"flipped byte", flipped},
-      {"older version", good.substr(0, 8) + std::string(1, '\x01') + good.substr(9)},
-      {"newer version", good.substr(0, 8) + std::string(1, '\x03') + good.substr(9)},
+      {"older version", good.substr(0, 8) + std::string(1, '\x02') + good.substr(9)},
+      {"newer version", good.substr(0, 8) + std::string(1, '\x04') + good.substr(9)},
+      // The version's high 32 bits: the codec registry's listing stamp of other extensions.
+      {"other image listing", good.substr(0, 12) + std::string(1, good[12] ^ 1) + good.substr(13)},
   };
   for (const auto& [what, bytes] : bad) {
     SCOPED_TRACE(what);

@@ -208,11 +208,15 @@ TEST(DataTarShards, IndexEqualsScanAndAStaleIndexIsNotUsed) {
   EXPECT_EQ(rescanned->classes(), (std::vector<std::string>{"0", "1"}));
   EXPECT_EQ(rescanned->size(), indexed->size());
   // A malformed index is not trusted either, and says why.
-  // Version 1 (JPEG and PNG members only) and a future version 3 are other versions.
+  // Version 1 (JPEG and PNG members only) and a future version 3 are other versions; an index
+  // made when other extensions were images (its image_listing stamp, or none) is stale.
   for (const std::string bad : {"{\"format\": \"fixres-shards\", \"version\": 2, \"shards\": [{",
                                 "[1, 2]", "{\"format\": \"other\", \"version\": 2}",
                                 "{\"format\": \"fixres-shards\", \"version\": 1}",
-                                "{\"format\": \"fixres-shards\", \"version\": 3}"}) {
+                                "{\"format\": \"fixres-shards\", \"version\": 3}",
+                                "{\"format\": \"fixres-shards\", \"version\": 2, \"classes\": []}",
+                                "{\"format\": \"fixres-shards\", \"version\": 2, "
+                                "\"image_listing\": 12345, \"classes\": []}"}) {
     EXPECT_THROW(shardIndexFromJson(bad, "index"), DataError) << bad;
     std::ofstream(out + "/" + kShardIndexName, std::ios::trunc) << bad;
     ::testing::internal::CaptureStderr();
