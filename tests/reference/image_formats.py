@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Reference decodes of the image formats besides JPEG and PNG that ImageFolder lists (BMP,
-WebP, TIFF, PBM/PGM/PPM), computed with PIL: Image.open(f).convert("RGB").
+"""Reference decodes of the image formats besides JPEG and PNG (BMP, WebP, TIFF, PBM/PGM/PPM,
+which ImageFolder lists, and GIF's first frame), computed with PIL: Image.open(f).convert("RGB").
 
 Usage: image_formats.py OUT_DIR
 Writes the images (written by PIL where it can write them, by hand for the layouts it cannot)
@@ -131,6 +131,72 @@ write("plain.pbm", b"P1\n9 5\n" + b"\n".join(b"".join(b"%d" % v for v in r) for 
 write("truncated.ppm", read("rgb.ppm")[:3000])
 write("toolarge.pgm", b"P2 2 2 10\n1 2 3 11\n")
 write("badmaxval.ppm", b"P6 2 2 70000\n" + b"\0" * 24)
+
+# ---- GIF: PIL's own files (interlaced by default, flat, greyscale, a 4-colour table, the first
+# frame of an animation) and hand-made ones for what PIL does not write: a frame inside a larger
+# screen with a transparent index, a frame that grows the screen, indices past the colour table,
+# no colour table at all; a truncated file and a stream that ends early.
+def lzw(indices, min_size):
+    clear, end = 1 << min_size, (1 << min_size) + 1
+    size, table, nxt = min_size + 1, {bytes([i]): i for i in range(clear)}, end + 1
+    codes, w = [(clear, size)], b""
+    for k in indices:
+        if w + bytes([k]) in table:
+            w += bytes([k])
+            continue
+        codes.append((table[w], size))
+        table[w + bytes([k])], nxt = nxt, nxt + 1
+        if nxt > (1 << size) and size < 12:
+            size += 1
+        if nxt >= 4095:
+            codes.append((clear, size))
+            size, table, nxt = min_size + 1, {bytes([i]): i for i in range(clear)}, end + 1
+        w = bytes([k])
+    codes += [(table[w], size), (end, size)]
+    acc = nbits = 0
+    data = bytearray()
+    for code, bits in codes:
+        acc |= code << nbits
+        nbits += bits
+        while nbits >= 8:
+            data.append(acc & 255)
+            acc >>= 8
+            nbits -= 8
+    if nbits:
+        data.append(acc & 255)
+    blocks = b"".join(bytes([len(data[i:i + 255])]) + bytes(data[i:i + 255]) for i in range(0, len(data), 255))
+    return bytes([min_size]) + blocks + b"\0"
+
+
+def gif(screen, frame, indices, table=None, table_bits=0, transparent=None, min_size=None):
+    sw, sh = screen
+    x, y, w, h = frame
+    flags = (0x80 | table_bits) if table is not None else 0
+    head = b"GIF89a" + struct.pack("<HHBBB", sw, sh, flags, 0, 0)
+    if table is not None:
+        head += bytes(table) + b"\0" * (3 * (2 << table_bits) - len(table))
+    if transparent is not None:
+        head += b"\x21\xf9\x04" + bytes([1, 0, 0, transparent, 0])
+    head += b"," + struct.pack("<HHHHB", x, y, w, h, 0)
+    return head + lzw(indices, min_size or max(2, table_bits + 1)) + b";"
+
+
+pal = photo(64, 48)
+save("photo.gif", Image.fromarray(pal).quantize(200))
+save("flat.gif", Image.fromarray(photo(33, 20)).quantize(64), interlace=False)
+save("gray.gif", Image.fromarray(photo(30, 17)[..., 0]))
+save("p4.gif", Image.fromarray(rng.integers(0, 4, (9, 11), dtype=np.uint8), "P"), palette=[0, 0, 0, 250, 0, 0, 0, 250, 0, 0, 0, 250])
+frames = [Image.fromarray(photo(24, 18)).quantize(32) for _ in range(2)]
+frames[0].save(os.path.join(out, "animated.gif"), save_all=True, append_images=frames[1:])
+names.append("animated.gif")
+colours = [0, 0, 0, 200, 30, 30, 30, 200, 30, 30, 30, 200]
+write("offset.gif", gif((20, 16), (3, 4, 10, 8), rng.integers(0, 4, 80), colours, 1, transparent=2))
+write("grow.gif", gif((8, 8), (4, 2, 10, 9), rng.integers(0, 4, 90), colours, 1))
+write("beyond.gif", gif((7, 6), (0, 0, 7, 6), rng.integers(0, 8, 42), [9, 99, 199, 255, 0, 0], 0, min_size=3))
+write("notable.gif", gif((6, 5), (0, 0, 6, 5), rng.integers(0, 16, 30), min_size=4))
+write("truncated.gif", read("photo.gif")[: len(read("photo.gif")) // 2])
+early = gif((6, 6), (0, 0, 6, 6), rng.integers(0, 4, 18), colours, 1)
+write("early_end.gif", early)
 
 manifest = [f"pil {PIL.__version__}"]
 for name in names:

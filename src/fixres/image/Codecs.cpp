@@ -14,10 +14,11 @@ const Codec& bmpCodec();   // BmpReader.cpp
 const Codec& webpCodec();  // WebpReader.cpp
 const Codec& tiffCodec();  // TiffReader.cpp
 const Codec& pnmCodec();   // PnmReader.cpp
+const Codec& gifCodec();   // GifReader.cpp
 
 const std::vector<const Codec*>& codecs() {
   static const std::vector<const Codec*> kCodecs = {
-      &jpegCodec(), &pngCodec(), &bmpCodec(), &webpCodec(), &tiffCodec(), &pnmCodec(),
+      &jpegCodec(), &pngCodec(), &bmpCodec(), &webpCodec(), &tiffCodec(), &pnmCodec(), &gifCodec(),
   };
   return kCodecs;
 }

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@ namespace {
 
 using fixres::DataError;
 using fixres::image::decodeFile;
+using fixres::image::decodeImage;
 using fixres::image::Decoder;
 using fixres::image::Image;
 using fixres::testing::readBytes;
@@ -63,12 +65,12 @@ bool endsWith(const std::string& s, const std::string& tail) {
 
 TEST(FormatsReference, EveryFormatDecodesToPilsPixels) {
   const auto decodes = casesOf("decode");
-  // image_formats.py writes 34 readable images (7 BMP, 5 WebP, 12 TIFF, 10 PNM).
-  ASSERT_EQ(decodes.size(), 34u) << cases().dir << "/manifest.txt";
+  // image_formats.py writes 43 readable images (7 BMP, 5 WebP, 12 TIFF, 10 PNM, 9 GIF).
+  ASSERT_EQ(decodes.size(), 43u) << cases().dir << "/manifest.txt";
   // The codec each file must be sniffed as, by its extension.
   const std::map<std::string, std::string> codecOf = {
       {"bmp", "bmp"}, {"webp", "webp"}, {"tif", "tiff"}, {"tiff", "tiff"},
-      {"ppm", "pnm"}, {"pgm", "pnm"},   {"pbm", "pnm"}};
+      {"ppm", "pnm"}, {"pgm", "pnm"},   {"pbm", "pnm"},  {"gif", "gif"}};
   std::map<std::string, int> perCodec;
   for (const auto& c : decodes) {
     const std::string file = cases().dir + "/" + c[1];
@@ -96,14 +98,16 @@ TEST(FormatsReference, EveryFormatDecodesToPilsPixels) {
     EXPECT_EQ(Decoder(bytes.data(), bytes.size(), c[1]).codec().name, codecOf.at(ext));
     ++perCodec[codecOf.at(ext)];
   }
-  const std::map<std::string, int> want = {{"bmp", 7}, {"webp", 5}, {"tiff", 12}, {"pnm", 10}};
+  const std::map<std::string, int> want = {
+      {"bmp", 7}, {"webp", 5}, {"tiff", 12}, {"pnm", 10}, {"gif", 9}};
   EXPECT_EQ(perCodec, want);
 }
 
 TEST(FormatsReference, FilesPilCannotReadAreDataErrorsNamingThem) {
   const auto errors = casesOf("decode_error");
-  // Truncated BMP, WebP, TIFF and PPM; a plain sample above maxval; maxval 70000.
-  ASSERT_EQ(errors.size(), 6u) << cases().dir << "/manifest.txt";
+  // Truncated BMP, WebP, TIFF, PPM and GIF; a plain sample above maxval; maxval 70000; a GIF
+  // whose image data ends before its last pixel.
+  ASSERT_EQ(errors.size(), 8u) << cases().dir << "/manifest.txt";
   for (const auto& c : errors) {
     const std::string file = cases().dir + "/" + c[1];
     try {
@@ -116,8 +120,32 @@ TEST(FormatsReference, FilesPilCannotReadAreDataErrorsNamingThem) {
   }
 }
 
+// Damaged GIFs (every prefix, 300 single-byte changes of each) decode or fail with a DataError,
+// never anything else.
+TEST(FormatsReference, DamagedGifsAreImagesOrDataErrors) {
+  std::mt19937 rng(7);
+  for (const char* name : {"photo.gif", "offset.gif", "grow.gif", "notable.gif"}) {
+    const std::vector<uint8_t> bytes = readBytes(cases().dir + "/" + name);
+    std::vector<std::vector<uint8_t>> damaged;
+    for (size_t n = 0; n < bytes.size(); n += 1 + n / 64)
+      damaged.emplace_back(bytes.begin(), bytes.begin() + n);
+    for (int i = 0; i < 300; ++i) {
+      damaged.push_back(bytes);
+      damaged.back()[rng() % bytes.size()] = static_cast<uint8_t>(rng());
+    }
+    for (const auto& d : damaged) {
+      try {
+        decodeImage(d.data(), d.size(), name);
+      } catch (const DataError&) {
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << name << ": " << e.what();
+      }
+    }
+  }
+}
+
 TEST(FormatsReference, RegionsOfOtherFormatsEqualTheWholeImageCropped) {
-  for (const char* name : {"rgb24.bmp", "lossy.webp", "lzw.tiff", "rgb.ppm"}) {
+  for (const char* name : {"rgb24.bmp", "lossy.webp", "lzw.tiff", "rgb.ppm", "offset.gif"}) {
     const std::string file = cases().dir + "/" + name;
     const std::vector<uint8_t> bytes = readBytes(file);
     const Image full = decodeFile(file);
