@@ -23,7 +23,9 @@ OUT=${2:-"$(cd "$(dirname "$0")/.." && pwd)/docs/cli-reference.md"}
   echo
   echo "Every setting of a train or finetune run (\`fixres settings\`): its key in config.json (and"
   echo "in a \`--config\` file, by its flag name without \`--\`), its flag, defaults and valid values, and"
-  echo "what resuming a run with another value does (refused unless \`--allow-config-change\`)."
+  echo "what resuming a run with another value does (refused unless \`--allow-config-change\`); then"
+  echo "the options of the commands that are not runs, each a table of its own (not saved in config.json;"
+  echo "a \`--config\` file sets them by flag name too)."
   echo
   "$FIXRES" settings
 } >"$OUT"

@@ -23,9 +23,7 @@ struct PredictState {
   std::vector<std::string> inputs;
   std::string out, classNamesFile;
   int inputSize = 0;
-  int topk = 5;
-  engine::ScoreKind scores = engine::ScoreKind::kProb;
-  engine::PredictFormat format = engine::PredictFormat::kCsv;
+  engine::PredictOptions output;
 };
 
 }  // namespace
@@ -44,16 +42,7 @@ Command addPredictCommand(CLI::App& parent) {
   addModelOptions(*sub, s->model);
   addSharedFlag(*sub, "--use-ema", s->model.useEma);
   addShared(*sub, "--input-size", s->inputSize);
-  sub->add_option("--topk", s->topk, "Classes per image, best first")
-      ->check(intIn(1, 1000000))
-      ->capture_default_str()
-      ->group("Output");
-  addChoice(*sub, "--output-type", s->scores, engine::scoreKinds(),
-            "Scores written: prob (softmax) or logit")
-      ->group("Output");
-  addChoice(*sub, "--results-format", s->format, engine::predictFormats(),
-            "csv (a row per image), json (an array) or jsonl (an object per line)")
-      ->group("Output");
+  engine::PredictOptions::visitSettings(s->output, SettingsBinder{*sub, "predict"});
   addShared(*sub, "--out", s->out);
   addShared(*sub, "--class-names", s->classNamesFile);
   addEvalFlags(*sub, s->eval);
@@ -88,10 +77,9 @@ Command addPredictCommand(CLI::App& parent) {
         s->model.numClasses = classes;
         auto model = engine::buildModel(s->model.forSizes({size}), classes, rank.run).model;
         auto o = engine::evalOptions(s->eval.settings, size, s->model.preprocessing(), rank.run);
-        auto rows = engine::predict(model, images, o, s->topk, s->scores, *rank.comm);
+        auto rows = engine::predict(model, images, o, s->output, *rank.comm);
         if (rank.comm->rank() != 0) return 0;
-        const std::string text =
-            engine::formatPredictions(rows, names, s->format, s->scores, s->topk);
+        const std::string text = engine::formatPredictions(rows, names, s->output);
         size_t bad = 0;
         for (const auto& r : rows) bad += r.error.empty() ? 0 : 1;
         if (s->out.empty()) {

@@ -1,10 +1,12 @@
 // `fixres settings`: the table of a run's settings, generated from their rows (common/Setting.h):
 // config.json key, flag, the train and finetune defaults, valid values and what resume does when
-// one changes. docs/cli-reference.md carries its output.
+// one changes; then one table per command whose own options are rows (predict).
+// docs/cli-reference.md carries its output.
 #include <iostream>
 #include <string>
 
 #include "fixres/cli/Command.h"
+#include "fixres/engine/Predict.h"
 #include "fixres/engine/RunConfig.h"
 
 namespace fixres::cli {
@@ -45,6 +47,31 @@ struct TablePrinter {
   }
 };
 
+// One markdown row per flag of a command's own options (not saved in config.json).
+struct CommandTablePrinter {
+  std::ostream& out;
+  void row(const Setting& s, const std::string& value, const std::string& valid) {
+    out << "| `" << s.flag() << "` | `" << value << "` | " << valid << " | " << s.help << " |\n";
+  }
+  template <typename T>
+  void operator()(const Setting& s, const T& value) {
+    row(s, nlohmann::json(value).dump(), s.range.brief());
+  }
+  template <typename E>
+  void operator()(const Setting& s, const E& value, const ChoiceTable<E>& table) {
+    std::string names;
+    for (const auto& n : choiceNames(table)) names += (names.empty() ? "" : ", ") + n;
+    row(s, choiceName(table, value), names);
+  }
+};
+
+// The options of the commands that are not runs, each a settings visit of its own.
+void printCommandTables(std::ostream& out) {
+  out << "\n### predict\n\n| flag | default | valid values | meaning |\n|---|---|---|---|\n";
+  const engine::PredictOptions defaults;
+  engine::PredictOptions::visitSettings(defaults, CommandTablePrinter{out});
+}
+
 }  // namespace
 
 Command addSettingsCommand(CLI::App& parent) {
@@ -59,6 +86,7 @@ Command addSettingsCommand(CLI::App& parent) {
                          "values | on resume |\n|---|---|---|---|---|---|\n";
             engine::RunConfig::visitSettings(
                 train, TablePrinter{std::cout, train.toJson(), finetune.toJson()});
+            printCommandTables(std::cout);
             return 0;
           }};
 }

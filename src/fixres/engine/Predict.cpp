@@ -39,8 +39,9 @@ const ChoiceTable<PredictFormat>& predictFormats() {
 }
 
 std::vector<PredictRow> predict(models::Model& model, std::shared_ptr<const data::Dataset> images,
-                                const EvalOptions& options, int topk, ScoreKind scoreKind,
+                                const EvalOptions& options, const PredictOptions& predictOptions,
                                 distributed::Communicator& comm) {
+  const int topk = predictOptions.topk;
   FIXRES_CHECK(topk >= 1, UsageError, "--topk must be at least 1, got ", topk);
   EvalOptions o = options;
   o.skipBadImages = true;
@@ -48,7 +49,7 @@ std::vector<PredictRow> predict(models::Model& model, std::shared_ptr<const data
   std::vector<PredictRow> rows;
   if (comm.rank() != 0) return rows;
   // The softmax extract writes (<arch>_softmax.npy): float64, then float32.
-  auto scores = scoreKind == ScoreKind::kProb
+  auto scores = predictOptions.scores == ScoreKind::kProb
                     ? torch::softmax(ex.logits.to(torch::kFloat64), 1).to(torch::kFloat32)
                     : ex.logits;
   const int64_t k = std::min<int64_t>(topk, scores.size(1));
@@ -74,15 +75,16 @@ std::vector<PredictRow> predict(models::Model& model, std::shared_ptr<const data
 }
 
 std::string formatPredictions(const std::vector<PredictRow>& rows,
-                              const std::vector<std::string>& classNames, PredictFormat format,
-                              ScoreKind scoreKind, int topk) {
-  const std::string score = choiceName(scoreKinds(), scoreKind);
+                              const std::vector<std::string>& classNames,
+                              const PredictOptions& options) {
+  const PredictFormat format = options.format;
+  const std::string score = choiceName(scoreKinds(), options.scores);
   const auto className = [&](int64_t c) {
     return c < static_cast<int64_t>(classNames.size()) ? classNames[c] : std::to_string(c);
   };
   std::string out;
   if (format == PredictFormat::kCsv) {
-    int k = topk;
+    int k = options.topk;
     for (const auto& r : rows)
       if (r.error.empty()) k = static_cast<int>(r.classes.size());
     out = "path";

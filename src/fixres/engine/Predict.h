@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fixres/common/Choice.h"
+#include "fixres/common/Setting.h"
 #include "fixres/data/Dataset.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Evaluator.h"
@@ -20,6 +21,38 @@ const ChoiceTable<ScoreKind>& scoreKinds();  // prob (softmax), logit
 enum class PredictFormat { kCsv, kJson, kJsonl };
 const ChoiceTable<PredictFormat>& predictFormats();  // csv, json, jsonl
 
+// What predict writes: every field is a setting row of `fixres predict` (common/Setting.h), bound
+// to its flag by the command and listed by `fixres settings`.
+struct PredictOptions {
+  int topk = 5;
+  ScoreKind scores = ScoreKind::kProb;
+  PredictFormat format = PredictFormat::kCsv;
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    constexpr auto kInvocation = SettingRole::kInvocation;
+    v(Setting{"", "--topk", "Output", "Classes per image, best first", Range::integers(1, 1000000),
+              kInvocation, "predict"},
+      o.topk);
+    v(Setting{"",
+              "--output-type",
+              "Output",
+              "Scores written: prob (softmax) or logit",
+              {},
+              kInvocation,
+              "predict"},
+      o.scores, scoreKinds());
+    v(Setting{"",
+              "--results-format",
+              "Output",
+              "csv (a row per image), json (an array) or jsonl (an object per line)",
+              {},
+              kInvocation,
+              "predict"},
+      o.format, predictFormats());
+  }
+};
+
 struct PredictRow {
   std::string path;
   std::vector<int64_t> classes;  // best first (torch.topk's order)
@@ -27,10 +60,11 @@ struct PredictRow {
   std::string error;             // non-empty: the image could not be read (classes empty)
 };
 
-// The top min(topk, classes) of every image of `images` (options.skipBadImages is implied), in the
-// dataset's order, on rank 0 (the other ranks get an empty vector). A collective of every rank.
+// The top min(options.topk, classes) of every image of `images` (options.skipBadImages is implied),
+// in the dataset's order, on rank 0 (the other ranks get an empty vector). A collective of every
+// rank.
 std::vector<PredictRow> predict(models::Model& model, std::shared_ptr<const data::Dataset> images,
-                                const EvalOptions& options, int topk, ScoreKind scores,
+                                const EvalOptions& options, const PredictOptions& predictOptions,
                                 distributed::Communicator& comm);
 
 // The rows as text. csv: a header `path,top1_index,top1_class,top1_<score>,...,error`, then one
@@ -38,7 +72,7 @@ std::vector<PredictRow> predict(models::Model& model, std::shared_ptr<const data
 // "class", "<score>"}], "error": null or the message}; jsonl: those objects one per line.
 // `classNames` empty: a class is named by its index.
 std::string formatPredictions(const std::vector<PredictRow>& rows,
-                              const std::vector<std::string>& classNames, PredictFormat format,
-                              ScoreKind scores, int topk);
+                              const std::vector<std::string>& classNames,
+                              const PredictOptions& options);
 
 }  // namespace fixres::engine
