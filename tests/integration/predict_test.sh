@@ -50,6 +50,17 @@ run "$PY" "$REF/hub_check.py" predictions "$WORK/p.json" "$WORK/p.csv" "$WORK/p.
   "$D/val" "$WORK/npy" resnet_tiny 3
 expect_code 0; expect_out "13 images equal to extract's softmax top-3, 1 unreadable"; cat "$OUT"
 grep -q "class0/broken.jpg,,,,,,,,,,.*broken.jpg: Invalid JPEG" "$WORK/p.csv" || bad "the CSV row of the corrupt file"
+# --min-prob: only the classes of extract's softmax top-5 at or above it (1 to 3 of the 3 here).
+for fmt in csv json jsonl; do
+  run "$FIXRES" predict "$P" --weight-path "$RUN" --input-size 32 --topk 5 --min-prob 0.32 \
+    --results-format $fmt --out "$WORK/m.$fmt" --workers 1
+  expect_code 0
+done
+run "$PY" "$REF/hub_check.py" predictions "$WORK/m.json" "$WORK/m.csv" "$WORK/m.jsonl" "$P" \
+  "$D/val" "$WORK/npy" resnet_tiny 5 0.32
+expect_code 0; expect_out "13 images equal to extract's softmax top-5"
+run "$FIXRES" predict "$P" --weight-path "$RUN" --min-prob 1.5
+expect_code 2; expect_err_lines 1; expect_err "--min-prob"
 grep -q '"class": "class' "$WORK/p.json" || bad "class names from the run folder"
 # The same rows from a list file (paths relative to it), from stdin, and from two ranks: the same
 # paths, errors and classes in the same order, scores within 1e-5 relative (other batch sizes and

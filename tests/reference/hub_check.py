@@ -17,7 +17,7 @@ timm HUB ORACLES PREDICTIONS
                            on every image of PREDICTIONS (fixres predict --format json
                            --output-type logit --topk C); prints the relative L2 error of timm's
                            logits against fixres's and timm's resolved input size and crop.
-predictions JSON CSV JSONL PREDICT_ROOT EXTRACT_ROOT NPY_FOLDER ARCH K
+predictions JSON CSV JSONL PREDICT_ROOT EXTRACT_ROOT NPY_FOLDER ARCH K [MIN_PROB]
                            the three outputs of one predict run on PREDICT_ROOT agree (CSV read by
                            the csv module, JSON lines by json); every readable image's top-K
                            is the top-K of `fixres extract`'s ARCH_softmax.npy on the image
@@ -121,7 +121,8 @@ def timm_logits(hub, oracles, predictions):
     assert err < 1e-5, f"relative L2 error {err}"
 
 
-def check_predictions(json_path, csv_path, jsonl_path, predict_root, extract_root, npy, arch, k):
+def check_predictions(json_path, csv_path, jsonl_path, predict_root, extract_root, npy, arch, k,
+                      min_prob=0.0):
     rows = json.load(open(json_path))
     lines = [json.loads(line) for line in open(jsonl_path)]
     assert lines == rows, "json and jsonl differ"
@@ -151,8 +152,11 @@ def check_predictions(json_path, csv_path, jsonl_path, predict_root, extract_roo
         # not the last digit nor the order of near ties is compared (same_predictions.py).
         want = [{"index": int(i), "class": classes[i], "prob": float(s[i])}
                 for i in numpy.argsort(-s, kind="stable")[:k]]
-        why = same_predictions(r["predictions"], want, 1e-5)
-        assert why is None, (r["path"], why, r["predictions"], want)
+        # --min-prob: the classes at or above it; one within 1e-5 relative of it may go either way.
+        sure = [p for p in want if p["prob"] >= min_prob * (1 + 1e-5)]
+        maybe = [p for p in want if p["prob"] >= min_prob * (1 - 1e-5)]
+        whys = [same_predictions(r["predictions"], w, 1e-5) for w in (sure, maybe)]
+        assert None in whys, (r["path"], whys, r["predictions"], want)
         checked += 1
     print(f"{checked} images equal to extract's softmax top-{k}, {bad} unreadable with errors")
 
@@ -164,6 +168,7 @@ if __name__ == "__main__":
     elif cmd == "timm":
         timm_logits(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "predictions":
-        check_predictions(*sys.argv[2:9], int(sys.argv[9]))
+        check_predictions(*sys.argv[2:9], int(sys.argv[9]),
+                          float(sys.argv[10]) if len(sys.argv) > 10 else 0.0)
     else:
         sys.exit(f"unknown command {cmd}")

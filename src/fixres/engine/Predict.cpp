@@ -49,13 +49,14 @@ std::vector<PredictRow> predict(models::Model& model, std::shared_ptr<const data
   std::vector<PredictRow> rows;
   if (comm.rank() != 0) return rows;
   // The softmax extract writes (<arch>_softmax.npy): float64, then float32.
-  auto scores = predictOptions.scores == ScoreKind::kProb
-                    ? torch::softmax(ex.logits.to(torch::kFloat64), 1).to(torch::kFloat32)
-                    : ex.logits;
+  const auto probs = torch::softmax(ex.logits.to(torch::kFloat64), 1).to(torch::kFloat32);
+  auto scores = predictOptions.scores == ScoreKind::kProb ? probs : ex.logits;
   const int64_t k = std::min<int64_t>(topk, scores.size(1));
   auto [values, classes] = scores.topk(k, 1);
   values = values.contiguous();
   classes = classes.contiguous();
+  // How many of each row's best classes reach --min-prob (the best come first).
+  const auto listed = (probs.gather(1, classes) >= predictOptions.minProb).sum(1).contiguous();
   rows.resize(images->size());
   std::vector<bool> present(images->size(), false);
   const auto* idx = ex.indices.data_ptr<int64_t>();
@@ -64,8 +65,9 @@ std::vector<PredictRow> predict(models::Model& model, std::shared_ptr<const data
     present[idx[r]] = true;
     const auto* c = classes[r].data_ptr<int64_t>();
     const auto* v = values[r].data_ptr<float>();
-    row.classes.assign(c, c + k);
-    row.scores.assign(v, v + k);
+    const int64_t n = listed.data_ptr<int64_t>()[r];
+    row.classes.assign(c, c + n);
+    row.scores.assign(v, v + n);
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i].path = images->name(i);
@@ -84,9 +86,15 @@ std::string formatPredictions(const std::vector<PredictRow>& rows,
   };
   std::string out;
   if (format == PredictFormat::kCsv) {
+    // As many top columns as the longest row (--topk, or fewer classes, or --min-prob's cut).
     int k = options.topk;
-    for (const auto& r : rows)
-      if (r.error.empty()) k = static_cast<int>(r.classes.size());
+    bool any = false;
+    for (const auto& r : rows) {
+      if (!r.error.empty()) continue;
+      k = any ? std::max(k, static_cast<int>(r.classes.size()))
+              : static_cast<int>(r.classes.size());
+      any = true;
+    }
     out = "path";
     for (int j = 1; j <= k; ++j) {
       const std::string t = "top" + std::to_string(j);

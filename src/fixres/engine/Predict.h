@@ -27,6 +27,7 @@ struct PredictOptions {
   int topk = 5;
   ScoreKind scores = ScoreKind::kProb;
   PredictFormat format = PredictFormat::kCsv;
+  double minProb = 0;
 
   template <typename Self, typename V>
   static void visitSettings(Self& o, V&& v) {
@@ -50,6 +51,11 @@ struct PredictOptions {
               kInvocation,
               "predict"},
       o.format, predictFormats());
+    v(Setting{"", "--min-prob", "Output",
+              "List a class only when its softmax probability is at least this (an image may list "
+              "fewer than --topk classes, or none)",
+              Range::reals(0, 1), kInvocation, "predict"},
+      o.minProb);
   }
 };
 
