@@ -12,6 +12,7 @@
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Log.h"
 #include "fixres/distributed/GradReducer.h"
+#include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/StepBench.h"
 #include "fixres/engine/TrainStep.h"
@@ -54,7 +55,9 @@ void addBenchShapeOptions(CLI::App& sub, BenchShape& b) {
 // The model (seeded, built as every subcommand builds it) and a random input batch.
 std::pair<models::Model, torch::Tensor> benchModel(const BenchShape& b,
                                                    const engine::RunDevice& run) {
-  auto model = engine::buildModel(b.model.forSizes({b.inputSize}), b.model.numClasses, run).model;
+  auto model =
+      engine::buildModel(engine::resolvedForSizes(b.model, {b.inputSize}), b.model.numClasses, run)
+          .model;
   auto x = torch::randn({b.batch, 3, b.inputSize, b.inputSize},
                         torch::TensorOptions().device(run.device))
                .contiguous(run.numerics.channelsLast ? at::MemoryFormat::ChannelsLast

@@ -19,12 +19,13 @@ Command addCalibrateCommand(CLI::App& parent) {
       "(no gradient, no labels) and write the weights");
   struct State {
     engine::CalibrationJob job;
+    engine::ModelSpec model;
     EvalFlags eval;  // the job's eval settings, numerics and --cpu
   };
   auto s = std::make_shared<State>();
   engine::CalibrationJob& j = s->job;
   addConfigFile(*sub);
-  addModelOptions(*sub, j.model);
+  addModelOptions(*sub, s->model);
   addShared(*sub, "--dataset-path", j.datasetPath)->required();
   addShared(*sub, "--input-size", j.inputSize);
   addEvalFlags(*sub, s->eval);
@@ -41,17 +42,17 @@ Command addCalibrateCommand(CLI::App& parent) {
   return {sub, [s, sub]() -> int {
             if (s->job.layout == engine::ExportLayout::kOnnx) engine::requireOnnxExport();
             checkOutputPath("--out", s->job.out, {{"--dataset-path", s->job.datasetPath}});
-            applyFolderTestSettings(*sub, s->job.model, &s->job.inputSize,
-                                    &s->eval.settings.resizeMode);
             engine::CalibrationJob job = s->job;
+            job.model =
+                modelRequest(*sub, s->model, {s->job.inputSize}, s->eval.settings.resizeMode);
             job.eval = s->eval.settings;
             job.numerics = s->eval.numerics;
             job.cpu = s->eval.cpu;
-            const auto r = engine::runCalibration(job);
+            int size = 0;
+            const auto r = engine::runCalibration(job, &size);
             std::cout << "calibrated " << r.layers << " BatchNorm layers of "
-                      << job.model.architectureName() << " at " << job.inputSize << " px on "
-                      << r.images << " images (" << r.batches << " batches) -> " << job.out
-                      << std::endl;
+                      << s->model.architectureName() << " at " << size << " px on " << r.images
+                      << " images (" << r.batches << " batches) -> " << job.out << std::endl;
             return 0;
           }};
 }

@@ -1,69 +1,17 @@
 // `fixres eval`: top-1/top-5 and loss at one or several test resolutions, sharded exactly
 // over the ranks; results as a table and optionally JSON (main_evaluate_imnet).
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
+#include <vector>
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/Log.h"
-#include "fixres/common/StopSignal.h"
-#include "fixres/data/Dataset.h"
-#include "fixres/engine/EvalReport.h"
-#include "fixres/engine/Evaluator.h"
-#include "fixres/engine/ModelCard.h"
+#include "fixres/engine/EvalJob.h"
 
 namespace fixres::cli {
 namespace {
-
-// One size with --report: every image's logits gathered on rank 0, which writes the report into
-// `dir` (and keeps it in `kept`); every rank gets the summary.
-engine::EvalResult reportSize(models::Model& model, std::shared_ptr<const data::Dataset> dataset,
-                              std::shared_ptr<const data::Dataset> heldOut,
-                              const engine::EvalOptions& o, const engine::ModelSpec& spec,
-                              const std::string& dir, int size, distributed::Communicator& comm,
-                              std::optional<engine::ClassReport>& kept) {
-  auto ex = engine::extract(model, dataset, o, comm, /*embeddings=*/false);
-  std::optional<engine::TemperatureFit> fit;
-  std::string heldOutSource;
-  if (heldOut && stopSignal() == 0) {
-    auto h = o;
-    h.limit = -1;
-    auto held = engine::extract(model, heldOut, h, comm, /*embeddings=*/false);
-    heldOutSource = heldOut->source();
-    if (comm.rank() == 0) fit = engine::fitTemperature(held.logits, held.labels);
-  }
-  std::vector<double> summary(4, 0.0);
-  if (comm.rank() == 0) {
-    kept = engine::classReport(ex.logits, ex.labels);
-    engine::ReportInfo info;
-    info.architecture = spec.architecture;
-    info.weights = spec.weightPath;
-    info.dataset = dataset->source();
-    info.inputSize = size;
-    info.classNames = dataset->classes();
-    info.complete = ex.complete;
-    info.temperature = fit;
-    info.temperatureDataset = heldOutSource;
-    writeEvalReport(dir, ex.logits, ex.labels, *kept, info);
-    summary = {kept->top1, kept->top5, kept->loss, static_cast<double>(kept->count)};
-    log::info("report at ", size, " px -> ", dir, ": ECE ", 100 * kept->reliability.ece, " %",
-              fit ? detail::concat("; temperature ", fit->temperature, " (fitted on ", fit->images,
-                                   " held-out images)")
-                  : std::string());
-  }
-  summary = distributed::allReduceScalars(comm, summary);
-  engine::EvalResult r;
-  r.top1 = summary[0];
-  r.top5 = summary[1];
-  r.loss = summary[2];
-  r.count = static_cast<int64_t>(summary[3]);
-  r.inputSize = size;
-  r.complete = ex.complete;
-  return r;
-}
 
 // What `fixres eval` is given on its command line.
 struct EvalState {
@@ -128,121 +76,45 @@ void checkEvalOutputs(const EvalState& s) {
                      {"--fit-temperature", s.heldOut}});
 }
 
-// The weights' class names: --class-names, else what their folder records.
-std::vector<std::string> evalModelNames(const EvalState& s) {
-  if (!s.classNamesFile.empty()) return engine::readClassNames(s.classNamesFile);
-  if (engine::isModelFolder(s.model.weightPath))
-    return engine::readModelFolder(s.model.weightPath).classNames;
-  return {};
-}
-
-// What the sizes evaluated so far gave: every result, the best top-1 and the last report.
-struct EvalRun {
-  nlohmann::json results = nlohmann::json::array();
-  double bestTop1 = 0;
-  std::optional<engine::ClassReport> lastReport;
-};
-
-// Every size in turn until done or stopped by a signal, a table row printed on rank 0 after each.
-EvalRun evaluateSizes(const EvalState& s, models::Model& model,
-                      std::shared_ptr<const data::Dataset> dataset,
-                      std::shared_ptr<const data::Dataset> heldOut, const std::vector<int>& sizes,
-                      const Rank& rank) {
-  const bool printing = rank.comm->rank() == 0;
-  EvalRun run;
-  for (size_t k = 0; k < sizes.size() && stopSignal() == 0; ++k) {
-    auto o = engine::evalOptions(s.eval.settings, sizes[k], s.model.preprocessing(), rank.run);
-    o.limit = s.limit;
-    o.stopOnSignal = true;
-    engine::EvalResult r;
-    if (s.report.empty()) {
-      r = engine::evaluate(model, dataset, o, *rank.comm);
-    } else {
-      const std::string dir =
-          sizes.size() == 1
-              ? s.report
-              : (std::filesystem::path(s.report) / (std::to_string(sizes[k]) + "px")).string();
-      r = reportSize(model, dataset, heldOut, o, s.model, dir, sizes[k], *rank.comm,
-                     run.lastReport);
-    }
-    run.bestTop1 = std::max(run.bestTop1, r.top1);
-    run.results.push_back(r.toJson());
-    if (!printing) continue;
-    // The header once the first row is ready: an error before it prints no table.
-    if (k == 0) std::printf("%6s %8s %8s %8s %8s\n", "size", "top1", "top5", "loss", "images");
-    std::printf("%6d %8.3f %8.3f %8.4f %8lld%s\n", sizes[k], r.top1, r.top5, r.loss,
-                static_cast<long long>(r.count), r.complete ? "" : " (interrupted)");
-    std::fflush(stdout);
-  }
-  return run;
-}
-
-// --json: the settings and every size's result, marked partial when a signal stopped the run.
-void writeEvalJson(const EvalState& s, const nlohmann::json& results, int signal) {
-  nlohmann::json doc = {
-      {"architecture", s.model.architecture},
-      {"weights", s.model.weightPath},
-      {"resize_mode", choiceName(image::resizeModes(), s.eval.settings.resizeMode)},
-      {"test_flip", s.eval.settings.testFlip},
-      {"results", results}};
-  if (signal != 0) {
-    doc["partial"] = true;
-    doc["stopped_by_signal"] = signal;
-  }
-  writeFileAtomic(s.json, doc.dump(2) + "\n");
-}
-
-// Near chance although the run that made the weights recorded much better: say why.
-void checkClassOrder(const EvalState& s, const EvalRun& run, const data::Dataset& dataset,
-                     const std::vector<std::string>& modelNames) {
-  const auto& classes = dataset.classes();
-  if (engine::nearChance(run.bestTop1, classes.size())) {
-    if (auto recorded = engine::recordedTop1(s.model.weightPath);
-        recorded && engine::highAboveChance(recorded->top1, classes.size()))
-      FIXRES_FAIL(DataError,
-                  engine::classOrderMessage(run.bestTop1, classes.size(), *recorded, modelNames,
-                                            classes, run.lastReport ? &*run.lastReport : nullptr));
-  }
+// The results table's row of one size, on rank 0 (the header before the first).
+void printRow(const engine::EvalResult& r, bool first) {
+  if (first) std::printf("%6s %8s %8s %8s %8s\n", "size", "top1", "top5", "loss", "images");
+  std::printf("%6d %8.3f %8.3f %8.4f %8lld%s\n", r.inputSize, r.top1, r.top5, r.loss,
+              static_cast<long long>(r.count), r.complete ? "" : " (interrupted)");
+  std::fflush(stdout);
 }
 
 int runEval(EvalState& s, CLI::App& sub) {
-  FIXRES_CHECK(!s.imnetPath.empty() || !s.datasetPath.empty(), UsageError,
-               "eval needs --imnet-path or --dataset-path");
-  FIXRES_CHECK(!s.model.weightPath.empty(), UsageError, "eval needs --weight-path");
-  int folderSize = 0;
-  if (applyFolderTestSettings(sub, s.model, &folderSize, &s.eval.settings.resizeMode) &&
-      folderSize > 0)
-    s.sizes = std::to_string(folderSize);
-  auto sizes = parseSizes(s.sizes, "--input-size");
+  engine::EvalRequest request;
+  const bool sizesGiven = sub.get_option("--input-size")->count() > 0;
+  request.model =
+      modelRequest(sub, s.model,
+                   sizesGiven ? engine::parseSizeList(s.sizes, "--input-size") : std::vector<int>{},
+                   s.eval.settings.resizeMode, s.classNamesFile);
+  request.imnetPath = s.imnetPath;
+  request.datasetPath = s.datasetPath;
+  request.labelsCsv = s.labelsCsv;
+  request.report = s.report;
+  request.heldOut = s.heldOut;
+  request.limit = s.limit;
+  request.eval = s.eval.settings;
+  request.fileIndex = s.fileIndex;
   checkEvalOutputs(s);
-  const std::vector<std::string> modelNames = evalModelNames(s);
+  const engine::EvalJob job(request);
   auto rank = connectRank(s.cluster, s.eval.cpu, s.eval.numerics);
-  auto dataset =
-      !s.labelsCsv.empty()
-          ? data::openLabelsCsv(s.datasetPath, s.labelsCsv, modelNames)
-          : data::openDataset(s.datasetPath.empty() ? s.imnetPath + "/val" : s.datasetPath,
-                              s.fileIndex);
-  std::shared_ptr<data::Dataset> heldOut;
-  if (!s.heldOut.empty()) {
-    heldOut = data::openDataset(s.heldOut, s.fileIndex);
-    data::checkSameClasses(*heldOut, *dataset);
-  }
-  auto model = engine::buildModel(s.model.forSizes(sizes),
-                                  static_cast<int64_t>(dataset->classes().size()), rank.run)
-                   .model;
-  // A first SIGINT/SIGTERM ends the size being evaluated at its next batch; the results so far
-  // are printed and written (marked partial) before exiting 128 + signal.
-  installStopHandlers();
-  const EvalRun run = evaluateSizes(s, model, dataset, heldOut, sizes, rank);
-  const int signal = stopSignal();
-  if (rank.comm->rank() == 0 && !s.json.empty()) writeEvalJson(s, run.results, signal);
-  if (signal != 0) {
-    log::warn("eval stopped by signal ", signal, " after ", run.results.size(), " of ",
-              sizes.size(), " size(s)",
+  const bool printing = rank.comm->rank() == 0;
+  size_t printed = 0;
+  const auto outcome = job.run(rank.run, *rank.comm, [&](const engine::EvalResult& r) {
+    if (printing) printRow(r, printed++ == 0);
+  });
+  if (printing && !s.json.empty()) writeFileAtomic(s.json, job.document(outcome).dump(2) + "\n");
+  if (outcome.signal != 0) {
+    log::warn("eval stopped by signal ", outcome.signal, " after ", outcome.results.size(), " of ",
+              job.model().sizes.size(), " size(s)",
               s.json.empty() ? "" : "; partial results written to " + s.json);
-    return 128 + signal;
+    return 128 + outcome.signal;
   }
-  checkClassOrder(s, run, *dataset, modelNames);
+  job.checkClassOrder(outcome);
   return 0;
 }
 

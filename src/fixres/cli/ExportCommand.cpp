@@ -9,6 +9,7 @@
 #include "fixres/common/Files.h"
 #include "fixres/engine/Export.h"
 #include "fixres/engine/ModelCard.h"
+#include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/OnnxExport.h"
 
@@ -64,7 +65,8 @@ Command addExportCommand(CLI::App& parent) {
               card = engine::exportCard(s->model, s->card);
             }
             auto built = engine::buildModel(
-                s->model.forSizes({card.testSize > 0 ? card.testSize : s->card.testSize}),
+                engine::resolvedForSizes(s->model,
+                                         {card.testSize > 0 ? card.testSize : s->card.testSize}),
                 s->model.numClasses, cpu);
             size_t n = engine::exportModel(*built.model, s->format, card, s->out, s->dynamicSize);
             std::cout << "exported " << n << (onnx ? " nodes of " : " tensors of ")

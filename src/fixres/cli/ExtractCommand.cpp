@@ -11,6 +11,7 @@
 #include "fixres/data/Dataset.h"
 #include "fixres/data/Npy.h"
 #include "fixres/engine/Evaluator.h"
+#include "fixres/engine/InferenceJobs.h"
 
 namespace fixres::cli {
 namespace {
@@ -76,31 +77,19 @@ Command addExtractCommand(CLI::App& parent) {
   addEvalFlags(*sub, s->eval);
   addClusterOptions(*sub, s->cluster);
   return {sub, [s, sub]() -> int {
-            FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "extract needs --weight-path");
-            applyFolderTestSettings(*sub, s->model, &s->inputSize, &s->eval.settings.resizeMode);
+            engine::ExtractRequest request;
+            request.model =
+                modelRequest(*sub, s->model, {s->inputSize}, s->eval.settings.resizeMode);
+            request.datasetPath = s->datasetPath;
+            request.savePath = s->savePath;
+            request.eval = s->eval.settings;
             checkOutputPath("--save-path", s->savePath, {{"--dataset-path", s->datasetPath}});
+            const engine::ExtractJob job(request);
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
-            auto dataset = data::openDataset(s->datasetPath);
-            // The output folder exists before the work whose results it takes.
-            if (rank.comm->rank() == 0) makeDirectories(s->savePath);
-            auto model =
-                engine::buildModel(s->model.forSizes({s->inputSize}),
-                                   static_cast<int64_t>(dataset->classes().size()), rank.run)
-                    .model;
-            auto o = engine::evalOptions(s->eval.settings, s->inputSize, s->model.preprocessing(),
-                                         rank.run);
-            auto out = engine::extract(model, dataset, o, *rank.comm);
-            if (rank.comm->rank() == 0) {
-              const std::string a = s->model.architecture;
-              data::writeNpy(s->savePath + "/labels.npy", out.labels);
-              data::writeNpy(s->savePath + "/" + a + "_logits.npy", out.logits);
-              data::writeNpy(s->savePath + "/" + a + "_softmax.npy",
-                             torch::softmax(out.logits.to(torch::kFloat64), 1).to(torch::kFloat32));
-              data::writeNpy(s->savePath + "/" + a + "_embedding.npy", out.embeddings);
-              std::cout << "extracted " << out.labels.size(0) << " images: logits "
-                        << out.logits.size(1) << ", embedding " << out.embeddings.size(1) << " -> "
-                        << s->savePath << std::endl;
-            }
+            const auto r = job.run(rank.run, *rank.comm);
+            if (rank.comm->rank() == 0)
+              std::cout << "extracted " << r.images << " images: logits " << r.classes
+                        << ", embedding " << r.embedding << " -> " << s->savePath << std::endl;
             return 0;
           }};
 }

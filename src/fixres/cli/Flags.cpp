@@ -205,7 +205,7 @@ std::vector<Setting> invocationFlags() {
        kInvocation},
       {"", "--cpu", "Device", "Run on the CPU even when CUDA is available", {}, kInvocation},
       {"", "--train-size", "Resolution", "The resolution the model was trained at (K_train)",
-       Range::integers(8, 4096), kInvocation},
+       engine::kImageSizes, kInvocation},
       {"",
        "--finetune",
        "Options",

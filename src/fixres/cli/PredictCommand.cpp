@@ -9,9 +9,7 @@
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
-#include "fixres/data/ImageInputs.h"
-#include "fixres/engine/ModelCard.h"
-#include "fixres/engine/Predict.h"
+#include "fixres/engine/InferenceJobs.h"
 
 namespace fixres::cli {
 namespace {
@@ -49,37 +47,21 @@ Command addPredictCommand(CLI::App& parent) {
   addClusterOptions(*sub, s->cluster);
   return {
       sub, [s, sub]() -> int {
-        FIXRES_CHECK(!s->model.weightPath.empty(), UsageError,
-                     "predict needs --weight-path (a weight file, run folder or timm hub "
-                     "folder) or --pretrained");
-        int size = s->inputSize;
-        auto card = applyFolderTestSettings(*sub, s->model, &size, &s->eval.settings.resizeMode);
-        if (size == 0) size = s->model.info().testSize;
-        std::vector<std::string> names;
-        if (!s->classNamesFile.empty())
-          names = engine::readClassNames(s->classNamesFile);
-        else if (card)
-          names = card->classNames;
         if (!s->out.empty()) {
           checkOutputPath("--out", s->out);
           checkOutputFolder(s->out, "--out");
         }
-        int64_t classes = s->model.numClasses;
-        if (classes == 0) classes = engine::classifierSizeIn(s->model);
-        if (classes == 0) classes = static_cast<int64_t>(names.size());
-        FIXRES_CHECK(classes > 0, UsageError, "predict cannot tell the number of classes of ",
-                     s->model.weightPath, ": give --num-classes or --class-names");
-        FIXRES_CHECK(names.empty() || static_cast<int64_t>(names.size()) == classes, DataError,
-                     s->classNamesFile.empty() ? s->model.weightPath : s->classNamesFile, ": ",
-                     names.size(), " class names, but the weights have ", classes, " classes");
-        auto images = data::openImageInputs(s->inputs, std::cin);
+        engine::PredictRequest request;
+        request.model = modelRequest(*sub, s->model, {s->inputSize}, s->eval.settings.resizeMode,
+                                     s->classNamesFile);
+        request.inputs = s->inputs;
+        request.output = s->output;
+        request.eval = s->eval.settings;
+        const engine::PredictJob job(request, std::cin);
         auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
-        s->model.numClasses = classes;
-        auto model = engine::buildModel(s->model.forSizes({size}), classes, rank.run).model;
-        auto o = engine::evalOptions(s->eval.settings, size, s->model.preprocessing(), rank.run);
-        auto rows = engine::predict(model, images, o, s->output, *rank.comm);
+        const auto rows = job.run(rank.run, *rank.comm);
         if (rank.comm->rank() != 0) return 0;
-        const std::string text = engine::formatPredictions(rows, names, s->output);
+        const std::string text = engine::formatPredictions(rows, job.model().classNames, s->output);
         size_t bad = 0;
         for (const auto& r : rows) bad += r.error.empty() ? 0 : 1;
         if (s->out.empty()) {
@@ -88,7 +70,7 @@ Command addPredictCommand(CLI::App& parent) {
           writeFileAtomic(s->out, text);
         }
         std::cerr << "predicted " << rows.size() - bad << " of " << rows.size() << " images at "
-                  << size << " px"
+                  << job.model().size() << " px"
                   << (bad > 0 ? " (" + std::to_string(bad) + " unreadable: see their rows)" : "")
                   << (s->out.empty() ? "" : " -> " + s->out) << std::endl;
         return 0;

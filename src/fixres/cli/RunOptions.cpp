@@ -168,35 +168,19 @@ Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
   return r;
 }
 
-std::optional<engine::ModelCard> applyFolderTestSettings(const CLI::App& app,
-                                                         const engine::ModelSpec& model, int* size,
-                                                         image::ResizeMode* resize) {
-  if (!engine::isModelFolder(model.weightPath)) return std::nullopt;
-  auto card = engine::readModelFolder(model.weightPath);
-  if (size != nullptr && card.testSize > 0 && app.get_option("--input-size")->count() == 0)
-    *size = card.testSize;
-  if (resize != nullptr && card.resizeMode && app.get_option("--resize-mode")->count() == 0)
-    *resize = *card.resizeMode;
-  return card;
-}
-
-std::vector<int> parseSizes(const std::string& text, const std::string& flag) {
-  std::vector<int> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      int v = std::stoi(item, &used);
-      FIXRES_CHECK(used == item.size() && v >= 8 && v <= 4096, UsageError, flag,
-                   " values must be integers in [8, 4096], got '", item, "'");
-      out.push_back(v);
-    } catch (const std::logic_error&) {
-      FIXRES_FAIL(UsageError, flag, " must be a comma-separated list of sizes, got '", text, "'");
-    }
-  }
-  FIXRES_CHECK(!out.empty(), UsageError, flag, " is empty");
-  return out;
+engine::ModelRequest modelRequest(const CLI::App& app, const engine::ModelSpec& spec,
+                                  const std::vector<int>& sizes, image::ResizeMode resize,
+                                  const std::string& classNames) {
+  const auto given = [&app](const char* flag) {
+    const CLI::Option* o = app.get_option_no_throw(flag);
+    return o != nullptr && o->count() > 0;
+  };
+  engine::ModelRequest r;
+  r.spec = spec;
+  if (given("--input-size")) r.sizes = sizes;
+  if (given("--resize-mode")) r.resizeMode = resize;
+  r.classNamesFile = classNames;
+  return r;
 }
 
 }  // namespace fixres::cli

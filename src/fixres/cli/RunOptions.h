@@ -15,6 +15,7 @@
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/ModelCard.h"
+#include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/Numerics.h"
 #include "fixres/engine/RunConfig.h"
@@ -61,14 +62,11 @@ struct Rank {
 Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
                  const engine::NumericsOptions& numerics);
 
-// With a model folder as --weight-path (engine/ModelCard.h): its card, after setting *size to its
-// test size where --input-size was not given on `app` (nor by --config) and *resize to its resize
-// rule where --resize-mode was not; std::nullopt for a weight file.
-std::optional<engine::ModelCard> applyFolderTestSettings(const CLI::App& app,
-                                                         const engine::ModelSpec& model, int* size,
-                                                         image::ResizeMode* resize);
-
-// "224,288,320" -> {224, 288, 320}; UsageError naming the flag on anything else.
-std::vector<int> parseSizes(const std::string& text, const std::string& flag);
+// What a command was given about its model (engine/ModelResolution.h): `spec`, and `sizes`,
+// `resize` and `classNames` where --input-size, --resize-mode and --class-names were given on
+// `app` (or by --config); the model folder's values or the command's defaults apply to the others.
+engine::ModelRequest modelRequest(const CLI::App& app, const engine::ModelSpec& spec,
+                                  const std::vector<int>& sizes, image::ResizeMode resize,
+                                  const std::string& classNames = "");
 
 }  // namespace fixres::cli

@@ -134,7 +134,7 @@ Command addSweepCommand(CLI::App& parent) {
             o.sizes = s->sizes.empty()
                           ? engine::sweepSizes(o.trainSize,
                                                models::outputStride(o.model.architectureName()))
-                          : parseSizes(s->sizes, "--sizes");
+                          : engine::parseSizeList(s->sizes, "--sizes");
             o.eval = s->eval.settings;
             o.numerics = s->eval.numerics;
             FIXRES_CHECK(o.latencyBatches > 0 || (o.maxLatencyMs == 0 && o.minThroughput == 0),

@@ -6,30 +6,34 @@
 
 namespace fixres::engine {
 
-CalibrationResult runCalibration(const CalibrationJob& job) {
-  FIXRES_CHECK(!job.model.weightPath.empty(), UsageError,
+CalibrationResult runCalibration(const CalibrationJob& job, int* size) {
+  FIXRES_CHECK(!job.model.spec.weightPath.empty(), UsageError,
                "calibrate needs --weight-path (the trained weights to calibrate)");
+  const ResolvedModel model = resolveModel(job.model, {job.inputSize}, job.eval.resizeMode);
+  if (size != nullptr) *size = model.size();
+  EvalSettings eval = job.eval;
+  eval.resizeMode = model.resizeMode;
   auto dataset = data::openUnlabelledImages(job.datasetPath);
-  int64_t classes = job.model.numClasses;
+  int64_t classes = model.spec.numClasses;
   if (classes == 0) classes = static_cast<int64_t>(data::declaredClasses(job.datasetPath).size());
   FIXRES_CHECK(classes >= 1, UsageError, "calibrate: ", job.datasetPath,
                " has no class folders and no shard index naming the classes: give --num-classes "
                "(the classifier's size)");
   const auto run = makeRunDevice(0, job.cpu, job.numerics);
-  auto built = buildModel(job.model.forSizes({job.inputSize}), classes, run, job.seed);
+  auto built = buildModel(model, classes, run, job.seed);
   CalibrateOptions o;
-  o.eval = evalOptions(job.eval, job.inputSize, job.model.preprocessing(), run, job.seed);
+  o.eval = evalOptions(eval, model.size(), model.preprocessing(), run, job.seed);
   o.maxImages = job.maxImages;
   const CalibrationResult r = calibrate(built.model, dataset, o);
   built.model->to(torch::kCPU);
   if (job.layout == ExportLayout::kTimmHub || job.layout == ExportLayout::kOnnx) {
     // The hub folder and the ONNX model record the resolution just calibrated for, and its
     // resize rule.
-    ModelSpec spec = job.model;
+    ModelSpec spec = job.model.spec;
     spec.numClasses = classes;
     CardOverrides card;
-    card.testSize = job.inputSize;
-    card.resizeMode = job.eval.resizeMode;
+    card.testSize = model.size();
+    card.resizeMode = eval.resizeMode;
     exportModel(*built.model, job.layout, exportCard(spec, card), job.out);
   } else {
     exportWeights(*built.model, job.layout, job.out);

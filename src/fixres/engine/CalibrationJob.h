@@ -10,16 +10,16 @@
 #include "fixres/engine/Calibrate.h"
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/Export.h"
-#include "fixres/engine/ModelSpec.h"
+#include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/Numerics.h"
 
 namespace fixres::engine {
 
 struct CalibrationJob {
-  ModelSpec model;          // model.weightPath is required
+  ModelRequest model;       // model.spec.weightPath is required (ModelResolution.h)
   std::string datasetPath;  // any root a dataset reader takes; labels unused
   std::string out;          // the weight file written (atomically)
-  int inputSize = 224;      // the test resolution
+  int inputSize = 224;      // the test resolution when neither given nor the model folder's
   int64_t maxImages = -1;   // >= 1: a random subset of this many images; -1: every image
   uint64_t seed = 0;        // of the subset, the order and the model's initialisation
   EvalSettings eval;        // batch, workers, resize mode, bad images
@@ -30,6 +30,7 @@ struct CalibrationJob {
 
 // UsageError without weights or without a classifier size (the data declares no classes and
 // --num-classes is 0); then the errors of buildModel, calibrate and exportWeights.
-CalibrationResult runCalibration(const CalibrationJob& job);
+// The size calibrated at is in the result's `size`.
+CalibrationResult runCalibration(const CalibrationJob& job, int* size = nullptr);
 
 }  // namespace fixres::engine

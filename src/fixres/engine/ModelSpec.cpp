@@ -6,6 +6,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/engine/ModelCard.h"
+#include "fixres/engine/ModelResolution.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightCache.h"
 
@@ -79,8 +80,9 @@ std::string localWeightFile(const ModelSpec& spec) {
   return models::fetchWeightFile(parseRemoteFile(spec.weightPath), spec.download);
 }
 
-BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDevice& run,
+BuiltModel buildModel(const ResolvedModel& resolved, int64_t datasetClasses, const RunDevice& run,
                       uint64_t seed) {
+  const ModelSpec& spec = resolved.spec;
   // Fewer outputs than the dataset has classes: the loss would fail deep in LibTorch.
   FIXRES_CHECK(spec.numClasses == 0 || spec.numClasses >= datasetClasses, UsageError,
                "--num-classes ", spec.numClasses, " is smaller than the ", datasetClasses,

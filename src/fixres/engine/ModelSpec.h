@@ -19,6 +19,10 @@
 
 namespace fixres::engine {
 
+// The sizes a model is fed (--input-size, --sizes, --train-size, a run's sizes): integers in
+// [8, 4096], the one range of every flag and list of them.
+inline constexpr Range kImageSizes = Range::integers(8, 4096);
+
 // The normalisation and resampling filter the weights were trained with.
 struct Preprocessing {
   std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // ImageNet
@@ -156,18 +160,5 @@ std::string localWeightFile(const ModelSpec& spec);
 // The number of outputs of the classifier in spec's weight file (its "model" or "state_dict"
 // entry, "module." names too), 0 when there is no file or no such tensor. Reads only the header.
 int64_t classifierSizeIn(const ModelSpec& spec);
-
-struct BuiltModel {
-  models::Model model{nullptr};
-  models::LoadReport weights;  // loaded == 0 when no weight file was given
-};
-
-// Builds spec.architecture with spec.numClasses outputs (or `datasetClasses`), initialised from
-// torch's generator seeded with `seed` (the same weights on every rank), loads spec.weightPath
-// when given (localWeightFile: a URL is fetched before the model is built; WeightsError on a bad
-// file, naming the URL and 'fixres weights fetch --refresh' for a cached copy), moves it to
-// run.device and converts it to channels-last when run.numerics say so.
-BuiltModel buildModel(const ModelSpec& spec, int64_t datasetClasses, const RunDevice& run,
-                      uint64_t seed = 0);
 
 }  // namespace fixres::engine

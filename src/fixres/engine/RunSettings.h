@@ -12,7 +12,7 @@ void RunConfig::visitSettings(Self& c, V&& v) {
   constexpr auto kCompared = SettingRole::kCompared;
   constexpr auto kNotCompared = SettingRole::kNotCompared;
   constexpr auto kInvocation = SettingRole::kInvocation;
-  const Range size = Range::integers(8, 4096);
+  const Range size = kImageSizes;
   v(Setting{"mode", "", "", "train or finetune", {}, kDefines}, c.mode, runModes());
   ModelSpec::visitSettings(c.model, v);
   v(Setting{"train_path", "", "", "The training image folder", {}, kDefines}, c.trainPath);

@@ -11,6 +11,7 @@
 #include "fixres/common/SvgPlot.h"
 #include "fixres/data/Dataset.h"
 #include "fixres/engine/ModelCard.h"
+#include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/Resolution.h"
 #include "fixres/engine/RunFolder.h"
 #include "fixres/engine/StepBench.h"
@@ -166,9 +167,9 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
   std::shared_ptr<const data::Dataset> dataset = data::openDataset(o.imnetPath + "/" + o.split);
   if (o.finetune) data::openDataset(o.imnetPath + "/train");
   // One set of weights at every size: the position embedding (transformers) follows each input.
-  ModelSpec spec = o.model.forSizes({o.trainSize});
-  spec.dynamicImgSize = true;
-  auto model = buildModel(spec, static_cast<int64_t>(dataset->classes().size()), run).model;
+  ResolvedModel resolved = resolvedForSizes(o.model, {o.trainSize});
+  resolved.spec.dynamicImgSize = true;
+  auto model = buildModel(resolved, static_cast<int64_t>(dataset->classes().size()), run).model;
   if (comm.rank() == 0) makeDirectories(o.out);
   SweepResult result;
   result.suggested = suggestResolution(o.trainSize).suggested;

@@ -15,6 +15,7 @@
 #include "fixres/data/DatasetReader.h"
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/ModelInput.h"
+#include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/TrainingSampler.h"
 
 namespace fixres::engine {
@@ -49,9 +50,9 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   // Same initial weights on every rank (and broadcast by the step anyway).
   // A transformer's position embedding is laid out for the training size; evaluations at another
   // size, or progressive resizing, resample it per input.
-  ModelSpec spec = cfg_.model.forSizes({cfg_.inputSize, cfg_.evaluationSize()});
-  if (cfg_.progressive.enabled()) spec.dynamicImgSize = true;
-  auto built = buildModel(spec, classes, run_, cfg_.seed);
+  ResolvedModel resolved = resolvedForSizes(cfg_.model, {cfg_.inputSize, cfg_.evaluationSize()});
+  if (cfg_.progressive.enabled()) resolved.spec.dynamicImgSize = true;
+  auto built = buildModel(resolved, classes, run_, cfg_.seed);
   model_ = built.model;
   const int64_t outputs = cfg_.model.numClasses > 0 ? cfg_.model.numClasses : classes;
   if (cfg_.ema.enabled) {
@@ -63,7 +64,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
     eo.adjustedDecay = adjustedEmaDecay(eo.decay, comm_.worldSize(),
                                         static_cast<int64_t>(cfg_.batch) * cfg_.accumulationSteps,
                                         eo.steps, cfg_.epochs);
-    ema_ = std::make_unique<ModelEma>(buildModel(spec, classes, run_, cfg_.seed).model, eo);
+    ema_ = std::make_unique<ModelEma>(buildModel(resolved, classes, run_, cfg_.seed).model, eo);
     log::info("EMA weights: decay ", eo.adjustedDecay, " (", eo.decay, " adjusted) every ",
               eo.steps, " steps");
   }

@@ -1,0 +1,127 @@
+// The eval job (EvalJob.h).
+#include "fixres/engine/EvalJob.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
+
+namespace fixres::engine {
+
+EvalJob::EvalJob(const EvalRequest& request) : request_(request) {
+  const EvalRequest& r = request;
+  FIXRES_CHECK(!r.imnetPath.empty() || !r.datasetPath.empty(), UsageError,
+               "eval needs --imnet-path or --dataset-path");
+  FIXRES_CHECK(!r.model.spec.weightPath.empty(), UsageError, "eval needs --weight-path");
+  model_ = resolveModel(r.model, {224}, r.eval.resizeMode);
+  dataset_ = !r.labelsCsv.empty()
+                 ? data::openLabelsCsv(r.datasetPath, r.labelsCsv, model_.classNames)
+                 : data::openDataset(r.datasetPath.empty() ? r.imnetPath + "/val" : r.datasetPath,
+                                     r.fileIndex);
+  if (!r.heldOut.empty()) {
+    auto heldOut = data::openDataset(r.heldOut, r.fileIndex);
+    data::checkSameClasses(*heldOut, *dataset_);
+    heldOut_ = heldOut;
+  }
+}
+
+// One size with --report: every image's logits gathered on rank 0, which writes the report into
+// its folder (and keeps it in `kept`); every rank gets the summary.
+EvalResult EvalJob::reportSize(models::Model& model, const EvalOptions& o, int size,
+                               distributed::Communicator& comm,
+                               std::optional<ClassReport>& kept) const {
+  const std::string& report = request_.report;
+  const std::string dir =
+      model_.sizes.size() == 1
+          ? report
+          : (std::filesystem::path(report) / (std::to_string(size) + "px")).string();
+  auto ex = extract(model, dataset_, o, comm, /*embeddings=*/false);
+  std::optional<TemperatureFit> fit;
+  std::string heldOutSource;
+  if (heldOut_ && stopSignal() == 0) {
+    auto h = o;
+    h.limit = -1;
+    auto held = extract(model, heldOut_, h, comm, /*embeddings=*/false);
+    heldOutSource = heldOut_->source();
+    if (comm.rank() == 0) fit = fitTemperature(held.logits, held.labels);
+  }
+  std::vector<double> summary(4, 0.0);
+  if (comm.rank() == 0) {
+    kept = classReport(ex.logits, ex.labels);
+    ReportInfo info;
+    info.architecture = model_.spec.architecture;
+    info.weights = model_.spec.weightPath;
+    info.dataset = dataset_->source();
+    info.inputSize = size;
+    info.classNames = dataset_->classes();
+    info.complete = ex.complete;
+    info.temperature = fit;
+    info.temperatureDataset = heldOutSource;
+    writeEvalReport(dir, ex.logits, ex.labels, *kept, info);
+    summary = {kept->top1, kept->top5, kept->loss, static_cast<double>(kept->count)};
+    log::info("report at ", size, " px -> ", dir, ": ECE ", 100 * kept->reliability.ece, " %",
+              fit ? detail::concat("; temperature ", fit->temperature, " (fitted on ", fit->images,
+                                   " held-out images)")
+                  : std::string());
+  }
+  summary = distributed::allReduceScalars(comm, summary);
+  EvalResult r;
+  r.top1 = summary[0];
+  r.top5 = summary[1];
+  r.loss = summary[2];
+  r.count = static_cast<int64_t>(summary[3]);
+  r.inputSize = size;
+  r.complete = ex.complete;
+  return r;
+}
+
+EvalOutcome EvalJob::run(const RunDevice& device, distributed::Communicator& comm,
+                         const std::function<void(const EvalResult&)>& onResult) const {
+  auto model = buildModel(model_, static_cast<int64_t>(dataset_->classes().size()), device).model;
+  // A first SIGINT/SIGTERM ends the size being evaluated at its next batch; the results so far
+  // are kept (the command writes them, marked partial).
+  installStopHandlers();
+  EvalSettings settings = request_.eval;
+  settings.resizeMode = model_.resizeMode;
+  EvalOutcome out;
+  for (size_t k = 0; k < model_.sizes.size() && stopSignal() == 0; ++k) {
+    const int size = model_.sizes[k];
+    auto o = evalOptions(settings, size, model_.preprocessing(), device);
+    o.limit = request_.limit;
+    o.stopOnSignal = true;
+    const EvalResult r = request_.report.empty() ? evaluate(model, dataset_, o, comm)
+                                                 : reportSize(model, o, size, comm, out.lastReport);
+    out.bestTop1 = std::max(out.bestTop1, r.top1);
+    out.results.push_back(r.toJson());
+    onResult(r);
+  }
+  out.signal = stopSignal();
+  return out;
+}
+
+nlohmann::json EvalJob::document(const EvalOutcome& outcome) const {
+  nlohmann::json doc = {{"architecture", model_.spec.architecture},
+                        {"weights", model_.spec.weightPath},
+                        {"resize_mode", choiceName(image::resizeModes(), model_.resizeMode)},
+                        {"test_flip", request_.eval.testFlip},
+                        {"results", outcome.results}};
+  if (outcome.signal != 0) {
+    doc["partial"] = true;
+    doc["stopped_by_signal"] = outcome.signal;
+  }
+  return doc;
+}
+
+void EvalJob::checkClassOrder(const EvalOutcome& outcome) const {
+  const auto& classes = dataset_->classes();
+  if (!nearChance(outcome.bestTop1, classes.size())) return;
+  const auto recorded = recordedTop1(model_.spec.weightPath);
+  if (recorded && highAboveChance(recorded->top1, classes.size()))
+    FIXRES_FAIL(DataError,
+                classOrderMessage(outcome.bestTop1, classes.size(), *recorded, model_.classNames,
+                                  classes, outcome.lastReport ? &*outcome.lastReport : nullptr));
+}
+
+}  // namespace fixres::engine

@@ -1,0 +1,66 @@
+// resolveModel: the model folder read once, the sizes and names decided in one place.
+#include "fixres/engine/ModelResolution.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "fixres/common/Error.h"
+
+namespace fixres::engine {
+
+std::vector<int> parseSizeList(const std::string& text, const std::string& flag) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::logic_error&) {
+      FIXRES_FAIL(UsageError, flag, " must be a comma-separated list of sizes, got '", text, "'");
+    }
+    FIXRES_CHECK(used == item.size() && kImageSizes.contains(v), UsageError, flag,
+                 " values must be ", kImageSizes.describe(), ", got '", item, "'");
+    out.push_back(v);
+  }
+  FIXRES_CHECK(!out.empty(), UsageError, flag, " is empty");
+  FIXRES_CHECK(text.back() != ',', UsageError, flag,
+               " must be a comma-separated list of sizes, got '", text, "'");
+  return out;
+}
+
+int64_t ResolvedModel::classCount() const {
+  if (spec.numClasses > 0) return spec.numClasses;
+  if (const int64_t inFile = classifierSizeIn(spec); inFile > 0) return inFile;
+  return static_cast<int64_t>(classNames.size());
+}
+
+ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& defaultSizes,
+                           image::ResizeMode defaultResize) {
+  ResolvedModel m;
+  if (isModelFolder(request.spec.weightPath)) m.card = readModelFolder(request.spec.weightPath);
+  std::vector<int> sizes = request.sizes;
+  if (sizes.empty() && m.card && m.card->testSize > 0) sizes = {m.card->testSize};
+  if (sizes.empty()) sizes = defaultSizes;
+  if (sizes.empty()) sizes = {request.spec.info().testSize};
+  m.sizes = sizes;
+  m.spec = request.spec.forSizes(sizes);
+  m.resizeMode = request.resizeMode             ? *request.resizeMode
+                 : m.card && m.card->resizeMode ? *m.card->resizeMode
+                                                : defaultResize;
+  if (!request.classNamesFile.empty())
+    m.classNames = readClassNames(request.classNamesFile);
+  else if (m.card)
+    m.classNames = m.card->classNames;
+  return m;
+}
+
+ResolvedModel resolvedForSizes(const ModelSpec& spec, const std::vector<int>& sizes) {
+  ResolvedModel m;
+  m.sizes = sizes;
+  m.spec = spec.forSizes(sizes);
+  return m;
+}
+
+}  // namespace fixres::engine

@@ -1,0 +1,66 @@
+// Resolution once: what a command was given about its model (the spec its flags filled, the sizes
+// and resize rule it was given, a class-names file) becomes, in one call, the model a job runs:
+// the sizes to feed it, its preprocessing, its classes and their names. The model folder is read
+// here and nowhere else in an inference job; buildModel takes the result, so the sizes a model is
+// built for are the sizes it is fed.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fixres/common/Setting.h"
+#include "fixres/engine/ModelCard.h"
+#include "fixres/engine/ModelSpec.h"
+
+namespace fixres::engine {
+
+// "224,288": sizes in kImageSizes (ModelSpec.h); UsageError naming `flag` for an empty list, a
+// value that is not an integer or one out of range.
+std::vector<int> parseSizeList(const std::string& text, const std::string& flag);
+
+// What the command was given. A field left empty was not given: the model folder's value, else
+// the command's default, applies.
+struct ModelRequest {
+  ModelSpec spec;                               // the model flags (a folder's card applied)
+  std::vector<int> sizes;                       // --input-size as given
+  std::optional<image::ResizeMode> resizeMode;  // --resize-mode as given
+  std::string classNamesFile;                   // --class-names
+};
+
+struct ResolvedModel {
+  ModelSpec spec;          // built for `sizes` (a dynamic position embedding when they differ)
+  std::vector<int> sizes;  // never empty
+  image::ResizeMode resizeMode = image::ResizeMode::kFixres;
+  std::optional<ModelCard> card;        // the model folder's, when --weight-path names one
+  std::vector<std::string> classNames;  // --class-names, else the folder's; empty: unknown
+  int size() const { return sizes.front(); }
+  Preprocessing preprocessing() const { return spec.preprocessing(); }
+  // The classifier's size: --num-classes, else the weight file's classifier, else the number of
+  // class names; 0 when none of them tells.
+  int64_t classCount() const;
+};
+
+// The sizes: given, else the folder's test size, else `defaultSizes` (empty: the architecture's
+// test size). The resize rule: given, else the folder's, else `defaultResize`. DataError for an
+// unreadable --class-names file; WeightsError for a damaged model folder.
+ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& defaultSizes,
+                           image::ResizeMode defaultResize);
+
+// A spec whose sizes are already known (a run's training and evaluation sizes): resolved as given.
+ResolvedModel resolvedForSizes(const ModelSpec& spec, const std::vector<int>& sizes);
+
+struct BuiltModel {
+  models::Model model{nullptr};
+  models::LoadReport weights;  // loaded == 0 when no weight file was given
+};
+
+// Builds the resolved spec's architecture, for its sizes, with spec.numClasses outputs (or
+// `datasetClasses`), initialised from torch's generator seeded with `seed` (the same weights on
+// every rank), loads spec.weightPath when given (localWeightFile: a URL is fetched before the model
+// is built; WeightsError on a bad file, naming the URL and 'fixres weights fetch --refresh' for a
+// cached copy), moves it to run.device and converts it to channels-last when run.numerics say so.
+BuiltModel buildModel(const ResolvedModel& model, int64_t datasetClasses, const RunDevice& run,
+                      uint64_t seed = 0);
+
+}  // namespace fixres::engine
