@@ -80,7 +80,7 @@ done
 run "$FIXRES" finetune "${COMMON[@]}" --architecture convnext_demo --input-size 24 --epochs 1 \
   --iteration-cap 1 --weight-path "$RUNS/train/convnext_demo/checkpoint.pth" \
   --finetune-scope head-pos --job-id cn-pos
-expect_code 2; expect_err "^fixres: error: --finetune-scope head-pos: convnext_demo has no position embedding"
+expect_code 2; expect_err "^fixres: error: --finetune-scope head-pos: a convnext model has no position embedding"
 
 # Bad input. An image size that is not a multiple of the patch size (4 px): exit 2 naming it.
 run "$FIXRES" eval --imnet-path "$D" --architecture vit_demo --weight-path "$CK" --input-size 30 \

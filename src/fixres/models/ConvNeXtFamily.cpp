@@ -68,44 +68,26 @@ Model createConvNeXt(const std::string& name, const ModelOptions& options) {
   return std::make_shared<ConvNeXtImpl>(*c);
 }
 
-// The learning-rate multiplier of `name` under layer decay, by stage (timm's coarse grouping):
-// the head 1, stage s decay^(4 - s), the stem decay^5.
-double convNeXtLayerScale(const std::string& name, double decay) {
-  int64_t layer = 5;
-  if (name.rfind("stages.", 0) == 0) layer = std::stoll(name.substr(7, 1)) + 1;
-  if (name.rfind("stem.", 0) == 0) layer = 0;
-  return std::pow(decay, static_cast<double>(5 - layer));
+// The layer groups, by stage (timm's coarse grouping): the stem 0, stage s s + 1, the head 5.
+int64_t convNeXtHeadLayer(const ModelImpl&) {
+  return 5;
+}
+
+int64_t convNeXtLayerOf(const ModelImpl& model, const std::string& name) {
+  if (name.rfind("stages.", 0) == 0) return std::stoll(name.substr(7, 1)) + 1;
+  if (name.rfind("stem.", 0) == 0) return 0;
+  return convNeXtHeadLayer(model);
 }
 
 // ConvNeXt normalises with LayerNorm: no statistics depend on the resolution. FixRes's "last
 // BatchNorm" becomes the head's LayerNorm, which learns its weight and bias with the classifier;
 // nothing runs in train mode.
-FinetuneRecipe convNeXtScopedRecipe(ModelImpl& model, FinetuneScope scope, bool /*bnAffine*/,
-                                    double layerDecay) {
+FinetuneRecipe convNeXtRecipe(ModelImpl& model, bool /*bnAffine*/) {
   auto& m = familyModel<ConvNeXtImpl>(model);
   FinetuneRecipe r;
-  switch (scope) {
-    case FinetuneScope::kRecipe:
-    case FinetuneScope::kHead:
-      r.addParameters(*m.headFc);
-      r.addParameters(*m.headNorm);
-      return r;
-    case FinetuneScope::kAll:
-      for (const auto& p : m.named_parameters()) {
-        r.trainable.push_back(p.value());
-        r.lrScale.push_back(convNeXtLayerScale(p.key(), layerDecay));
-      }
-      r.trainMode.push_back(m.shared_from_this());
-      return r;
-    case FinetuneScope::kHeadPos:
-      break;
-  }
-  FIXRES_FAIL(UsageError, "--finetune-scope head-pos: ", m.config().name,
-              " has no position embedding (use recipe, head or all)");
-}
-
-FinetuneRecipe convNeXtRecipe(ModelImpl& model, bool bnAffine) {
-  return convNeXtScopedRecipe(model, FinetuneScope::kRecipe, bnAffine, 1);
+  r.addParameters(*m.headFc);
+  r.addParameters(*m.headNorm);
+  return r;
 }
 
 std::vector<std::string> convNeXtNames() {
@@ -138,7 +120,8 @@ const ArchitectureFamily& convNeXtFamily() {
     f.find = findConvNeXt;
     f.create = createConvNeXt;
     f.finetune = convNeXtRecipe;
-    f.finetuneScope = convNeXtScopedRecipe;
+    f.layerOf = convNeXtLayerOf;
+    f.headLayer = convNeXtHeadLayer;
     return f;
   }();
   return kFamily;

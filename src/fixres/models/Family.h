@@ -91,17 +91,15 @@ struct ArchitectureFamily {
   // Its FixRes fine-tuning recipe, of a model it built; `bnAffine`: the BatchNorm that
   // re-estimates its statistics also learns its weight and bias.
   FinetuneRecipe (*finetune)(ModelImpl& model, bool bnAffine) = nullptr;
-  // The recipe of another scope (kRecipe included); nullptr: kRecipe and kHead are `finetune`,
-  // kAll every parameter with the whole model in train mode, kHeadPos refused. `layerDecay`: the
-  // learning-rate multiplier per layer below the head (kAll).
-  FinetuneRecipe (*finetuneScope)(ModelImpl& model, FinetuneScope scope, bool bnAffine,
-                                  double layerDecay) = nullptr;
-  // Which parameters learn when fine-tuning at the test resolution (--finetune-scope):
-  //   kRecipe  the family's FixRes recipe (the default);
-  //   kHead    the classifier and the norm before it (a CNN's last BatchNorm: its recipe);
-  //   kHeadPos kHead and the position embedding (transformers);
-  //   kAll     every parameter, the learning rate decaying layer by layer from the head down.
-  enum class FinetuneScope { kRecipe, kHead, kHeadPos, kAll };
+  // The recipe of kRecipe, kHead or kHeadPos; nullptr: kRecipe and kHead are `finetune`,
+  // kHeadPos refused. (kAll is the engine's, from `layerOf`.)
+  FinetuneRecipe (*finetuneScope)(ModelImpl& model, FinetuneScope scope, bool bnAffine) = nullptr;
+  // The parameter groups, as timm's group_matcher: the layer of parameter `name`, from 0 (the
+  // stem or the embeddings) to `headLayer` (the head and the norm before it). --finetune-scope
+  // all scales each parameter's learning rate by layerDecay^(headLayer - layer), in one engine
+  // implementation (engine/FinetuneRecipe.cpp); nullptr: every parameter at the full rate.
+  int64_t (*layerOf)(const ModelImpl& model, const std::string& name) = nullptr;
+  int64_t (*headLayer)(const ModelImpl& model) = nullptr;
 
   // Another published layout its weight files come in, loaded and exported.
   std::optional<KeyLayout> foreignLayout;

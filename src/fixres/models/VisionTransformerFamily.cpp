@@ -146,34 +146,26 @@ Model createVit(const std::string& name, const ModelOptions& options) {
 // norm and the position embedding (docs/results.md, "Transformers": the experiment behind it).
 constexpr FinetuneScope kVitDefaultScope = FinetuneScope::kHeadPos;
 
-// The learning-rate multiplier of `name` under layer decay: the head and final norm 1, block i
-// decay^(depth - i), the embeddings decay^(depth + 1).
-double vitLayerScale(const VisionTransformerImpl& m, const std::string& name, double decay) {
-  const int64_t depth = m.config().depth;
-  int64_t layer = depth + 1;  // norm, fc_norm, head, head_dist
-  if (name.rfind("blocks.", 0) == 0)
-    layer = std::stoll(name.substr(7, name.find('.', 7) - 7)) + 1;
-  else if (name == "cls_token" || name == "reg_token" || name == "dist_token" ||
-           name == "pos_embed" || name.rfind("patch_embed.", 0) == 0)
-    layer = 0;
-  return std::pow(decay, static_cast<double>(depth + 1 - layer));
+// The layer groups (timm's vit group_matcher): the embeddings and tokens 0, block i i + 1, the
+// final norm and the heads depth + 1.
+int64_t vitHeadLayer(const ModelImpl& model) {
+  return familyModel<VisionTransformerImpl>(model).config().depth + 1;
 }
 
-FinetuneRecipe vitScopedRecipe(ModelImpl& model, FinetuneScope scope, bool /*bnAffine*/,
-                               double layerDecay) {
+int64_t vitLayerOf(const ModelImpl& model, const std::string& name) {
+  if (name.rfind("blocks.", 0) == 0) return std::stoll(name.substr(7, name.find('.', 7) - 7)) + 1;
+  if (name == "cls_token" || name == "reg_token" || name == "dist_token" || name == "pos_embed" ||
+      name.rfind("patch_embed.", 0) == 0)
+    return 0;
+  return vitHeadLayer(model);  // norm, fc_norm, head, head_dist
+}
+
+FinetuneRecipe vitScopedRecipe(ModelImpl& model, FinetuneScope scope, bool /*bnAffine*/) {
   auto& m = familyModel<VisionTransformerImpl>(model);
   if (scope == FinetuneScope::kRecipe) scope = kVitDefaultScope;
-  FinetuneRecipe r;
-  if (scope == FinetuneScope::kAll) {
-    for (const auto& p : m.named_parameters()) {
-      r.trainable.push_back(p.value());
-      r.lrScale.push_back(vitLayerScale(m, p.key(), layerDecay));
-    }
-    r.trainMode.push_back(m.shared_from_this());
-    return r;
-  }
   // A transformer has no BatchNorm statistics: nothing runs in train mode; the head and the norm
   // before it learn (the final norm is what FixRes's last BatchNorm becomes).
+  FinetuneRecipe r;
   r.addParameters(*m.head);
   if (m.head_dist) r.addParameters(*m.head_dist);
   r.addParameters(*m.finalNorm());
@@ -182,7 +174,7 @@ FinetuneRecipe vitScopedRecipe(ModelImpl& model, FinetuneScope scope, bool /*bnA
 }
 
 FinetuneRecipe vitRecipe(ModelImpl& model, bool bnAffine) {
-  return vitScopedRecipe(model, FinetuneScope::kRecipe, bnAffine, 1);
+  return vitScopedRecipe(model, FinetuneScope::kRecipe, bnAffine);
 }
 
 // A position embedding of another token count: resampled to the model's grid when the file's
@@ -250,6 +242,8 @@ const ArchitectureFamily& vitFamily() {
     f.create = createVit;
     f.finetune = vitRecipe;
     f.finetuneScope = vitScopedRecipe;
+    f.layerOf = vitLayerOf;
+    f.headLayer = vitHeadLayer;
     f.fits = vitFits;
     f.fit = vitFit;
     f.explainMismatch = vitExplain;
