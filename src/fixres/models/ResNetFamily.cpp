@@ -77,6 +77,29 @@ FinetuneRecipe resnetRecipe(ModelImpl& model, bool bnAffine) {
   return r;
 }
 
+// The layer groups, as timm's resnet group_matcher (fine): the stem (conv1, bn1) 0, each block
+// its own layer in order (layer1.0 1, layer1.1 2, ...), the classifier last.
+int64_t resnetBlocksBefore(const ResNetImpl& m, int stage) {
+  const torch::nn::Sequential* stages[] = {&m.layer1, &m.layer2, &m.layer3, &m.layer4};
+  int64_t n = 0;
+  for (int s = 0; s < stage; ++s) n += *stages[s] ? static_cast<int64_t>((*stages[s])->size()) : 0;
+  return n;
+}
+
+int64_t resnetHeadLayer(const ModelImpl& model) {
+  return resnetBlocksBefore(familyModel<ResNetImpl>(model), 4) + 1;
+}
+
+int64_t resnetLayerOf(const ModelImpl& model, const std::string& name) {
+  if (name.size() > 7 && name.rfind("layer", 0) == 0 && name[6] == '.') {
+    const int64_t stage = name[5] - '1';
+    const int64_t block = std::stoll(name.substr(7, name.find('.', 7) - 7));
+    return resnetBlocksBefore(familyModel<ResNetImpl>(model), static_cast<int>(stage)) + block + 1;
+  }
+  if (name.rfind("conv1.", 0) == 0 || name.rfind("bn1.", 0) == 0) return 0;
+  return resnetHeadLayer(model);
+}
+
 }  // namespace
 
 ResNetConfig resnetConfig(const std::string& name, int64_t numClasses) {
@@ -109,6 +132,8 @@ const ArchitectureFamily& resnetFamily() {
     f.find = findResNet;
     f.create = createResNet;
     f.finetune = resnetRecipe;
+    f.layerOf = resnetLayerOf;
+    f.headLayer = resnetHeadLayer;
     f.torchvisionNames = true;
     return f;
   }();

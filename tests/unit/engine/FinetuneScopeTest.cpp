@@ -2,15 +2,20 @@
 // and CNN families, and the learning rates layer-wise decay gives, against their definitions
 // (docs/models.md): under `all` with decay d, a ViT of depth L has its head and final norm at 1,
 // block i at d^(L - i) and the embeddings (tokens, pos_embed, patch_embed) at d^(L + 1); a
-// ConvNeXt its head at 1, stage s at d^(4 - s), the stem at d^5.
+// ConvNeXt its head at 1, stage s at d^(4 - s), the stem at d^5; a ResNet's rates are timm's
+// param_groups_layer_decay's (tests/reference/layer_decay_reference.py: its group_matcher, a
+// layer a block).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 
+#include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/engine/FinetuneRecipe.h"
 #include "fixres/engine/Optimizer.h"
@@ -86,6 +91,23 @@ TEST(FinetuneScope, CnnAllTrainsEverythingAndHasNoPositionEmbedding) {
   EXPECT_EQ(keys(scopedNames(r, FinetuneScope::kHead)),
             keys(scopedNames(r, FinetuneScope::kRecipe)));
   EXPECT_THROW(finetuneRecipe(r, false, FinetuneScope::kHeadPos), UsageError);
+}
+
+TEST(FinetuneScope, ResNetLayerDecayIsTimms) {
+  const std::string oracles = std::string(FIXRES_SOURCE_DIR) + "/../shared/oracles";
+  FIXRES_SKIP_UNLESS(std::filesystem::exists(oracles + "/timm/__init__.py"), "oracles",
+                     "no timm source at " << oracles);
+  for (const char* arch : {"resnet18", "resnet50"}) {
+    SCOPED_TRACE(arch);
+    std::map<std::string, double> want;
+    std::istringstream in(
+        testing::runReference("layer_decay_reference.py", std::string(arch) + " 0.5 " + oracles));
+    for (std::string name, scale; in >> name >> scale;) want[name] = std::stod(scale);
+    models::Model model = models::createModel(arch, 5);
+    const auto got = scopedNames(model, FinetuneScope::kAll, 0.5);
+    ASSERT_EQ(keys(got), keys(want));
+    for (const auto& [name, scale] : want) EXPECT_DOUBLE_EQ(got.at(name), scale) << name;
+  }
 }
 
 // The optimizer's groups carry the multipliers: each parameter's group has lr * its scale, after
