@@ -112,22 +112,23 @@ std::string bmpDecode(const uint8_t* d, size_t n, int width, int height, uint8_t
 #endif  // FIXRES_WITH_BMP
 
 namespace fixres::image {
+namespace {
+
+bool bmpSniff(const uint8_t* d, size_t n) {
+  return n >= 2 && d[0] == 'B' && d[1] == 'M';
+}
+
+}  // namespace
 
 const Codec& bmpCodec() {
-  static const Codec kCodec = [] {
-    Codec c;
-    c.name = "bmp";
-    c.title = "BMP";
-    c.extensions = {"bmp"};
-    c.sniff = [](const uint8_t* d, size_t n) { return n >= 2 && d[0] == 'B' && d[1] == 'M'; };
 #if FIXRES_WITH_BMP
-    c.readSize = formats::bmpSize;
-    c.decodeRgb = formats::bmpDecode;
+  static const Codec kCodec{"bmp",    "BMP", {"bmp"},          /*imageFolder=*/true,
+                            bmpSniff, "",    formats::bmpSize, formats::bmpDecode};
 #else
-    c.missing = "built without stb_image";
+  static const Codec kCodec{
+      "bmp",   "BMP",  {"bmp"}, /*imageFolder=*/true, bmpSniff, "built without stb_image",
+      nullptr, nullptr};
 #endif
-    return c;
-  }();
   return kCodec;
 }
 

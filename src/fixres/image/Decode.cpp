@@ -312,26 +312,14 @@ const char* Decoder::Impl::pngDecode(uint8_t* out, int width, int height) {
 
 // ---- Codec rows ------------------------------------------------------------------------------
 const Codec& jpegCodec() {
-  static const Codec kCodec = [] {
-    Codec c;
-    c.name = "jpeg";
-    c.title = "JPEG";
-    c.extensions = {"jpg", "jpeg"};
-    c.sniff = isJpeg;
-    return c;
-  }();
+  static const Codec kCodec{"jpeg", "JPEG", {"jpg", "jpeg"}, /*imageFolder=*/true,
+                            isJpeg, "",     nullptr,         nullptr};
   return kCodec;
 }
 
 const Codec& pngCodec() {
-  static const Codec kCodec = [] {
-    Codec c;
-    c.name = "png";
-    c.title = "PNG";
-    c.extensions = {"png"};
-    c.sniff = isPng;
-    return c;
-  }();
+  static const Codec kCodec{"png", "PNG", {"png"}, /*imageFolder=*/true,
+                            isPng, "",    nullptr, nullptr};
   return kCodec;
 }
 

@@ -180,22 +180,15 @@ std::string gifDecode(const uint8_t* d, size_t n, int width, int height, uint8_t
   return {};
 }
 
+bool gifSniff(const uint8_t* d, size_t n) {
+  return n >= 6 && (std::memcmp(d, "GIF87a", 6) == 0 || std::memcmp(d, "GIF89a", 6) == 0);
+}
+
 }  // namespace
 
 const Codec& gifCodec() {
-  static const Codec kCodec = [] {
-    Codec c;
-    c.name = "gif";
-    c.title = "GIF";
-    c.extensions = {"gif"};
-    c.imageFolder = false;
-    c.sniff = [](const uint8_t* d, size_t n) {
-      return n >= 6 && (std::memcmp(d, "GIF87a", 6) == 0 || std::memcmp(d, "GIF89a", 6) == 0);
-    };
-    c.readSize = gifSize;
-    c.decodeRgb = gifDecode;
-    return c;
-  }();
+  static const Codec kCodec{"gif",    "GIF", {"gif"}, /*imageFolder=*/false,
+                            gifSniff, "",    gifSize, gifDecode};
   return kCodec;
 }
 

@@ -193,20 +193,17 @@ std::string pnmDecode(const uint8_t* d, size_t n, int width, int height, uint8_t
 }  // namespace fixres::image::formats
 
 namespace fixres::image {
+namespace {
+
+bool pnmSniff(const uint8_t* d, size_t n) {
+  return n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6' && formats::pnmSpace(d[2]);
+}
+
+}  // namespace
 
 const Codec& pnmCodec() {
-  static const Codec kCodec = [] {
-    Codec c;
-    c.name = "pnm";
-    c.title = "PNM";
-    c.extensions = {"ppm", "pgm"};
-    c.sniff = [](const uint8_t* d, size_t n) {
-      return n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6' && formats::pnmSpace(d[2]);
-    };
-    c.readSize = formats::pnmSize;
-    c.decodeRgb = formats::pnmDecode;
-    return c;
-  }();
+  static const Codec kCodec{"pnm",    "PNM", {"ppm", "pgm"},   /*imageFolder=*/true,
+                            pnmSniff, "",    formats::pnmSize, formats::pnmDecode};
   return kCodec;
 }
 

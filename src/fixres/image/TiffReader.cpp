@@ -252,25 +252,24 @@ std::string tiffDecode(const uint8_t* d, size_t n, int width, int height, uint8_
 #endif  // FIXRES_WITH_TIFF
 
 namespace fixres::image {
+namespace {
+
+bool tiffSniff(const uint8_t* d, size_t n) {
+  return n >= 4 && (std::memcmp(d, "II*\0", 4) == 0 || std::memcmp(d, "MM\0*", 4) == 0 ||
+                    std::memcmp(d, "II+\0", 4) == 0 || std::memcmp(d, "MM\0+", 4) == 0);
+}
+
+}  // namespace
 
 const Codec& tiffCodec() {
-  static const Codec kCodec = [] {
-    Codec c;
-    c.name = "tiff";
-    c.title = "TIFF";
-    c.extensions = {"tif", "tiff"};
-    c.sniff = [](const uint8_t* d, size_t n) {
-      return n >= 4 && (std::memcmp(d, "II*\0", 4) == 0 || std::memcmp(d, "MM\0*", 4) == 0 ||
-                        std::memcmp(d, "II+\0", 4) == 0 || std::memcmp(d, "MM\0+", 4) == 0);
-    };
 #if FIXRES_WITH_TIFF
-    c.readSize = formats::tiffSize;
-    c.decodeRgb = formats::tiffDecode;
+  static const Codec kCodec{"tiff",    "TIFF", {"tif", "tiff"},   /*imageFolder=*/true,
+                            tiffSniff, "",     formats::tiffSize, formats::tiffDecode};
 #else
-    c.missing = "built without libtiff";
+  static const Codec kCodec{
+      "tiff",  "TIFF", {"tif", "tiff"}, /*imageFolder=*/true, tiffSniff, "built without libtiff",
+      nullptr, nullptr};
 #endif
-    return c;
-  }();
   return kCodec;
 }
 

@@ -73,24 +73,23 @@ std::string webpDecode(const uint8_t* d, size_t n, int width, int height, uint8_
 #endif  // FIXRES_WITH_WEBP
 
 namespace fixres::image {
+namespace {
+
+bool webpSniff(const uint8_t* d, size_t n) {
+  return n >= 12 && std::memcmp(d, "RIFF", 4) == 0 && std::memcmp(d + 8, "WEBP", 4) == 0;
+}
+
+}  // namespace
 
 const Codec& webpCodec() {
-  static const Codec kCodec = [] {
-    Codec c;
-    c.name = "webp";
-    c.title = "WebP";
-    c.extensions = {"webp"};
-    c.sniff = [](const uint8_t* d, size_t n) {
-      return n >= 12 && std::memcmp(d, "RIFF", 4) == 0 && std::memcmp(d + 8, "WEBP", 4) == 0;
-    };
 #if FIXRES_WITH_WEBP
-    c.readSize = formats::webpSize;
-    c.decodeRgb = formats::webpDecode;
+  static const Codec kCodec{"webp",    "WebP", {"webp"},          /*imageFolder=*/true,
+                            webpSniff, "",     formats::webpSize, formats::webpDecode};
 #else
-    c.missing = "built without libwebp";
+  static const Codec kCodec{
+      "webp",  "WebP", {"webp"}, /*imageFolder=*/true, webpSniff, "built without libwebp",
+      nullptr, nullptr};
 #endif
-    return c;
-  }();
   return kCodec;
 }
 
