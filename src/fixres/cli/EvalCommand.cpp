@@ -13,67 +13,45 @@
 namespace fixres::cli {
 namespace {
 
-// What `fixres eval` is given on its command line.
+// What `fixres eval` is given on its command line: the job's request (its own flags are rows,
+// engine::EvalRequest::visitSettings) and the model, cluster and evaluation flags.
 struct EvalState {
+  engine::EvalRequest request;
   engine::ModelSpec model;
   ClusterOptions cluster;
   EvalFlags eval;
-  std::string imnetPath, datasetPath, sizes = "224", json;
-  std::string report, heldOut, labelsCsv, classNamesFile;
-  int64_t limit = -1;
-  data::FileIndexOptions fileIndex;
+  std::string sizes = "224", classNamesFile;
 };
 
-// The images evaluated: the dataset, its labels, how many, which sizes.
-void addEvalDataFlags(CLI::App& sub, EvalState& s) {
-  auto* imnet = addShared(sub, "--imnet-path", s.imnetPath);
-  auto* dataset = addShared(sub, "--dataset-path", s.datasetPath)->excludes(imnet);
-  sub.add_option("--labels-csv", s.labelsCsv,
-                 "Labels of a flat folder of images (--dataset-path): file,label rows, such as "
-                 "ImageNet's LOC_val_solution.csv")
-      ->check(CLI::ExistingFile)
-      ->needs(dataset)
-      ->group("Data");
+// The flags: the shared ones, then eval's own rows with the checks a row cannot state (a file that
+// must exist, a path that must not overwrite an input, a flag that needs another).
+void addEvalJobFlags(CLI::App& sub, EvalState& s) {
+  engine::EvalRequest& r = s.request;
+  auto* imnet = addShared(sub, "--imnet-path", r.imnetPath);
+  auto* dataset = addShared(sub, "--dataset-path", r.datasetPath)->excludes(imnet);
   addShared(sub, "--class-names", s.classNamesFile);
   addShared(sub, "--input-size", s.sizes);
-  sub.add_option("--limit", s.limit, "Only the first N images (-1: all)")
-      ->check(allOrAtLeastOne(INT64_MAX))
-      ->group("Data");
   addSharedFlag(sub, "--skip-bad-images", s.eval.settings.skipBadImages);
-  addIndexCacheFlag(sub, s.fileIndex);
-}
-
-// What is written besides the table: the JSON results and the report folder.
-void addEvalOutputFlags(CLI::App& sub, EvalState& s) {
-  sub.add_option("--json", s.json, "Also write the results to this JSON file")
-      ->check(outputPathValidator("--json"))
-      ->group("Output");
-  auto* report =
-      sub.add_option("--report", s.report,
-                     "Also write per-class accuracy, the confusion matrix (CSV, SVG heat map), "
-                     "the expected calibration error and a reliability diagram into this folder "
-                     "(one sub-folder per size when several)")
-          ->check(outputPathValidator("--report"))
-          ->group("Output");
-  sub.add_option("--fit-temperature", s.heldOut,
-                 "Fit the softmax temperature on this held-out dataset and report the scaled "
-                 "probabilities' calibration too (with --report)")
-      ->needs(report)
-      ->group("Output");
+  addIndexCacheFlag(sub, r.fileIndex);
+  engine::EvalRequest::visitSettings(r, SettingsBinder{sub, "eval"});
+  sub.get_option("--labels-csv")->check(CLI::ExistingFile)->needs(dataset);
+  sub.get_option("--json")->check(outputPathValidator("--json"));
+  auto* report = sub.get_option("--report")->check(outputPathValidator("--report"));
+  sub.get_option("--fit-temperature")->needs(report);
 }
 
 // The output paths, checked before any work: none may overwrite an input.
-void checkEvalOutputs(const EvalState& s) {
-  if (!s.json.empty()) {
-    checkOutputPath("--json", s.json,
-                    {{"--imnet-path", s.imnetPath}, {"--dataset-path", s.datasetPath}});
-    checkOutputFolder(s.json, "--json");
+void checkEvalOutputs(const engine::EvalRequest& r) {
+  if (!r.json.empty()) {
+    checkOutputPath("--json", r.json,
+                    {{"--imnet-path", r.imnetPath}, {"--dataset-path", r.datasetPath}});
+    checkOutputFolder(r.json, "--json");
   }
-  if (!s.report.empty())
-    checkOutputPath("--report", s.report,
-                    {{"--imnet-path", s.imnetPath},
-                     {"--dataset-path", s.datasetPath},
-                     {"--fit-temperature", s.heldOut}});
+  if (!r.report.empty())
+    checkOutputPath("--report", r.report,
+                    {{"--imnet-path", r.imnetPath},
+                     {"--dataset-path", r.datasetPath},
+                     {"--fit-temperature", r.heldOut}});
 }
 
 // The results table's row of one size, on rank 0 (the header before the first).
@@ -85,21 +63,14 @@ void printRow(const engine::EvalResult& r, bool first) {
 }
 
 int runEval(EvalState& s, CLI::App& sub) {
-  engine::EvalRequest request;
+  engine::EvalRequest request = s.request;
   const bool sizesGiven = sub.get_option("--input-size")->count() > 0;
   request.model =
       modelRequest(sub, s.model,
                    sizesGiven ? engine::parseSizeList(s.sizes, "--input-size") : std::vector<int>{},
                    s.eval.settings.resizeMode, s.classNamesFile);
-  request.imnetPath = s.imnetPath;
-  request.datasetPath = s.datasetPath;
-  request.labelsCsv = s.labelsCsv;
-  request.report = s.report;
-  request.heldOut = s.heldOut;
-  request.limit = s.limit;
   request.eval = s.eval.settings;
-  request.fileIndex = s.fileIndex;
-  checkEvalOutputs(s);
+  checkEvalOutputs(request);
   const engine::EvalJob job(request);
   auto rank = connectRank(s.cluster, s.eval.cpu, s.eval.numerics);
   const bool printing = rank.comm->rank() == 0;
@@ -107,11 +78,12 @@ int runEval(EvalState& s, CLI::App& sub) {
   const auto outcome = job.run(rank.run, *rank.comm, [&](const engine::EvalResult& r) {
     if (printing) printRow(r, printed++ == 0);
   });
-  if (printing && !s.json.empty()) writeFileAtomic(s.json, job.document(outcome).dump(2) + "\n");
+  if (printing && !request.json.empty())
+    writeFileAtomic(request.json, job.document(outcome).dump(2) + "\n");
   if (outcome.signal != 0) {
     log::warn("eval stopped by signal ", outcome.signal, " after ", outcome.results.size(), " of ",
               job.model().sizes.size(), " size(s)",
-              s.json.empty() ? "" : "; partial results written to " + s.json);
+              request.json.empty() ? "" : "; partial results written to " + request.json);
     return 128 + outcome.signal;
   }
   job.checkClassOrder(outcome);
@@ -127,9 +99,8 @@ Command addEvalCommand(CLI::App& parent) {
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
   addSharedFlag(*sub, "--use-ema", s->model.useEma);
-  addEvalDataFlags(*sub, *s);
+  addEvalJobFlags(*sub, *s);
   addEvalFlags(*sub, s->eval);
-  addEvalOutputFlags(*sub, *s);
   addClusterOptions(*sub, s->cluster);
   return {sub, [s, sub]() -> int { return runEval(*s, *sub); }};
 }

@@ -1,11 +1,12 @@
 // `fixres settings`: the table of a run's settings, generated from their rows (common/Setting.h):
 // config.json key, flag, the train and finetune defaults, valid values and what resume does when
-// one changes; then one table per command whose own options are rows (predict).
+// one changes; then one table per command whose own options are rows (predict, eval).
 // docs/cli-reference.md carries its output.
 #include <iostream>
 #include <string>
 
 #include "fixres/cli/Command.h"
+#include "fixres/engine/EvalJob.h"
 #include "fixres/engine/Predict.h"
 #include "fixres/engine/RunConfig.h"
 
@@ -68,8 +69,11 @@ struct CommandTablePrinter {
 // The options of the commands that are not runs, each a settings visit of its own.
 void printCommandTables(std::ostream& out) {
   out << "\n### predict\n\n| flag | default | valid values | meaning |\n|---|---|---|---|\n";
-  const engine::PredictOptions defaults;
-  engine::PredictOptions::visitSettings(defaults, CommandTablePrinter{out});
+  const engine::PredictOptions predict;
+  engine::PredictOptions::visitSettings(predict, CommandTablePrinter{out});
+  out << "\n### eval\n\n| flag | default | valid values | meaning |\n|---|---|---|---|\n";
+  const engine::EvalRequest eval;
+  engine::EvalRequest::visitSettings(eval, CommandTablePrinter{out});
 }
 
 }  // namespace

@@ -29,9 +29,56 @@ struct EvalRequest {
   std::string labelsCsv;               // labels of a flat folder (--labels-csv)
   std::string report;                  // the report folder, "" for none
   std::string heldOut;                 // --fit-temperature's dataset, "" for none
+  std::string json;                    // the file the command writes document() to, "" for none
   int64_t limit = -1;                  // only the first N images
   EvalSettings eval;
   data::FileIndexOptions fileIndex;
+
+  // eval's own flags, one row each (common/Setting.h; the paths' existence and the flags they
+  // need are checked by the command).
+  template <typename Self, typename V>
+  static void visitSettings(Self& r, V&& v) {
+    constexpr auto kInvocation = SettingRole::kInvocation;
+    v(Setting{"",
+              "--labels-csv",
+              "Data",
+              "Labels of a flat folder of images (--dataset-path): file,label rows, such as "
+              "ImageNet's LOC_val_solution.csv",
+              {},
+              kInvocation,
+              "eval"},
+      r.labelsCsv);
+    v(Setting{"", "--limit", "Data", "Only the first N images (-1: all)",
+              Range::integers(1).orValue(-1, "all"), kInvocation, "eval"},
+      r.limit);
+    v(Setting{"",
+              "--json",
+              "Output",
+              "Also write the results to this JSON file",
+              {},
+              kInvocation,
+              "eval"},
+      r.json);
+    v(Setting{"",
+              "--report",
+              "Output",
+              "Also write per-class accuracy, the confusion matrix (CSV, SVG heat map), the "
+              "expected calibration error and a reliability diagram into this folder (one "
+              "sub-folder per size when several)",
+              {},
+              kInvocation,
+              "eval"},
+      r.report);
+    v(Setting{"",
+              "--fit-temperature",
+              "Output",
+              "Fit the softmax temperature on this held-out dataset and report the scaled "
+              "probabilities' calibration too (with --report)",
+              {},
+              kInvocation,
+              "eval"},
+      r.heldOut);
+  }
 };
 
 // What the sizes evaluated gave: each result's JSON, the best top-1, the last size's report.
