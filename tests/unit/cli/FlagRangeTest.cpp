@@ -28,7 +28,7 @@ const std::vector<Case>& cases() {
       {eval, "--workers", {"0", "100000", "-1"}, "1", "[1, 1024]"},
       {eval, "--input-size", {"4", "5000", "224,", "224,x", "nan"}, "224,288", "[8, 4096]"},
       {eval, "--num-classes", {"-1", "1000001"}, "0", "[0, 1000000]"},
-      {eval, "--limit", {"0", "-2"}, "-1", "-1 (all) or a positive integer"},
+      {eval, "--limit", {"0", "-2"}, "-1", "an integer >= 1 (or -1: all)"},
       {eval, "--dist-timeout", {"0", "-1", "nan", "inf", "1e309"}, "2.5", "(0, 604800]"},
       {eval, "--num-tasks", {"0", "-1"}, "2", "[1, 65536]"},
       {eval, "--global-rank", {"-1"}, "0", "[0, 65535]"},
