@@ -90,6 +90,15 @@ if [ "$HAVE_TIMM" = 1 ]; then
     rm -f "$WORK/$a.pth" "$WORK/$a.onnx"
   done
 fi
+# ResNet-D (timm's resnet26d, random weights): the deep stem and the average-pooled shortcuts
+# (AveragePool with ceil_mode at an odd size), at a fixed size and exported for any size.
+if [ "$HAVE_TIMM" = 1 ]; then
+  "$PY" "$REF/zoo_reference.py" weights resnet26d "$WORK/r26d.pth" "$ORACLES" || bad "resnet26d weights"
+  check r26d 75 75 -- --architecture resnet26d --num-classes 10 --weight-path "$WORK/r26d.pth"
+  DYN=--dynamic-size check r26ddyn 64 75 -- --architecture resnet26d --num-classes 10 \
+    --weight-path "$WORK/r26d.pth"
+  rm -f "$WORK/r26d.pth"
+fi
 # PNASNet-5-Large (timm's random weights, 340 MB; only with timm's source): TF "same" padding
 # in its separable convolutions and max pools, the factorized reduction's shifted path, concats.
 if [ "$HAVE_TIMM" = 1 ]; then

@@ -44,6 +44,7 @@ CASES = {
     "efficientnet_b0": ("timm", "efficientnet_b0", "bare"),
     "efficientnet_b2": ("torchvision", "efficientnet_b2", "bare"),
     "pnasnet5large": ("timm", "pnasnet5large", "bare"),
+    "resnet26d": ("timm", "resnet26d", "bare"),
 }
 
 

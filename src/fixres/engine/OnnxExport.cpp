@@ -93,6 +93,17 @@ class OnnxGraphWriter : public models::GraphWriter {
     return n->output(0);
   }
 
+  Value averagePool(const Value& x, int64_t k) override {
+    auto* n = node("AveragePool", {x});
+    ints(n, "kernel_shape", {k, k});
+    ints(n, "strides", {k, k});
+    integer(n, "ceil_mode", 1);
+    integer(n, "count_include_pad", 0);
+    if (const auto in = spatialSize(x))
+      sizes_[n->output(0)] = {(in->first + k - 1) / k, (in->second + k - 1) / k};
+    return n->output(0);
+  }
+
   Value subsample2(const Value& x) override {
     constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
     auto* n = node("Slice", {x, int64s({0, 0}, "starts"), int64s({kEnd, kEnd}, "ends"),

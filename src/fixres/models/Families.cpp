@@ -10,11 +10,12 @@
 namespace fixres::models {
 
 const ArchitectureFamily& resnextWslFamily();  // ResNeXtWslFamily.cpp
+const ArchitectureFamily& resnetDFamily();     // ResNetDFamily.cpp
 
 const std::vector<const ArchitectureFamily*>& architectureFamilies() {
   static const std::vector<const ArchitectureFamily*> kFamilies = {
-      &resnetFamily(),  &efficientNetFamily(), &resnextWslFamily(),
-      &pnasnetFamily(), &vitFamily(),          &convNeXtFamily(),
+      &resnetFamily(), &efficientNetFamily(), &resnextWslFamily(), &pnasnetFamily(),
+      &vitFamily(),    &convNeXtFamily(),     &resnetDFamily(),
   };
   return kFamilies;
 }

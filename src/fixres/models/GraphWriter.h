@@ -49,6 +49,10 @@ class GraphWriter {
   Value silu(const Value& x) { return mul(x, sigmoid(x)); }
   // Max pooling with padding that never wins (as torch's max_pool2d, or -inf padding).
   virtual Value maxPool(const Value& x, int64_t kernel, int64_t stride, Pads pads) = 0;
+  // Average pooling of k x k windows k apart (kernel = stride), as torch's avg_pool2d with
+  // ceil_mode=True and count_include_pad=False: the windows cut by the bottom and right edges
+  // average what they cover; output ceil(in / k).
+  virtual Value averagePool(const Value& x, int64_t k) = 0;
   // Every second row and column from the first: x[:, :, ::2, ::2].
   virtual Value subsample2(const Value& x) = 0;
   // x moved up and left by one pixel, a zero row and column entering at the bottom and right.

@@ -20,7 +20,7 @@ torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, 
 }  // namespace
 
 BlockImpl::BlockImpl(bool bottleneck, int64_t inplanes, int64_t planes, int64_t stride,
-                     int64_t groups, int64_t widthPerGroup)
+                     int64_t groups, int64_t widthPerGroup, bool avgDown)
     : bottleneck_(bottleneck) {
   int64_t outplanes = planes * expansion(bottleneck);
   if (bottleneck) {
@@ -40,7 +40,20 @@ BlockImpl::BlockImpl(bool bottleneck, int64_t inplanes, int64_t planes, int64_t 
     conv2 = register_module("conv2", conv(planes, planes, 3, 1, 1));
     bn2 = register_module("bn2", BatchNorm2d(planes));
   }
-  if (stride != 1 || inplanes != outplanes) {
+  if ((stride != 1 || inplanes != outplanes) && avgDown) {
+    torch::nn::Sequential d;
+    if (stride > 1) {
+      avgPool_ = stride;
+      d->push_back(torch::nn::AvgPool2d(
+          torch::nn::AvgPool2dOptions(stride).stride(stride).ceil_mode(true).count_include_pad(
+              false)));
+    } else {
+      d->push_back(torch::nn::Identity());
+    }
+    d->push_back(conv(inplanes, outplanes, 1, 1, 1));
+    d->push_back(BatchNorm2d(outplanes));
+    downsample = register_module("downsample", d);
+  } else if (stride != 1 || inplanes != outplanes) {
     downsample = register_module(
         "downsample",
         torch::nn::Sequential(conv(inplanes, outplanes, 1, stride, 1), BatchNorm2d(outplanes)));
@@ -60,10 +73,14 @@ torch::Tensor BlockImpl::forward(torch::Tensor x) {
 }
 
 std::string BlockImpl::writeGraph(GraphWriter& w, const std::string& x) {
-  const std::string identity =
-      downsample ? w.batchNorm(w.conv(x, *downsample[0]->as<torch::nn::Conv2d>(), Pads{}),
-                               *downsample[1]->as<BatchNorm2d>())
-                 : x;
+  std::string identity = x;
+  if (downsample) {
+    // [average pool or identity,] 1x1 conv, BatchNorm.
+    const size_t c = downsample->size() - 2;
+    const std::string in = avgPool_ > 0 ? w.averagePool(x, avgPool_) : x;
+    identity = w.batchNorm(w.conv(in, *downsample[c]->as<torch::nn::Conv2d>(), Pads{}),
+                           *downsample[c + 1]->as<BatchNorm2d>());
+  }
   // Every convolution pads kernel / 2 (conv() above).
   const auto pad = [](const torch::nn::Conv2d& c) { return Pads::all(c->weight.size(2) / 2); };
   std::string out = w.relu(w.batchNorm(w.conv(x, *conv1, pad(conv1)), *bn1));
@@ -77,8 +94,22 @@ std::string BlockImpl::writeGraph(GraphWriter& w, const std::string& x) {
 }
 
 bool ResNetImpl::writeGraph(GraphWriter& w) {
-  std::string x =
-      w.relu(w.batchNorm(w.conv(w.input(), *conv1, Pads::all(conv1->weight.size(2) / 2)), *bn1));
+  std::string x = w.input();
+  if (deepStem) {
+    // conv, BN, ReLU, conv, BN, ReLU, conv: every 3x3 padded by 1.
+    const auto c = [&](size_t i) -> const torch::nn::Conv2dImpl& {
+      return *deepStem[i]->as<torch::nn::Conv2d>();
+    };
+    const auto b = [&](size_t i) -> const BatchNorm2dImpl& {
+      return *deepStem[i]->as<BatchNorm2d>();
+    };
+    x = w.relu(w.batchNorm(w.conv(x, c(0), Pads::all(1)), b(1)));
+    x = w.relu(w.batchNorm(w.conv(x, c(3), Pads::all(1)), b(4)));
+    x = w.conv(x, c(6), Pads::all(1));
+  } else {
+    x = w.conv(x, *conv1, Pads::all(conv1->weight.size(2) / 2));
+  }
+  x = w.relu(w.batchNorm(x, *bn1));
   if (!config_.smallStem) x = w.maxPool(x, 3, 2, Pads::all(1));
   for (auto* layer : {&layer1, &layer2, &layer3, &layer4})
     for (const auto& block : (*layer)->children()) x = block->as<BlockImpl>()->writeGraph(w, x);
@@ -91,8 +122,16 @@ ResNetImpl::ResNetImpl(const ResNetConfig& config) : config_(config) {
                config.numClasses);
   const auto& w = config.widths;
   inplanes_ = w[0];
-  conv1 = config.smallStem ? register_module("conv1", conv(3, w[0], 3, 1, 1))
-                           : register_module("conv1", conv(3, w[0], 7, 2, 1));
+  if (config.stemWidth > 0) {
+    const int64_t s = config.stemWidth;
+    deepStem = register_module(
+        "conv1", torch::nn::Sequential(conv(3, s, 3, 2, 1), BatchNorm2d(s), torch::nn::ReLU(),
+                                       conv(s, s, 3, 1, 1), BatchNorm2d(s), torch::nn::ReLU(),
+                                       conv(s, w[0], 3, 1, 1)));
+  } else {
+    conv1 = config.smallStem ? register_module("conv1", conv(3, w[0], 3, 1, 1))
+                             : register_module("conv1", conv(3, w[0], 7, 2, 1));
+  }
   bn1 = register_module("bn1", BatchNorm2d(w[0]));
   layer1 = register_module("layer1", makeLayer(w[0], config.layers[0], 1));
   layer2 = register_module("layer2", makeLayer(w[1], config.layers[1], 2));
@@ -118,7 +157,7 @@ torch::nn::Sequential ResNetImpl::makeLayer(int64_t planes, int64_t blocks, int6
   torch::nn::Sequential seq;
   for (int64_t b = 0; b < blocks; ++b) {
     seq->push_back(Block(config_.bottleneck, inplanes_, planes, b == 0 ? stride : 1, config_.groups,
-                         config_.widthPerGroup));
+                         config_.widthPerGroup, config_.avgDown));
     inplanes_ = planes * BlockImpl::expansion(config_.bottleneck);
   }
   return seq;
@@ -127,7 +166,7 @@ torch::nn::Sequential ResNetImpl::makeLayer(int64_t planes, int64_t blocks, int6
 std::pair<torch::Tensor, torch::Tensor> ResNetImpl::forwardWithEmbedding(torch::Tensor x) {
   FIXRES_CHECK(x.dim() == 4 && x.size(1) == 3, UsageError,
                "ResNet input must be N x 3 x H x W, got ", x.sizes());
-  x = torch::relu(bn1(conv1(x)));
+  x = torch::relu(bn1(deepStem ? deepStem->forward(x) : conv1(x)));
   if (!config_.smallStem) x = torch::max_pool2d(x, 3, 2, 1);
   x = layer1->forward(x);
   x = layer2->forward(x);

@@ -28,6 +28,14 @@ struct ResNetConfig {
   // Small-image stem: conv1 is 3x3 stride 1 and there is no max-pool (same names; conv1.weight
   // is 3x3). For 24-32 px inputs.
   bool smallStem = false;
+  // > 0: timm's deep stem, conv1 = three 3x3 convolutions (stride 2, then 1) of stemWidth,
+  // stemWidth and widths[0] channels with BatchNorm and ReLU between (conv1.0, conv1.1, conv1.3,
+  // conv1.4, conv1.6), instead of one 7x7 (ResNet-D).
+  int64_t stemWidth = 0;
+  // Shortcuts that downsample average-pool first (2 x 2, ceil mode, padding not counted), then
+  // project with a stride-1 1x1 convolution: downsample.1 the convolution, downsample.2 the
+  // BatchNorm (timm's avg_down, ResNet-D).
+  bool avgDown = false;
 };
 
 // The ResNet family (ResNetFamily.cpp): torchvision's ResNets, ResNeXts and Wide ResNets, FixRes's
@@ -39,11 +47,12 @@ const ArchitectureFamily& resnetFamily();
 ResNetConfig resnetConfig(const std::string& name, int64_t numClasses = 1000);
 
 // One residual block; basic (conv1/bn1, conv2/bn2) or bottleneck (+ conv3/bn3), optional
-// downsample (Sequential: 0 = 1x1 conv, 1 = BatchNorm). Stride sits on the 3x3 conv (v1.5).
+// downsample (Sequential: 0 = 1x1 conv, 1 = BatchNorm; with `avgDown`, 0 = the average pool or
+// an identity, 1 = the 1x1 conv, 2 = BatchNorm). Stride sits on the 3x3 conv (v1.5).
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(bool bottleneck, int64_t inplanes, int64_t planes, int64_t stride, int64_t groups,
-            int64_t widthPerGroup);
+            int64_t widthPerGroup, bool avgDown = false);
   torch::Tensor forward(
       torch::Tensor x);  // N x inplanes x H x W -> N x planes*expansion x H/s x W/s
   // forward() as a graph (GraphWriter.h).
@@ -58,6 +67,7 @@ class BlockImpl : public torch::nn::Module {
 
  private:
   bool bottleneck_;
+  int64_t avgPool_ = 0;  // the shortcut's average pool (kernel = stride), 0: none
 };
 TORCH_MODULE(Block);
 
@@ -78,7 +88,8 @@ class ResNetImpl : public ModelImpl {
   BatchNorm2d& lastBatchNorm();
   int64_t embeddingDim() const override { return embeddingDim_; }
 
-  torch::nn::Conv2d conv1{nullptr};
+  torch::nn::Conv2d conv1{nullptr};         // null with a deep stem
+  torch::nn::Sequential deepStem{nullptr};  // registered as conv1 (ResNetConfig::stemWidth)
   BatchNorm2d bn1{nullptr};
   torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
   torch::nn::Linear fc{nullptr};

@@ -86,6 +86,18 @@ GraphWriter::Value TensorGraphWriter::maxPool(const Value& x, int64_t kernel, in
   return put(torch::max_pool2d(in, {kernel, kernel}, {stride, stride}));
 }
 
+GraphWriter::Value TensorGraphWriter::averagePool(const Value& x, int64_t k) {
+  // Zeros to a multiple of k at the bottom and right; each window's sum over the count of its
+  // pixels that are the image's.
+  const torch::Tensor& v = at(x);
+  const int64_t h = v.size(2), w = v.size(3), oh = (h + k - 1) / k, ow = (w + k - 1) / k;
+  const Pads extra{0, 0, oh * k - h, ow * k - w};
+  const auto windowSums = [&](const torch::Tensor& t) {
+    return padTensor(t, extra).reshape({t.size(0), t.size(1), oh, k, ow, k}).sum({3, 5});
+  };
+  return put(windowSums(v) / windowSums(torch::ones({1, 1, h, w}, v.options())));
+}
+
 GraphWriter::Value TensorGraphWriter::subsample2(const Value& x) {
   using torch::indexing::None;
   using torch::indexing::Slice;

@@ -36,6 +36,7 @@ class TensorGraphWriter : public GraphWriter {
   Value add(const Value& a, const Value& b) override;
   Value mul(const Value& a, const Value& b) override;
   Value maxPool(const Value& x, int64_t kernel, int64_t stride, Pads pads) override;
+  Value averagePool(const Value& x, int64_t k) override;
   Value subsample2(const Value& x) override;
   Value shiftUpLeft(const Value& x) override;
   Value concatChannels(const std::vector<Value>& values) override;

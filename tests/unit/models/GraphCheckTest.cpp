@@ -31,6 +31,7 @@ const std::map<std::string, std::vector<std::string>>& checkedNames() {
       {"pnasnet", {"pnasnet5large"}},
       {"vit", {"vit_demo", "deit_tiny_distilled_patch16_224", "vit_medium_patch16_reg4_gap_256"}},
       {"convnext", {"convnext_demo", "convnext_atto"}},
+      {"resnet-d", {"resnet26d"}},
   };
   return kNames;
 }

@@ -1,5 +1,6 @@
-// EfficientNet and PNASNet against their references (tests/reference/zoo_reference.py): timm's
-// tf_efficientnet_b0/b3, efficientnet_b0 and pnasnet5large (from the timm source in
+// EfficientNet, PNASNet and ResNet-D against their references (tests/reference/zoo_reference.py):
+// timm's tf_efficientnet_b0/b3, efficientnet_b0, pnasnet5large and resnet26d (from the timm source
+// in
 // ../shared/oracles, skipped when absent) and torchvision's efficientnet_b2 (loaded from
 // torchvision's names). Logits and embeddings in eval mode (NCHW and channels-last, square and
 // odd input sizes), logits and running statistics in train mode: relative L2 error < 1e-5. Plus
@@ -72,6 +73,7 @@ INSTANTIATE_TEST_SUITE_P(EfficientNet, ZooParity,
                          ::testing::Values("tf_efficientnet_b0", "tf_efficientnet_b3",
                                            "efficientnet_b0", "efficientnet_b2"));
 INSTANTIATE_TEST_SUITE_P(PNASNet, ZooParity, ::testing::Values("pnasnet5large"));
+INSTANTIATE_TEST_SUITE_P(ResNetD, ZooParity, ::testing::Values("resnet26d"));
 
 TEST(EfficientNetNames, ReferenceSpellingsAndSuffixes) {
   EXPECT_EQ(architectureInfo("tf_efficientnet_b0_ap").name, "tf_efficientnet_b0");
