@@ -1,6 +1,6 @@
 // `fixres settings`: the table of a run's settings, generated from their rows (common/Setting.h):
 // config.json key, flag, the train and finetune defaults, valid values and what resume does when
-// one changes; then one table per command whose own options are rows (predict, eval).
+// one changes; then one table per command whose own options are rows (predict, eval, sweep).
 // docs/cli-reference.md carries its output.
 #include <iostream>
 #include <string>
@@ -9,6 +9,7 @@
 #include "fixres/engine/EvalJob.h"
 #include "fixres/engine/Predict.h"
 #include "fixres/engine/RunConfig.h"
+#include "fixres/engine/Sweep.h"
 
 namespace fixres::cli {
 namespace {
@@ -74,6 +75,9 @@ void printCommandTables(std::ostream& out) {
   out << "\n### eval\n\n| flag | default | valid values | meaning |\n|---|---|---|---|\n";
   const engine::EvalRequest eval;
   engine::EvalRequest::visitSettings(eval, CommandTablePrinter{out});
+  out << "\n### sweep\n\n| flag | default | valid values | meaning |\n|---|---|---|---|\n";
+  const engine::SweepOptions sweep;
+  engine::SweepOptions::visitSettings(sweep, CommandTablePrinter{out});
 }
 
 }  // namespace

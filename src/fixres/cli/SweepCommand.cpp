@@ -21,7 +21,6 @@ struct SweepState {
   engine::SweepOptions sweep;  // sizes, eval and numerics are set from the flags below
   ClusterOptions cluster;
   EvalFlags eval;
-  std::string sizes;
 };
 
 // The table on rank 0, a row as each size is done; the header once the first row is ready (an
@@ -85,41 +84,10 @@ Command addSweepCommand(CLI::App& parent) {
   addConfigFile(*sub);
   addModelOptions(*sub, s->sweep.model);
   addShared(*sub, "--imnet-path", s->sweep.imnetPath)->required();
-  sub->add_option("--split", s->sweep.split,
-                  "Folder under --imnet-path to measure on (choose settings on a held-out split, "
-                  "not the test set)")
-      ->capture_default_str();
   addShared(*sub, "--train-size", s->sweep.trainSize);
-  sub->add_option("--sizes", s->sizes,
-                  "Test resolutions, comma-separated (default: the multiples of the network's "
-                  "stride from 0.6x to 1.8x the train size, and the train size)");
   addSharedFlag(*sub, "--finetune", s->sweep.finetune);
-  sub->add_option("--finetune-epochs", s->sweep.finetuneEpochs, "Fine-tuning epochs per resolution")
-      ->check(intIn(1, 100000))
-      ->capture_default_str();
-  sub->add_option("--finetune-iterations", s->sweep.finetuneIterations,
-                  "Cap on iterations per fine-tuning epoch (-1: the whole train split)")
-      ->check(allOrAtLeastOne(INT64_MAX));
-  sub->add_option("--finetune-lr", s->sweep.finetuneLr,
-                  "Fine-tuning base learning rate (scaled as FixRes)")
-      ->check(finiteIn(0, 1e3, /*openLow=*/true))
-      ->capture_default_str();
   addSharedFlag(*sub, "--absolute-lr", s->sweep.absoluteLr);
-  sub->add_option("--latency-batch", s->sweep.latencyBatch,
-                  "Images per forward pass when timing each size (default: --batch)")
-      ->check(intIn(1, 1 << 20));
-  sub->add_option("--latency-batches", s->sweep.latencyBatches,
-                  "Timed forward passes per size, after 2 untimed ones (0: speed not measured)")
-      ->check(intIn(0, 1000000))
-      ->capture_default_str();
-  sub->add_option("--max-latency-ms", s->sweep.maxLatencyMs,
-                  "Choose the best size whose forward pass of a --latency-batch batch takes at "
-                  "most this many milliseconds (exit 7 when none does)")
-      ->check(finiteIn(0, 1e9, /*openLow=*/true));
-  sub->add_option("--min-throughput", s->sweep.minThroughput,
-                  "Choose the best size that reaches this many images per second (exit 7 when "
-                  "none does)")
-      ->check(finiteIn(0, 1e12, /*openLow=*/true));
+  engine::SweepOptions::visitSettings(s->sweep, SettingsBinder{*sub, "sweep"});
   addEvalFlags(*sub, s->eval);
   addShared(*sub, "--seed", s->sweep.seed);
   addShared(*sub, "--out", s->sweep.out);
@@ -131,10 +99,10 @@ Command addSweepCommand(CLI::App& parent) {
             checkOutputPath("--out", o.out,
                             {{"--imnet-path", o.imnetPath + "/" + o.split},
                              {"--imnet-path", o.finetune ? o.imnetPath + "/train" : ""}});
-            o.sizes = s->sizes.empty()
+            o.sizes = o.sizeList.empty()
                           ? engine::sweepSizes(o.trainSize,
                                                models::outputStride(o.model.architectureName()))
-                          : engine::parseSizeList(s->sizes, "--sizes");
+                          : engine::parseSizeList(o.sizeList, "--sizes");
             o.eval = s->eval.settings;
             o.numerics = s->eval.numerics;
             FIXRES_CHECK(o.latencyBatches > 0 || (o.maxLatencyMs == 0 && o.minThroughput == 0),

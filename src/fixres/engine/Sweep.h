@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "fixres/common/Setting.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/ModelSpec.h"
@@ -47,6 +48,55 @@ struct SweepOptions {
   // most maxLatencyMs and that reach minThroughput images per second.
   double maxLatencyMs = 0;
   double minThroughput = 0;
+  std::string sizeList;  // --sizes as given ("": the default sizes), parsed into `sizes`
+
+  // sweep's own flags, one row each (common/Setting.h).
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    constexpr auto kInvocation = SettingRole::kInvocation;
+    v(Setting{"",
+              "--split",
+              "Sweep",
+              "Folder under --imnet-path to measure on (choose settings on a held-out split, not "
+              "the test set)",
+              {},
+              kInvocation,
+              "sweep"},
+      o.split);
+    v(Setting{"", "--sizes", "Sweep",
+              "Test resolutions, comma-separated (default: the multiples of the network's stride "
+              "from 0.6x to 1.8x the train size, and the train size)",
+              kImageSizes, kInvocation, "sweep"},
+      o.sizeList);
+    v(Setting{"", "--finetune-epochs", "Sweep", "Fine-tuning epochs per resolution",
+              Range::integers(1, 100000), kInvocation, "sweep"},
+      o.finetuneEpochs);
+    v(Setting{"", "--finetune-iterations", "Sweep",
+              "Cap on iterations per fine-tuning epoch (-1: the whole train split)",
+              Range::integers(1).orValue(-1, "all"), kInvocation, "sweep"},
+      o.finetuneIterations);
+    v(Setting{"", "--finetune-lr", "Sweep", "Fine-tuning base learning rate (scaled as FixRes)",
+              Range::reals(0, 1e3, /*loOpen=*/true), kInvocation, "sweep"},
+      o.finetuneLr);
+    v(Setting{"", "--latency-batch", "Speed",
+              "Images per forward pass when timing each size (0: --batch)",
+              Range::integers(1, 1 << 20).orValue(0, "--batch"), kInvocation, "sweep"},
+      o.latencyBatch);
+    v(Setting{"", "--latency-batches", "Speed",
+              "Timed forward passes per size, after 2 untimed ones (0: speed not measured)",
+              Range::integers(0, 1000000), kInvocation, "sweep"},
+      o.latencyBatches);
+    v(Setting{"", "--max-latency-ms", "Speed",
+              "Choose the best size whose forward pass of a --latency-batch batch takes at most "
+              "this many milliseconds (exit 7 when none does; 0: no limit)",
+              Range::reals(0, 1e9, /*loOpen=*/true).orValue(0, "no limit"), kInvocation, "sweep"},
+      o.maxLatencyMs);
+    v(Setting{"", "--min-throughput", "Speed",
+              "Choose the best size that reaches this many images per second (exit 7 when none "
+              "does; 0: no limit)",
+              Range::reals(0, 1e12, /*loOpen=*/true).orValue(0, "no limit"), kInvocation, "sweep"},
+      o.minThroughput);
+  }
 
   // The fine-tuning run at `size`, in out/finetune_<size>.
   RunConfig finetuneRun(int size) const;

@@ -35,7 +35,7 @@ const std::vector<Case>& cases() {
       {eval, "--local-rank", {"-1"}, "0", "[0, 65535]"},
       {"extract --dataset-path d --save-path s", "--input-size", {"0"}, "64", "[8, 4096]"},
       {sweep, "--finetune-epochs", {"0", "-1"}, "2", "--finetune-epochs: must be"},
-      {sweep, "--finetune-iterations", {"0", "-5"}, "10", "-1 (all)"},
+      {sweep, "--finetune-iterations", {"0", "-5"}, "10", "(or -1: all)"},
       {sweep, "--finetune-lr", {"0", "-1", "nan", "inf"}, "0.01", "(0, 1000]"},
       {sweep, "--train-size", {"2000000000", "0"}, "224", "[8, 4096]"},
       {suggest, "--train-size", {"2000000000", "-224"}, "224", "[8, 4096]"},
