@@ -1,10 +1,11 @@
 // GIF (87a and 89a): the first frame, as Pillow 9's GifImagePlugin loads it and convert("RGB")
 // maps it. The logical screen grows to hold the frame; the screen outside the frame holds the
 // frame's transparent index when its graphic control extension names one, else index 0; indices
-// map through the frame's colour table (local, else global) over a grey ramp (Pillow's initial
-// palette: an index past the table, or a file without a table, reads as grey). Transparency is
-// dropped, as convert("RGB") drops it. Not an ImageFolder format (torchvision's IMG_EXTENSIONS
-// has no .gif): read when named, never listed in a dataset folder.
+// map through the frame's colour table (local, else global); an index past the table reads as
+// black, as Pillow 12 reads it (Pillow 9.4 read it as grey), and a file without any table as
+// greys (Pillow's mode "L"). Transparency is dropped, as convert("RGB") drops it. Not an
+// ImageFolder format (torchvision's IMG_EXTENSIONS has no .gif): read when named, never listed in a
+// dataset folder.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -35,11 +36,22 @@ std::string gifHeader(const uint8_t* d, size_t n, GifFrame& f) {
   if (n < 13) return "image file is truncated (GIF header)";
   f.screenWidth = u16(d + 6);
   f.screenHeight = u16(d + 8);
-  for (int i = 0; i < 256; ++i) f.palette[3 * i] = f.palette[3 * i + 1] = f.palette[3 * i + 2] = i;
+  // Without a colour table the indices are greys (Pillow's mode "L"), and so with a table that is
+  // that ramp's start (Pillow finds no palette needed); another table replaces every entry, zeros
+  // past it.
+  const auto ramp = [&f] {
+    for (int i = 0; i < 256; ++i)
+      f.palette[3 * i] = f.palette[3 * i + 1] = f.palette[3 * i + 2] = static_cast<uint8_t>(i);
+  };
+  ramp();
   const auto table = [&](size_t& pos, int flags) {
     const size_t bytes = size_t(3) << ((flags & 7) + 1);
     if (pos + bytes > n) return false;
+    bool grey = true;
+    for (size_t i = 0; i < bytes && grey; ++i) grey = d[pos + i] == i / 3;
+    f.palette.fill(0);
     std::memcpy(f.palette.data(), d + pos, bytes);
+    if (grey) ramp();
     pos += bytes;
     return true;
   };

@@ -65,8 +65,8 @@ bool endsWith(const std::string& s, const std::string& tail) {
 
 TEST(FormatsReference, EveryFormatDecodesToPilsPixels) {
   const auto decodes = casesOf("decode");
-  // image_formats.py writes 43 readable images (7 BMP, 5 WebP, 12 TIFF, 10 PNM, 9 GIF).
-  ASSERT_EQ(decodes.size(), 43u) << cases().dir << "/manifest.txt";
+  // image_formats.py writes 44 readable images (7 BMP, 5 WebP, 12 TIFF, 10 PNM, 10 GIF).
+  ASSERT_EQ(decodes.size() + casesOf("unchecked").size(), 44u) << cases().dir << "/manifest.txt";
   // The codec each file must be sniffed as, by its extension.
   const std::map<std::string, std::string> codecOf = {
       {"bmp", "bmp"}, {"webp", "webp"}, {"tif", "tiff"}, {"tiff", "tiff"},
@@ -98,8 +98,11 @@ TEST(FormatsReference, EveryFormatDecodesToPilsPixels) {
     EXPECT_EQ(Decoder(bytes.data(), bytes.size(), c[1]).codec().name, codecOf.at(ext));
     ++perCodec[codecOf.at(ext)];
   }
+  // A Pillow older than 10 reads indices past a GIF's colour table otherwise: that file is not
+  // compared there (image_formats.py lists it as unchecked).
+  const int gifs = casesOf("unchecked").empty() ? 10 : 9;
   const std::map<std::string, int> want = {
-      {"bmp", 7}, {"webp", 5}, {"tiff", 12}, {"pnm", 10}, {"gif", 9}};
+      {"bmp", 7}, {"webp", 5}, {"tiff", 12}, {"pnm", 10}, {"gif", gifs}};
   EXPECT_EQ(perCodec, want);
 }
 
