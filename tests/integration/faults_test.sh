@@ -67,7 +67,9 @@ resume_two_ranks term
 start_ranks kill
 wait_epoch1 kill || bad "kill -9: the run never reached epoch 1"
 kill -9 "${PIDS[1]}"
-wait_code "${PIDS[0]}" 20
+# Rank 0 notices within --dist-timeout (10 s) of its next collective; building ResNet-50 and its
+# first 320 px batch on a loaded 2-core machine (ctest -j 2) can take as long again.
+wait_code "${PIDS[0]}" 40
 [ "$c" = 5 ] || { bad "kill -9: rank 0 exit $c, expected 5"; tail -3 "$WORK/kill.r0.err"; }
 grep -q "rank" "$WORK/kill.r0.err" || bad "kill -9: rank 0 did not say which rank was lost"
 wait "${PIDS[1]}" 2>/dev/null
@@ -124,7 +126,9 @@ sockets() { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
 for _ in $(seq 1 1200); do [ "$(sockets "${PIDS[1]}")" -ge 2 ] && break; sleep 0.05; done
 [ "$(sockets "${PIDS[1]}")" -ge 2 ] || bad "eval kill -9: rank 1 did not join within 60 s"
 kill -9 "${PIDS[1]}"
-wait_code "${PIDS[0]}" 20
+# Rank 0 notices within --dist-timeout (10 s) of its next collective; building ResNet-50 and its
+# first 320 px batch on a loaded 2-core machine (ctest -j 2) can take as long again.
+wait_code "${PIDS[0]}" 40
 [ "$c" = 5 ] || { bad "eval kill -9: rank 0 exit $c, expected 5"; tail -3 "$WORK/eval.r0.err"; }
 grep -Eq "^ +320 " "$WORK/eval.r0.out" && bad "eval kill -9: rank 0 printed a result"
 wait "${PIDS[1]}" 2>/dev/null
