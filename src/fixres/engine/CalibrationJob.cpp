@@ -11,8 +11,6 @@ CalibrationResult runCalibration(const CalibrationJob& job, int* size) {
                "calibrate needs --weight-path (the trained weights to calibrate)");
   const ResolvedModel model = resolveModel(job.model, {job.inputSize}, job.eval.resizeMode);
   if (size != nullptr) *size = model.size();
-  EvalSettings eval = job.eval;
-  eval.resizeMode = model.resizeMode;
   auto dataset = data::openUnlabelledImages(job.datasetPath);
   int64_t classes = model.spec.numClasses;
   if (classes == 0) classes = static_cast<int64_t>(data::declaredClasses(job.datasetPath).size());
@@ -22,7 +20,7 @@ CalibrationResult runCalibration(const CalibrationJob& job, int* size) {
   const auto run = makeRunDevice(0, job.cpu, job.numerics);
   auto built = buildModel(model, classes, run, job.seed);
   CalibrateOptions o;
-  o.eval = evalOptions(eval, model.size(), model.preprocessing(), run, job.seed);
+  o.eval = model.evalOptions(job.eval, model.size(), run, job.seed);
   o.maxImages = job.maxImages;
   const CalibrationResult r = calibrate(built.model, dataset, o);
   built.model->to(torch::kCPU);
@@ -33,7 +31,7 @@ CalibrationResult runCalibration(const CalibrationJob& job, int* size) {
     spec.numClasses = classes;
     CardOverrides card;
     card.testSize = model.size();
-    card.resizeMode = eval.resizeMode;
+    card.resizeMode = model.resizeMode;
     exportModel(*built.model, job.layout, exportCard(spec, card), job.out);
   } else {
     exportWeights(*built.model, job.layout, job.out);

@@ -83,12 +83,10 @@ EvalOutcome EvalJob::run(const RunDevice& device, distributed::Communicator& com
   // A first SIGINT/SIGTERM ends the size being evaluated at its next batch; the results so far
   // are kept (the command writes them, marked partial).
   installStopHandlers();
-  EvalSettings settings = request_.eval;
-  settings.resizeMode = model_.resizeMode;
   EvalOutcome out;
   for (size_t k = 0; k < model_.sizes.size() && stopSignal() == 0; ++k) {
     const int size = model_.sizes[k];
-    auto o = evalOptions(settings, size, model_.preprocessing(), device);
+    auto o = model_.evalOptions(request_.eval, size, device);
     o.limit = request_.limit;
     o.stopOnSignal = true;
     const EvalResult r = request_.report.empty() ? evaluate(model, dataset_, o, comm)

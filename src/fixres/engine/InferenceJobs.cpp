@@ -30,9 +30,7 @@ PredictJob::PredictJob(const PredictRequest& request, std::istream& standardInpu
 std::vector<PredictRow> PredictJob::run(const RunDevice& device,
                                         distributed::Communicator& comm) const {
   auto model = buildModel(model_, classes_, device).model;
-  EvalSettings settings = request_.eval;
-  settings.resizeMode = model_.resizeMode;
-  auto o = evalOptions(settings, model_.size(), model_.preprocessing(), device);
+  auto o = model_.evalOptions(request_.eval, model_.size(), device);
   return predict(model, images_, o, request_.output, comm);
 }
 
@@ -47,9 +45,7 @@ ExtractResult ExtractJob::run(const RunDevice& device, distributed::Communicator
   // The output folder exists before the work whose results it takes.
   if (comm.rank() == 0) makeDirectories(dir);
   auto model = buildModel(model_, static_cast<int64_t>(dataset_->classes().size()), device).model;
-  EvalSettings settings = request_.eval;
-  settings.resizeMode = model_.resizeMode;
-  auto o = evalOptions(settings, model_.size(), model_.preprocessing(), device);
+  auto o = model_.evalOptions(request_.eval, model_.size(), device);
   auto out = extract(model, dataset_, o, comm);
   ExtractResult r;
   if (comm.rank() != 0) return r;

@@ -36,6 +36,13 @@ int64_t ResolvedModel::classCount() const {
   return static_cast<int64_t>(classNames.size());
 }
 
+EvalOptions ResolvedModel::evalOptions(const EvalSettings& settings, int size, const RunDevice& run,
+                                       uint64_t seed) const {
+  EvalSettings s = settings;
+  s.resizeMode = resizeMode;
+  return engine::evalOptions(s, size, preprocessing(), run, seed);
+}
+
 ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& defaultSizes,
                            image::ResizeMode defaultResize) {
   ResolvedModel m;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fixres/common/Setting.h"
+#include "fixres/engine/Evaluator.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelSpec.h"
 
@@ -35,6 +36,10 @@ struct ResolvedModel {
   std::optional<ModelCard> card;        // the model folder's, when --weight-path names one
   std::vector<std::string> classNames;  // --class-names, else the folder's; empty: unknown
   int size() const { return sizes.front(); }
+  // The evaluation at `size` with this model's preprocessing and resize rule (the one of
+  // `settings` is the command's default, already weighed by resolveModel).
+  EvalOptions evalOptions(const EvalSettings& settings, int size, const RunDevice& run,
+                          uint64_t seed = 0) const;
   Preprocessing preprocessing() const { return spec.preprocessing(); }
   // The classifier's size: --num-classes, else the weight file's classifier, else the number of
   // class names; 0 when none of them tells.
