@@ -2,10 +2,11 @@
 BUILD_DIR ?= build
 PRESET    ?= release
 JOBS      ?= $(shell nproc)
+PREFIX    ?= $(HOME)/.local
 FIXRES    := $(BUILD_DIR)/bin/fixres
 CXX_SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build torch2-env torch2-python build-cuda test-cuda test test-long test-asan test-tsan test-tsan-c10d fuzz demo demo-seeds bench format format-check clean
+.PHONY: all deps configure build install torch2-env torch2-python build-cuda test-cuda test test-long test-asan test-tsan test-tsan-c10d fuzz demo demo-seeds bench format format-check clean
 
 all: build
 
@@ -19,6 +20,12 @@ configure: $(BUILD_DIR)/build.ninja
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# fixres into $(PREFIX)/bin (default ~/.local/bin, on PATH in most shells) and the docs into
+# $(PREFIX)/share/doc/fixres.
+install: deps
+	@$(MAKE) --no-print-directory build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 test: deps
 	@$(MAKE) --no-print-directory build

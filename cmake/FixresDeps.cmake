@@ -60,33 +60,6 @@ else()
   message(FATAL_ERROR "fixres: stb_image.h not found (Debian: libstb-dev)")
 endif()
 
-# ONNX export (engine/OnnxExport.h) with ONNX's own library. Debian's LibTorch links the same
-# libonnx and libprotobuf; a PyTorch wheel's LibTorch exports a protobuf of its own, which would
-# meet Debian's in one process, so that build leaves ONNX out (FIXRES_ONNX=ON forces it).
-set(FIXRES_ONNX "AUTO" CACHE STRING "ONNX export: AUTO (with Debian's LibTorch), ON or OFF")
-add_library(fixres_onnx INTERFACE)
-set(FIXRES_WITH_ONNX OFF)
-if(NOT FIXRES_ONNX STREQUAL "OFF")
-  find_package(Protobuf QUIET)
-  find_package(ONNX CONFIG QUIET)
-  set(_fixres_onnx_safe OFF)
-  if(Torch_VERSION VERSION_LESS 2.0)
-    set(_fixres_onnx_safe ON)
-  endif()
-  if(ONNX_FOUND AND TARGET onnx AND Protobuf_FOUND AND (_fixres_onnx_safe OR FIXRES_ONNX STREQUAL "ON"))
-    set(FIXRES_WITH_ONNX ON)
-    target_link_libraries(fixres_onnx INTERFACE onnx onnx_proto protobuf::libprotobuf)
-    target_compile_definitions(fixres_onnx INTERFACE FIXRES_WITH_ONNX=1)
-    message(STATUS "fixres: ONNX export with ONNX ${ONNX_VERSION}")
-  elseif(FIXRES_ONNX STREQUAL "ON")
-    message(FATAL_ERROR "fixres: FIXRES_ONNX=ON but ONNX's library was not found (Debian: libonnx-dev)")
-  elseif(NOT _fixres_onnx_safe)
-    message(STATUS "fixres: ONNX export left out (this LibTorch ${Torch_VERSION} carries its own protobuf)")
-  else()
-    message(STATUS "fixres: ONNX export left out (no ONNX library: Debian's libonnx-dev)")
-  endif()
-endif()
-
 add_library(fixres_deps INTERFACE)
 add_library(fixres::deps ALIAS fixres_deps)
 target_link_libraries(fixres_deps INTERFACE

@@ -124,3 +124,44 @@ put("index", "tree_payload", b"\1" + tree)
 escaping = index_payload("/data/train", ["a"], [("a", 11, 5, 7)], [("a/../../../other/b.jpg", 0, 1, 2)], [(0, ""), (0, "")])
 put("index", "escaping_payload", b"\1" + escaping)
 put("index", "empty_payload", b"\1" + index_payload("", [], [], [], [(0, ""), (0, "")]))
+
+# One codec each (fuzz_codec.cpp): the encodings Pillow writes, and plain-text PNM written by hand.
+small = rgb.resize((9, 7))
+put("bmp", "rgb24.bmp", encoded(small, "BMP"))
+put("bmp", "palette8.bmp", encoded(small.convert("P"), "BMP"))
+put("bmp", "gray.bmp", encoded(small.convert("L"), "BMP"))
+put("bmp", "bilevel.bmp", encoded(small.convert("1"), "BMP"))
+def rle_bmp(width, height, bits, compression, rle):
+    palette = b"".join(bytes([i, 255 - i, (i * 7) % 256, 0]) for i in range(1 << bits))
+    header = struct.pack("<IiiHHIIiiII", 40, width, height, 1, bits, compression, len(rle), 0, 0, 0, 0)
+    offset = 14 + 40 + len(palette)
+    return b"BM" + struct.pack("<IHHI", offset + len(rle), 0, 0, offset) + header + palette + rle
+put("bmp", "rle8.bmp", rle_bmp(5, 3, 8, 1, bytes([9, 1, 0, 0, 2, 2, 0, 3, 3, 4, 5, 0, 0, 2, 1, 1, 2, 9, 0, 1])))
+put("bmp", "rle4.bmp", rle_bmp(7, 3, 4, 2, bytes([7, 0x1E, 0, 0, 0, 5, 0x23, 0x45, 0x60, 0, 3, 0x7F, 0, 0, 8, 0xAB, 0, 1])))
+put("webp", "lossy.webp", encoded(small, "WEBP", quality=50))
+put("webp", "lossless.webp", encoded(small, "WEBP", lossless=True))
+put("webp", "alpha.webp", encoded(small.convert("RGBA"), "WEBP", lossless=True))
+put("tiff", "raw.tif", encoded(small, "TIFF"))
+put("tiff", "lzw.tif", encoded(small, "TIFF", compression="tiff_lzw"))
+put("tiff", "deflate_rgba.tif", encoded(small.convert("RGBA"), "TIFF", compression="tiff_adobe_deflate"))
+put("tiff", "palette.tif", encoded(small.convert("P"), "TIFF"))
+put("tiff", "gray16.tif", encoded(Image.fromarray(rng.integers(0, 65535, (5, 6), dtype=np.uint16)), "TIFF"))
+put("tiff", "bilevel_packbits.tif", encoded(small.convert("1"), "TIFF", compression="packbits"))
+put("pnm", "p4.pbm", encoded(small.convert("1"), "PPM"))
+put("pnm", "p5.pgm", encoded(small.convert("L"), "PPM"))
+put("pnm", "p6.ppm", encoded(small, "PPM"))
+put("pnm", "p1.pbm", b"P1\n# bits\n3 2\n1 0 1\n0 1 0\n")
+put("pnm", "p2.pgm", b"P2\n3 2\n255\n0 128 255\n7 8 9\n")
+put("pnm", "p3.ppm", b"P3\n2 1\n65535\n0 1 2 65535 4000 5\n")
+put("pnm", "p5_16bit.pgm", b"P5\n2 2\n1000\n" + struct.pack(">4H", 0, 250, 999, 1000))
+
+# --config files (fuzz_config.cpp): first byte even = TOML, odd = INI; bit 1 = `bench train`.
+put("config", "predict.toml", b"\0" + b"# predict\ntopk = 3\nlr = 0.5\nout = \"p.csv\"\ninput-size = [224, 288]\ncpu = true\n")
+put("config", "sections.toml", b"\2" + b"[predict]\ntopk = 2\n[bench.train]\nlr = 1e-3\ninput_size = \"128,160\"\n")
+put("config", "bom.toml", b"\0" + b"\xef\xbb\xbftopk = 1\n")
+put("config", "predict.ini", b"\1" + b"; predict\n[predict]\ntopk=4\nout=x.csv\ncpu=true\n")
+
+# Model folders' config.json (fuzz_modelfolder.cpp): fuzz/corpus/modelfolder/ holds files fixres
+# wrote (a train run's config.json with its paths replaced, the hub config of
+# `export --format timm-hub`, a sweep folder's with fixres.weights, a minimal timm config),
+# committed as they are; this script does not make them.

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang into build-fuzz/ and runs each for SECONDS (default
 # 600) from the committed seed corpus (copied, so the committed one stays small).
-# Prints one line per target: executions, corpus size, and whether anything was found.
+# Prints one line per target: executions, corpus size, peak RSS (libFuzzer's, MB) and whether
+# anything was found.
 # Exit code 1 when a target crashed (the input is kept in build-fuzz/artifacts/).
-# Usage: fuzz/run.sh [SECONDS] [TARGET...]      (targets: decode torchfile idx npy tar index)
+# Usage: fuzz/run.sh [SECONDS] [TARGET...]      (targets: decode bmp webp tiff pnm torchfile idx npy tar index config modelfolder)
 set -euo pipefail
 SECONDS_PER_TARGET=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(decode torchfile idx npy tar index)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(decode bmp webp tiff pnm torchfile idx npy tar index config modelfolder)
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 B="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 if [ ! -f "$B/build.ninja" ]; then
@@ -17,7 +18,7 @@ fi
 [ -n "${FUZZ_NO_BUILD:-}" ] || cmake --build "$B" -j "$(nproc)" >/dev/null
 mkdir -p "$B/artifacts"
 status=0
-printf "%-10s %8s %12s %10s %s\n" target seconds executions corpus result
+printf "%-12s %8s %12s %8s %9s %s\n" target seconds executions corpus "rss MB" result
 for t in "${TARGETS[@]}"; do
   work="$B/corpus-work/$t"
   mkdir -p "$work"
@@ -31,7 +32,8 @@ for t in "${TARGETS[@]}"; do
   set -e
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
   n=$(ls "$work" | wc -l)
+  rss=$(grep -Eo 'stat::peak_rss_mb: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
   if [ $rc -eq 0 ]; then result="no finding"; else result="FINDING (exit $rc, see $log)"; status=1; fi
-  printf "%-10s %8s %12s %10s %s\n" "$t" "$SECONDS_PER_TARGET" "$execs" "$n" "$result"
+  printf "%-12s %8s %12s %8s %9s %s\n" "$t" "$SECONDS_PER_TARGET" "$execs" "$n" "$rss" "$result"
 done
 exit $status

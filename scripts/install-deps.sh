@@ -7,10 +7,10 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config clang-format
   libtorch-dev libgloo-dev libopenblas0-pthread
-  libjpeg62-turbo-dev libpng-dev libwebp-dev libtiff-dev libstb-dev libonnx-dev libprotobuf-dev
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libtiff-dev libstb-dev
   libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev
-  python3-torch python3-torchvision python3-pil python3-numpy
+  python3-torch python3-torchvision python3-pil python3-numpy python3-onnx fonts-dejavu-core
   dataset-fashion-mnist gnuplot-nox iproute2 procps
 )
 if [ "${1:-}" = "--fuzz" ]; then PACKAGES+=(clang libclang-rt-14-dev); fi

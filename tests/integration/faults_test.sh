@@ -67,9 +67,10 @@ resume_two_ranks term
 start_ranks kill
 wait_epoch1 kill || bad "kill -9: the run never reached epoch 1"
 kill -9 "${PIDS[1]}"
-# Rank 0 notices within --dist-timeout (10 s) of its next collective; building ResNet-50 and its
-# first 320 px batch on a loaded 2-core machine (ctest -j 2) can take as long again.
-wait_code "${PIDS[0]}" 40
+# Rank 0 notices within --dist-timeout (10 s) of its next collective; loading ResNet-50 and its
+# first 320 px batch with test flip on a loaded 2-core machine (ctest -j 2 beside the restart and
+# distributed tests) took over 40 s once: the bound is a hang check, with room for that.
+wait_code "${PIDS[0]}" 90
 [ "$c" = 5 ] || { bad "kill -9: rank 0 exit $c, expected 5"; tail -3 "$WORK/kill.r0.err"; }
 grep -q "rank" "$WORK/kill.r0.err" || bad "kill -9: rank 0 did not say which rank was lost"
 wait "${PIDS[1]}" 2>/dev/null
@@ -126,9 +127,10 @@ sockets() { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
 for _ in $(seq 1 1200); do [ "$(sockets "${PIDS[1]}")" -ge 2 ] && break; sleep 0.05; done
 [ "$(sockets "${PIDS[1]}")" -ge 2 ] || bad "eval kill -9: rank 1 did not join within 60 s"
 kill -9 "${PIDS[1]}"
-# Rank 0 notices within --dist-timeout (10 s) of its next collective; building ResNet-50 and its
-# first 320 px batch on a loaded 2-core machine (ctest -j 2) can take as long again.
-wait_code "${PIDS[0]}" 40
+# Rank 0 notices within --dist-timeout (10 s) of its next collective; loading ResNet-50 and its
+# first 320 px batch with test flip on a loaded 2-core machine (ctest -j 2 beside the restart and
+# distributed tests) took over 40 s once: the bound is a hang check, with room for that.
+wait_code "${PIDS[0]}" 90
 [ "$c" = 5 ] || { bad "eval kill -9: rank 0 exit $c, expected 5"; tail -3 "$WORK/eval.r0.err"; }
 grep -Eq "^ +320 " "$WORK/eval.r0.out" && bad "eval kill -9: rank 0 printed a result"
 wait "${PIDS[1]}" 2>/dev/null

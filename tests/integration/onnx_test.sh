@@ -5,26 +5,28 @@
 #    weights for the last two; efficientnet_b0 and tf_efficientnet_b0 (TF "same" padding,
 #    asymmetric at 64 px, other pads at 75 px) with timm's random weights (from ../shared/oracles;
 #    without it, 1-step fixres runs) and pnasnet5large at 96 px (timm's weights; skipped without
-#    them): ONNX's checker passes (inside fixres); ONNX Runtime, fed the images
+#    them): ONNX's own package (Debian's python3-onnx) reads each file back byte for byte and
+#    its checker passes with full shape inference; ONNX Runtime, fed the images
 #    preprocessed by PIL from the model's own metadata, gives fixres predict's logits on the same
 #    JPEGs and PNGs (tests/reference/onnx_check.py: relative L2 < 1e-4, any batch size); a
 #    --dynamic-size export runs at another size against predict at that size. The run folder's
 #    class names are in the metadata.
 # 2. bad input: a dynamic size for TF "same" padding, --dynamic-size without --format onnx:
 #    exit 2, one line, nothing written.
+# 3. both builds write the same file: run on the second build (make test-cuda) with the default
+#    build's binary at build/bin/fixres, the two exports of the same weights are byte for byte
+#    equal (FIXRES_COMPARE_FIXRES names another binary).
 # ONNX Runtime comes from the project's PyPI environment (.venv-torch2, requirements-torch2.txt):
-# without it, part 1 stops after fixres's own checker. A build without ONNX's library says so
-# (exit 2) and the rest is skipped.
+# without it, part 1 stops after ONNX's checker.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 REF="$SRC/tests/reference"
 ORT_PY=${FIXRES_ORT_PYTHON:-$SRC/.venv-torch2/bin/python}
 D="$WORK/data"
 "$PY" "$REF/make_image_folder.py" "$D" --classes 3 --train 8 --val 4 --size 72 >/dev/null || bad "data"
-if ! "$FIXRES" version | grep -q "^exports .*onnx"; then
-  run "$FIXRES" export --architecture resnet18 --format onnx --weight-path x.pth --out "$WORK/m.onnx"
-  expect_code 2; expect_err_lines 1; expect_err "no ONNX export"
-  skip_check onnx-export "this build has no ONNX export"; finish
+HAVE_ONNX=0
+if /usr/bin/python3 -c "import onnx" 2>/dev/null; then HAVE_ONNX=1; else
+  skip_check onnx-python "no onnx package for /usr/bin/python3 (Debian's python3-onnx): ONNX's checker"
 fi
 HAVE_ORT=0
 if [ -x "$ORT_PY" ] && "$ORT_PY" -c "import onnxruntime" 2>/dev/null; then HAVE_ORT=1; else
@@ -40,6 +42,10 @@ check() {  # check NAME SIZE [ORT SIZE] -- fixres flags for the weights
   local name=$1 size=$2 ortsize=$3; shift 4
   run "$FIXRES" export "$@" --format onnx --input-size "$size" --out "$WORK/$name.onnx" ${DYN:-}
   expect_code 0; expect_out "exported [0-9]+ nodes of .* as onnx -> .*$name.onnx \(test size $size px\)"
+  if [ "$HAVE_ONNX" = 1 ]; then
+    run /usr/bin/python3 "$REF/onnx_proto_check.py" "$WORK/$name.onnx"
+    expect_code 0; expect_out "^ok "
+  fi
   run "$FIXRES" predict "$D/val" "$@" --input-size "$ortsize" --output-type logit --topk 10 \
     --results-format json --out "$WORK/$name.json" --workers 1
   expect_code 0
@@ -72,7 +78,8 @@ check tf_b0_75 75 75 -- "${W[@]}"
 # size and at another (the ViT's position embedding resampled for it at export), and timm's
 # random weights with non-trivial norms, tokens and layer scales (tests/reference/vit_reference.py)
 # of deit_tiny_distilled_patch16_224 (two heads), vit_medium_patch16_reg4_gap_256 (register
-# tokens, average pooling, layer scale) and convnext_tiny (channels-last blocks) at 64 px. A ViT's --dynamic-size is refused (its embedding depends on the size).
+# tokens, average pooling, layer scale) and convnext_tiny (channels-last blocks) at 64 px, and
+# vit_small_patch14_reg4_dinov2 (a class token and 4 registers; its 37 x 37 grid resampled) at 70 px. A ViT's --dynamic-size is refused (its embedding depends on the size).
 for a in vit_demo convnext_demo; do
   run "$FIXRES" train --imnet-path "$D" --architecture "$a" --workers 1 --input-size 32 \
     --batch 4 --epochs 1 --iteration-cap 2 --shared-folder-path "$WORK/runs" --job-id "$a"
@@ -84,9 +91,11 @@ run "$FIXRES" export --weight-path "$WORK/runs/train/vit_demo" --format onnx --d
   --out "$WORK/vitdyn.onnx"
 expect_code 2; expect_err_lines 1; expect_err "position embedding is laid out for one image size"
 if [ "$HAVE_TIMM" = 1 ]; then
-  for a in deit_tiny_distilled_patch16_224 vit_medium_patch16_reg4_gap_256 convnext_tiny; do
+  for a in deit_tiny_distilled_patch16_224 vit_medium_patch16_reg4_gap_256 convnext_tiny \
+    vit_small_patch14_reg4_dinov2; do
     "$PY" "$REF/vit_reference.py" weights "$a" "$WORK/$a.pth" "$ORACLES" || bad "$a weights"
-    check "$a" 64 64 -- --architecture "$a" --num-classes 10 --weight-path "$WORK/$a.pth"
+    s=64; [[ $a == *patch14* ]] && s=70  # 5 x 5 patches of 14 px
+    check "$a" $s $s -- --architecture "$a" --num-classes 10 --weight-path "$WORK/$a.pth"
     rm -f "$WORK/$a.pth" "$WORK/$a.onnx"
   done
 fi
@@ -113,6 +122,24 @@ m = ort.InferenceSession(sys.argv[1], providers=['CPUExecutionProvider']).get_mo
 assert json.loads(m['fixres.class_names']) == ['class0', 'class1', 'class2'], m
 assert json.loads(m['fixres.preprocessing'])['input_size'] == 40, m" "$WORK/tiny.onnx" ||
     bad "the run folder's class names or test size are not in the metadata"
+fi
+
+# --- 3. the other build's export of the same weights ----------------------------------------------
+OTHER=${FIXRES_COMPARE_FIXRES:-$SRC/build/bin/fixres}
+if [ -x "$OTHER" ] && [ "$(cd "$(dirname "$OTHER")" && pwd)" != "$(cd "$(dirname "$FIXRES")" && pwd)" ]; then
+  for f in r18 tiny; do
+    case $f in
+      r18) W=(--architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" --input-size 64) ;;
+      tiny) W=(--weight-path "$WORK/runs/train/t" --input-size 40) ;;
+    esac
+    run "$OTHER" export "${W[@]}" --format onnx --out "$WORK/$f-other.onnx"
+    expect_code 0
+    cmp -s "$WORK/$f.onnx" "$WORK/$f-other.onnx" ||
+      bad "$f: $("$FIXRES" version | sed -n 2p) and $("$OTHER" version | sed -n 2p) export different files"
+    echo "same bytes from $("$FIXRES" version | sed -n 2p | cut -d, -f1) and $("$OTHER" version | sed -n 2p | cut -d, -f1): $f.onnx ($(stat -c %s "$WORK/$f.onnx") bytes)"
+  done
+elif [ "$(cd "$(dirname "$FIXRES")" && pwd)" != "$SRC/build/bin" ]; then
+  skip_check debian-build "no other build at $OTHER: the two builds' ONNX files not compared"
 fi
 
 # --- 2. bad input ---------------------------------------------------------------------------------

@@ -177,6 +177,19 @@ for timm in ${TIMMS[@]+"${TIMMS[@]}"}; do
     run "$PY" "$REF/hub_check.py" timm "$hub" "$timm" "$WORK/logits.json"
     expect_code 0; expect_out "relative L2 error"; cat "$OUT"
   done
+  # --crop-pct recorded as test_crop_pct: predict reads it from the folder (the hub folder's
+  # crop, not 0.875) and timm's transform with it gives the same logits.
+  for crop in 1.0 0.95; do
+    hub="$WORK/hub_crop${crop}_$(basename "$timm")"
+    run "$FIXRES" export --architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" \
+      --format timm-hub --input-size 64 --resize-mode shorter --crop-pct "$crop" --out "$hub"
+    expect_code 0
+    run "$FIXRES" predict "$P" --weight-path "$hub" --output-type logit --topk 10 --results-format json \
+      --out "$WORK/logits.json"
+    expect_code 0
+    run "$PY" "$REF/hub_check.py" timm "$hub" "$timm" "$WORK/logits.json"
+    expect_code 0; expect_out "crop_pct $crop "; cat "$OUT"
+  done
 done
 if ! env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && required timm-pypi; then
   skip_check timm-pypi "no timm package for $PY"

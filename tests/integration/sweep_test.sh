@@ -7,11 +7,18 @@
 # 2. budgets: --max-latency-ms set between the recorded latencies of that sweep's sizes picks what
 #    the definition picks on the new sweep.json; --min-throughput below every size picks the best;
 #    a latency no size meets writes sweep.json with "chosen": null and exits 7 with one line
-#    naming the budget and the fastest size, and no config.json.
+#    naming the budget and the fastest size, and no config.json. sweep_grid.svg of each holds
+#    sweep.json's top-1s, hatches the cells outside the budget and marks the choice
+#    (tests/reference/sweep_grid_check.py).
 # 3. the sweep folder as --weight-path: `eval` runs at the chosen size and gives the sweep's
 #    top-1 there; `export --format timm-hub` records it as test_input_size; with --finetune the
 #    folder names the fine-tuned checkpoint and eval gives the fine-tuned top-1.
 # 4. bad usage: a budget with --latency-batches 0, a negative --max-latency-ms: exit 2.
+# 5. size x crop fraction (--crop-pcts), fine-tuned once per size: every cell's top-1 is eval's at
+#    that size and --crop-pct (plain) or of that size's fine-tuned checkpoint (fine-tuned); the
+#    choice is the best cell; config.json records its test_crop_pct, which eval from the folder
+#    then uses; sweep_grid.svg has both panels (3 crops x 2 sizes) equal to sweep.json, and
+#    every label inside the picture; bad lists refused.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 REF="$SRC/tests/reference"
@@ -87,6 +94,11 @@ expect_err "^fixres: error: no test resolution meets --max-latency-ms 1e-06 \(th
 expect_file "$WORK/s4/sweep.json"
 grep -q '"chosen": null' "$WORK/s4/sweep.json" || bad "sweep.json does not say that nothing was chosen"
 [ -e "$WORK/s4/config.json" ] && bad "a sweep that chose nothing wrote config.json"
+# The size x crop grid of each: values, hatched cells, boundary and mark against sweep.json.
+for s in s1 s2 s4; do
+  run "$PY" "$REF/sweep_grid_check.py" "$WORK/$s"
+  expect_code 0; expect_out "^grid of 1 x [0-9]+ cells, 1 panels equal to sweep.json$"
+done
 # The same folder as a sweep that chose: its config.json goes, the choice is not left behind.
 cp -r "$WORK/s1" "$WORK/s1again"
 run "$FIXRES" "${SWEEP[@]}" "${SIZES[@]}" --out "$WORK/s1again" --max-latency-ms 0.000001
@@ -155,4 +167,54 @@ expect_code 2; expect_err_lines 1; expect_err "need the speed measured"
 [ -e "$WORK/s6" ] && bad "a refused sweep made its folder"
 run "$FIXRES" "${SWEEP[@]}" "${SIZES[@]}" --out "$WORK/s6" --max-latency-ms -1
 expect_code 2; expect_err_lines 1; expect_err "--max-latency-ms"
+# --- 5. size x crop fraction ---------------------------------------------------------------------
+run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s7" --finetune --finetune-iterations 1 --sizes 24,32 \
+  --crop-pcts 0.875,1.0,0.7 --latency-batches 1
+expect_code 0
+expect_out "^ +size +crop +top1 +top1 finetuned +img/s +ms/batch$"
+[ "$(grep -cE '^ +(24|32) +(0.875|1.000|0.700) ' "$OUT")" -eq 6 ] || bad "not 6 cells in the table"
+[ "$(ls -d "$WORK/s7"/finetune_* | wc -l)" -eq 2 ] || bad "not one fine-tuning run per size"
+run "$PY" "$REF/sweep_grid_check.py" "$WORK/s7"
+expect_code 0; expect_out "^grid of 3 x 2 cells, 2 panels equal to sweep.json$"
+run "$PY" "$REF/svg_text_fits.py" "$WORK/s7/sweep_grid.svg"
+if [ "$CODE" -eq 77 ]; then skip_check fonts "SVG label widths: $(cat "$OUT")"; else expect_code 0; fi
+for cell in 24:0.875 24:1.0 32:0.7; do
+  size=${cell%%:*} crop=${cell#*:}
+  run "$FIXRES" eval --weight-path "$RUN" --dataset-path "$D/val" --workers 1 --batch 6 \
+    --input-size "$size" --crop-pct "$crop" --json "$WORK/c.json"
+  expect_code 0
+  run "$FIXRES" eval --weight-path "$WORK/s7/finetune_$size/checkpoint.pth" --architecture resnet_tiny \
+    --num-classes 3 --dataset-path "$D/val" --workers 1 --batch 6 --input-size "$size" \
+    --crop-pct "$crop" --json "$WORK/cf.json"
+  expect_code 0
+  "$PY" - "$WORK/s7/sweep.json" "$WORK/c.json" "$WORK/cf.json" "$size" "$crop" <<'EOF' || bad "cell $cell"
+import json, sys
+sweep, plain, tuned = (json.load(open(p)) for p in sys.argv[1:4])
+size, crop = int(sys.argv[4]), float(sys.argv[5])
+one = lambda d: (d["results"] if "results" in d else [d])[0]
+row = [r for r in sweep["rows"] if r["size"] == size and r["crop_pct"] == crop]
+assert len(row) == 1 and len(sweep["rows"]) == 6 and sweep["crop_pcts"] == [0.875, 1.0, 0.7], sweep
+assert abs(row[0]["top1"] - one(plain)["top1"]) < 1e-9, (row, plain)
+assert abs(row[0]["top1_finetuned"] - one(tuned)["top1"]) < 1e-9, (row, tuned)
+EOF
+done
+"$PY" - "$WORK/s7/sweep.json" "$WORK/s7/config.json" <<'EOF' || bad "the crop sweep's choice"
+import json, sys
+sweep, cfg = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+best = max(r["top1_finetuned"] for r in sweep["rows"])
+chosen = [r for r in sweep["rows"] if r["size"] == sweep["chosen"] and r["crop_pct"] == sweep["chosen_crop_pct"]]
+assert len(chosen) == 1 and chosen[0]["top1_finetuned"] == best, (chosen, best)
+p = cfg["pretrained_cfg"]
+assert p["test_crop_pct"] == sweep["chosen_crop_pct"] and p["test_input_size"][1] == sweep["chosen"], p
+EOF
+read -r C7 K7 T7 < <("$PY" -c "import json; s=json.load(open('$WORK/s7/sweep.json')); r=[r for r in s['rows'] if r['size']==s['chosen'] and r['crop_pct']==s['chosen_crop_pct']][0]; print(s['chosen'], s['chosen_crop_pct'], r['top1_finetuned'])")
+run "$FIXRES" eval --weight-path "$WORK/s7" --dataset-path "$D/val" --workers 1 --batch 6 --json "$WORK/e7.json"
+expect_code 0
+"$PY" -c "import json,sys; d=json.load(open('$WORK/e7.json')); r=(d['results'] if 'results' in d else [d])[0]; sys.exit(0 if r['input_size']==$C7 and abs(r['top1']-$T7)<1e-9 else 1)" ||
+  bad "eval from the crop sweep's folder is not the chosen cell ($C7 px, crop $K7, $T7)"
+for case in "0.875,0.875|twice" "0.01|values must be" "1.5|values must be" "a|values must be" "0.9,|comma-separated"; do
+  run "$FIXRES" "${SWEEP[@]}" --sizes 24 --out "$WORK/s8" --crop-pcts "${case%%|*}"
+  expect_code 2; expect_err_lines 1; expect_err "--crop-pcts.*${case#*|}"
+done
+[ -e "$WORK/s8" ] && bad "a refused crop sweep made its folder"
 finish

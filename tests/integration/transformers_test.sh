@@ -44,10 +44,8 @@ for arch in vit_demo convnext_demo; do
   expect_code 0; expect_file "$WORK/p-$arch.csv"
   # The sweep's choice as ONNX at the chosen size, and as a timm hub folder (safetensors) that
   # fixres reads back.
-  if "$FIXRES" version | grep -q "^exports .*onnx"; then
-    run "$FIXRES" export --weight-path "$WORK/sweep-$arch" --format onnx --out "$WORK/$arch.onnx"
-    expect_code 0; expect_out "as onnx .*test size (16|24) px"
-  fi
+  run "$FIXRES" export --weight-path "$WORK/sweep-$arch" --format onnx --out "$WORK/$arch.onnx"
+  expect_code 0; expect_out "as onnx .*test size (16|24) px"
   run "$FIXRES" export --weight-path "$WORK/sweep-$arch" --format timm-hub --out "$WORK/hub-$arch"
   expect_code 0; expect_file "$WORK/hub-$arch/model.safetensors"
   run "$FIXRES" predict "$D/val" --weight-path "$WORK/hub-$arch" --out "$WORK/h-$arch.csv" --workers 1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 30 seconds of each libFuzzer target (fuzz/run.sh) from the committed seed corpus: decoding,
-# weight/checkpoint files, IDX, .npy, tar shards and the image folder index. Fails on any crash, leak or undefined behaviour.
+# weight/checkpoint files, IDX, .npy, tar shards, the image folder index, each new codec (BMP, WebP,
+# TIFF, PNM), --config files and model folders. Fails on any crash, leak or undefined behaviour.
 # Usage: fuzz_smoke_test.sh SOURCE_DIR
 set -euo pipefail
 SRC="$1"

@@ -155,6 +155,18 @@ for name in ["land.jpg", "port.jpg", "square.jpg", "odd.jpg", "prog.jpg", "q444.
     v = t(im).numpy()
     lines.append(f"valnocrop {name} 96 {v.shape[2]} {v.shape[1]} {save_raw(f'{name}.valnocrop96', v)}")
 
+# The val transform with another crop fraction, as timm's transforms_factory builds it: resize to
+# floor(S / crop_pct) (the shorter side, or FixRes's height rule), then CenterCrop(S).
+import math
+for name in ["land.jpg", "port.jpg", "odd.jpg", "land.png"]:
+    im = load(name)
+    for s, crop in [(224, 0.95), (160, 1.0), (96, 0.9)]:
+        for mode in ["fixres", "shorter"]:
+            side = math.floor(s / crop)
+            rs = FixresResize(side) if mode == "fixres" else transforms.Resize(side)
+            t = transforms.Compose([rs, transforms.CenterCrop(s), transforms.ToTensor(), norm])
+            lines.append(f"valcrop {name} {s} {mode} {crop} {save_raw(f'{name}.valcrop{s}{mode}{crop}', t(im).numpy())}")
+
 # RandomResizedCrop with fixed parameters (+ flip).
 for name in ["land.jpg", "port.jpg", "prog.jpg", "q444.jpg", "gray.jpg", "cmyk.jpg", "land.png"]:
     im = load(name)

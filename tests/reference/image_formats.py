@@ -73,6 +73,23 @@ pixels = b"".join(v565[r].astype("<u2").tobytes().ljust(row_bytes, b"\0") for r 
 header = struct.pack("<IiiHHIIiiII", 40, 23, 17, 1, 16, 3, len(pixels), 2835, 2835, 0, 0)
 masks = struct.pack("<III", 0xF800, 0x07E0, 0x001F)
 write("truncated.bmp", read("rgb24.bmp")[:4000])
+# Run-length encoded BMPs (BI_RLE8, BI_RLE4), written by hand: runs (one clipped at the row's end),
+# absolute runs (odd lengths, so the word alignment and RLE4's dropped last pixel count), end of
+# line, end of bitmap; a gray-ramp palette (Pillow's mode L: an index past it is its gray
+# level), a top-down file, and data ending before the last pixel. (No delta escape: Pillow 9.4
+# reads two bytes too many there; DecodeSafetyTest checks it against the specification.)
+def rle_bmp(name, width, height, bits, compression, palette, rle):
+    colors = len(palette) // 4
+    header = struct.pack("<IiiHHIIiiII", 40, width, height, 1, bits, compression, len(rle), 2835, 2835, colors, 0)
+    offset = 14 + 40 + len(palette)
+    write(name, b"BM" + struct.pack("<IHHI", offset + len(rle), 0, 0, offset) + header + palette + rle)
+colour = b"".join(bytes([(i * 60) % 256, (i * 30 + 7) % 256, (i * 10 + 100) % 256, 0]) for i in range(256))
+rle_bmp("rle8.bmp", 5, 3, 8, 1, colour, bytes([9, 1, 0, 0, 2, 2, 0, 3, 3, 4, 5, 0, 0, 0, 5, 200, 0, 1]))
+rle_bmp("rle8_topdown.bmp", 4, -2, 8, 1, colour, bytes([2, 7, 2, 9, 0, 0, 0, 4, 1, 2, 3, 4, 0, 1]))
+gray_ramp = b"".join(bytes([i, i, i, 0]) for i in range(16))
+rle_bmp("rle8_grayramp.bmp", 4, 2, 8, 1, gray_ramp, bytes([4, 3, 0, 0, 2, 200, 2, 15, 0, 1]))
+rle_bmp("rle4.bmp", 7, 3, 4, 2, colour[:64], bytes([7, 0x1E, 0, 0, 0, 5, 0x23, 0x45, 0x60, 0, 3, 0x7F, 0, 0, 8, 0xAB, 0, 1]))
+rle_bmp("rle8_truncated.bmp", 4, 4, 8, 1, colour, bytes([4, 1, 0, 0, 4, 2]))
 write("rgb565.bmp", b"BM" + struct.pack("<IHHI", 14 + 40 + 12 + len(pixels), 0, 0, 14 + 40 + 12) + header + masks + pixels)
 
 # ---- WebP: lossy and lossless, with and without alpha, an animation (its first frame is read).
@@ -108,6 +125,15 @@ for i in range(struct.unpack_from("<H", t, ifd)[0]):
     if tag == 262:
         struct.pack_into("<H", t, ifd + 2 + 12 * i + 8, 0)
 write("miniswhite.tif", bytes(t))
+# A palette TIFF without its ColorMap (tag 320 renamed to a private tag): Pillow refuses it.
+b = io.BytesIO()
+Image.fromarray(photo(21, 13)).convert("P", palette=Image.ADAPTIVE, colors=20).save(b, "TIFF")
+t = bytearray(b.getvalue())
+ifd = struct.unpack_from("<I", t, 4)[0]
+for i in range(struct.unpack_from("<H", t, ifd)[0]):
+    if struct.unpack_from("<H", t, ifd + 2 + 12 * i)[0] == 320:
+        struct.pack_into("<H", t, ifd + 2 + 12 * i, 65000)
+write("nocolormap.tif", bytes(t))
 write("truncated.tif", read("raw.tif")[:5000])
 
 # ---- PNM: binary and plain, maxval 255, scaled (below 255, 16-bit), 16-bit gray (mode I).

@@ -19,8 +19,9 @@ embedding N(0, 0.5^2) (larger than the patch tokens: a wrongly resampled embeddi
 scale (ViT ls1/ls2.gamma, ConvNeXt gamma) U(0.5, 1.5) so that every block matters, and the ViT qkv
 weights N(0, 1/D) so that attention is far from uniform.
 
-The sizes (H, W): s0 the default (224 x 224, 256 x 256 for the *_256 model), s1 288 x 288, s2
-160 x 256 (non-square; multiples of 16 and 32). <case>_expected.pth holds, for each size tag T:
+The sizes (H, W): s0 the default (224 x 224, 256 x 256 for the *_256 model, 518 x 518 for
+DINOv2), s1 288 x 288, s2 160 x 256 (non-square; multiples of 16 and 32); for 14 px patches
+(DINOv2 with registers: a class token and 4 register tokens) s1 224 x 224 and s2 154 x 252. <case>_expected.pth holds, for each size tag T:
   input_T             2 x 3 x H x W, randn from a fixed generator
   eval_logits_T       model(x) in eval mode
   eval_embedding_T    model.forward_head(model.forward_features(x), pre_logits=True)
@@ -59,6 +60,8 @@ from zoo_reference import import_timm  # noqa: E402  (timm from the oracles fold
 NUM_CLASSES = 10
 BATCH = 2
 SIZES = {"s0": None, "s1": (288, 288), "s2": (160, 256)}  # None: the model's default size
+# 14 px patches: 224 x 224 and 154 x 252 (11 x 18 patches) instead.
+SIZES_PATCH14 = {"s0": None, "s1": (224, 224), "s2": (154, 252)}
 
 # case -> (family, default image size)
 CASES = {
@@ -66,6 +69,7 @@ CASES = {
     "vit_small_patch16_224": ("vit", 224),
     "vit_base_patch16_224": ("vit", 224),
     "vit_medium_patch16_reg4_gap_256": ("vit", 256),
+    "vit_small_patch14_reg4_dinov2": ("vit", 518),
     "deit_tiny_patch16_224": ("vit", 224),
     "deit_tiny_distilled_patch16_224": ("vit", 224),
     "convnext_nano": ("convnext", 224),
@@ -163,7 +167,7 @@ def make_case(timm, name, family, default, gen, out):
         dyn = build(timm, name, family, dynamic=True, weights=sd).eval()
     expected = {}
     notes = []
-    for tag, size in SIZES.items():
+    for tag, size in (SIZES_PATCH14 if "patch14" in name else SIZES).items():
         hw = size or (default, default)
         x = torch.randn((BATCH, 3) + tuple(hw), generator=torch.Generator().manual_seed(3))
         expected[f"input_{tag}"] = x

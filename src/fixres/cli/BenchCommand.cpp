@@ -28,7 +28,8 @@ double since(Clock::time_point t) {
 // What a model-throughput benchmark runs: which model, on what random batch, how many times.
 struct BenchShape {
   engine::ModelSpec model;
-  int inputSize = 224, batch = 32, steps = 10, warmup = 2;
+  int inputSize = 224, batch = 32;
+  engine::BenchLoop loop;
   engine::NumericsOptions numerics;
   bool cpu = false;
   BenchShape() {
@@ -38,15 +39,11 @@ struct BenchShape {
 };
 
 void addBenchShapeOptions(CLI::App& sub, BenchShape& b) {
+  addConfigFile(sub);
   addShared(sub, "--architecture", b.model.architecture);
   addShared(sub, "--input-size", b.inputSize);
   addShared(sub, "--batch", b.batch);
-  sub.add_option("--steps", b.steps, "Timed iterations (train: steps, eval: batches)")
-      ->check(intIn(1, 1000000))
-      ->capture_default_str();
-  sub.add_option("--warmup", b.warmup, "Untimed iterations first")
-      ->check(intIn(0, 1000000))
-      ->capture_default_str();
+  engine::BenchLoop::visitSettings(b.loop, SettingsBinder{sub});
   addShared(sub, "--num-classes", b.model.numClasses);
   addNumericsOptions(sub, b.numerics, false);
   addSharedFlag(sub, "--cpu", b.cpu);
@@ -81,7 +78,7 @@ Command addBenchTrain(CLI::App& bench) {
   addSharedChoice(*sub, "--optimizer-impl", s->step.optimizerImpl, engine::optimizerImpls());
   addSharedChoice(*sub, "--skip-on", s->step.skipOn, engine::skipOnChoices());
   addSharedChoice(*sub, "--cuda-graph", s->step.cudaGraph, engine::graphModes());
-  distributed::ReducerOptions::visitSettings(s->step.reducer, SettingsBinder{*sub, "bench"});
+  distributed::ReducerOptions::visitSettings(s->step.reducer, SettingsBinder{*sub});
   addClusterOptions(*sub, s->cluster);
   return {sub, [s]() -> int {
             const BenchShape& b = s->shape;
@@ -94,15 +91,16 @@ Command addBenchTrain(CLI::App& bench) {
             engine::TrainStep step(model, so, *comm);
             auto y = torch::randint(0, b.model.numClasses, {b.batch},
                                     torch::TensorOptions().dtype(torch::kLong).device(device));
-            const auto t = engine::timeTrainSteps(step, x, y, b.warmup, b.steps, *comm, device);
+            const auto t =
+                engine::timeTrainSteps(step, x, y, b.loop.warmup, b.loop.steps, *comm, device);
             const double dt = t.seconds;
-            double ips = static_cast<double>(b.steps) * b.batch * comm->worldSize() / dt;
+            double ips = static_cast<double>(b.loop.steps) * b.batch * comm->worldSize() / dt;
             if (!device.is_cuda()) {
               char line[160];
               std::snprintf(line, sizeof line,
                             "begin %.1f, forward+backward %.1f, finish (reduce wait, update) %.1f",
-                            1000 * t.begin / b.steps, 1000 * t.backward / b.steps,
-                            1000 * t.finish / b.steps);
+                            1000 * t.begin / b.loop.steps, 1000 * t.backward / b.loop.steps,
+                            1000 * t.finish / b.loop.steps);
               log::info("bench train: rank ", comm->rank(), " ms/step: ", line);
             }
             if (comm->rank() == 0) {
@@ -111,7 +109,7 @@ Command addBenchTrain(CLI::App& bench) {
                   "s/step\n",
                   b.model.architecture.c_str(), b.inputSize, b.batch, comm->worldSize(),
                   torch::get_num_threads(), device.str().c_str(),
-                  engine::precisionName(so.precision), dt / b.steps);
+                  engine::precisionName(so.precision), dt / b.loop.steps);
               std::printf("%.2f img/s\n", ips);
             }
             return 0;
@@ -132,14 +130,15 @@ Command addBenchEval(CLI::App& bench) {
         const BenchShape& b = s->shape;
         const auto run = engine::makeRunDevice(0, b.cpu, b.numerics);
         auto setup = benchModel(b, run);
-        const auto t = engine::timeEvalBatches(setup.first, setup.second, b.warmup, b.steps, run);
+        const auto t =
+            engine::timeEvalBatches(setup.first, setup.second, b.loop.warmup, b.loop.steps, run);
         std::printf("bench eval %s size %d batch %d, %d threads, %s, %s, %s: %.4f s/batch\n",
                     b.model.architecture.c_str(), b.inputSize, b.batch, torch::get_num_threads(),
                     run.device.str().c_str(), engine::precisionName(run.numerics.precision),
                     run.numerics.channelsLast ? "channels-last" : "contiguous",
-                    t.seconds / b.steps);
+                    t.seconds / b.loop.steps);
         FIXRES_CHECK(std::isfinite(t.checksum), InternalError, "non-finite logits in bench eval");
-        std::printf("%.2f img/s\n", static_cast<double>(b.steps) * b.batch / t.seconds);
+        std::printf("%.2f img/s\n", static_cast<double>(b.loop.steps) * b.batch / t.seconds);
         return 0;
       }};
 }
@@ -149,15 +148,14 @@ Command addBenchAllreduce(CLI::App& bench) {
       "allreduce", "Gradient all-reduce of a model's parameters: bucketed reducer vs per-tensor");
   struct State {
     std::string architecture = "resnet50";
-    int iters = 5;
+    engine::BenchLoop loop{5, 0};
     distributed::ReducerOptions reducer;
     ClusterOptions cluster;
   };
   auto s = std::make_shared<State>();
+  addConfigFile(*sub);
   addShared(*sub, "--architecture", s->architecture);
-  sub->add_option("--iters", s->iters, "Timed iterations")
-      ->check(intIn(1, 1000000))
-      ->capture_default_str();
+  engine::BenchLoop::visitSettings(s->loop, SettingsBinder{*sub});
   addShared(*sub, "--bucket-mb", s->reducer.bucketMb);
   addClusterOptions(*sub, s->cluster);
   return {
@@ -180,9 +178,9 @@ Command addBenchAllreduce(CLI::App& bench) {
           fn();
           comm->barrier();
           auto t0 = Clock::now();
-          for (int i = 0; i < s->iters; ++i) fn();
+          for (int i = 0; i < s->loop.steps; ++i) fn();
           comm->barrier();
-          return since(t0) / s->iters;
+          return since(t0) / s->loop.steps;
         };
         double bucketed = timeIt([&] { reducer.reduce(); });
         double plain = timeIt([&] {

@@ -31,17 +31,10 @@ Command addCalibrateCommand(CLI::App& parent) {
   addEvalFlags(*sub, s->eval);
   addSharedFlag(*sub, "--skip-bad-images", s->eval.settings.skipBadImages);
   addShared(*sub, "--seed", j.seed);
-  sub->add_option("--max-images", j.maxImages,
-                  "Estimate from a random subset of this many images (-1: every image)")
-      ->capture_default_str()
-      ->check(allOrAtLeastOne(int64_t{1} << 40))
-      ->group("Data");
-  addChoice(*sub, "--format", j.layout, engine::exportLayouts(), engine::kExportLayoutHelp)
-      ->group("Output");
+  engine::CalibrationJob::visitSettings(j, SettingsBinder{*sub});
   addShared(*sub, "--out", j.out)->required();
   return {sub, [s, sub]() -> int {
-            if (s->job.layout == engine::ExportLayout::kOnnx) engine::requireOnnxExport();
-            checkOutputPath("--out", s->job.out, {{"--dataset-path", s->job.datasetPath}});
+            checkOutputPath("--out", s->job.out, givenInputs(*sub, {"--out"}));
             engine::CalibrationJob job = s->job;
             job.model =
                 modelRequest(*sub, s->model, {s->job.inputSize}, s->eval.settings.resizeMode);

@@ -3,7 +3,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <sstream>
 
 #include "fixres/common/Files.h"
 
@@ -35,6 +38,36 @@ std::string joined(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
+// The deepest section or dotted key a config file may hold: fixres's sections are one or two
+// names ([predict], [bench.train]). Checked before CLI11 parses the file, whose work grows with
+// the square of the depth.
+constexpr int kMaxConfigDepth = 4;
+
+// The text of `input`, without a leading UTF-8 byte order mark; CLI::ConfigError naming `file`
+// and the line for a section header or key of more than kMaxConfigDepth dotted parts.
+std::string checkedConfigText(std::istream& input, const std::string& file) {
+  std::string text((std::istreambuf_iterator<char>(input)), std::istreambuf_iterator<char>());
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
+  size_t line = 0;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    ++line;
+    const size_t first = text.find_first_not_of(" \t", at);
+    if (first < end && text[first] != '#') {
+      // The name part: a section header up to ']', a key up to '='.
+      const size_t stop = std::min(text.find(text[first] == '[' ? ']' : '=', first), end);
+      int parts = 1;
+      for (size_t k = first; k < stop; ++k) parts += text[k] == '.' ? 1 : 0;
+      if (parts > kMaxConfigDepth)
+        throw CLI::ConfigError("--config " + file + ": line " + std::to_string(line) +
+                               ": a name of " + std::to_string(parts) + " dotted parts (at most " +
+                               std::to_string(kMaxConfigDepth) + ")");
+    }
+    at = end + 1;
+  }
+  return text;
+}
+
 }  // namespace
 
 CLI::Validator configFileCheck() {
@@ -59,9 +92,9 @@ std::vector<CLI::ConfigItem> SubcommandConfig::from_config(std::istream& input) 
   const std::string name = path.empty() ? "fixres" : "fixres " + joined(path, " ");
   if (sub == nullptr || sub->get_option_no_throw("--config") == nullptr)
     throw CLI::ConfigError("--config " + file + ": " + name + " takes no config file");
-  std::vector<CLI::ConfigItem> items = endsWith(file, ".ini")
-                                           ? CLI::ConfigINI().from_config(input)
-                                           : CLI::ConfigTOML().from_config(input);
+  std::istringstream text(checkedConfigText(input, file));
+  std::vector<CLI::ConfigItem> items = endsWith(file, ".ini") ? CLI::ConfigINI().from_config(text)
+                                                              : CLI::ConfigTOML().from_config(text);
   for (const auto& item : items) {
     if (item.name == "++" || item.name == "--") continue;  // section markers
     if (item.parents.empty() || item.parents == path) {

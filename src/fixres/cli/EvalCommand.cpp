@@ -7,6 +7,7 @@
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
 #include "fixres/engine/EvalJob.h"
 
@@ -33,7 +34,7 @@ void addEvalJobFlags(CLI::App& sub, EvalState& s) {
   addShared(sub, "--input-size", s.sizes);
   addSharedFlag(sub, "--skip-bad-images", s.eval.settings.skipBadImages);
   addIndexCacheFlag(sub, r.fileIndex);
-  engine::EvalRequest::visitSettings(r, SettingsBinder{sub, "eval"});
+  engine::EvalRequest::visitSettings(r, SettingsBinder{sub});
   sub.get_option("--labels-csv")->check(CLI::ExistingFile)->needs(dataset);
   sub.get_option("--json")->check(outputPathValidator("--json"));
   auto* report = sub.get_option("--report")->check(outputPathValidator("--report"));
@@ -41,17 +42,15 @@ void addEvalJobFlags(CLI::App& sub, EvalState& s) {
 }
 
 // The output paths, checked before any work: none may overwrite an input.
-void checkEvalOutputs(const engine::EvalRequest& r) {
+void checkEvalOutputs(const CLI::App& sub, const engine::EvalRequest& r) {
+  std::vector<NamedPath> inputs = givenInputs(sub, {"--json", "--report"});
+  inputs.push_back({"--imnet-path", r.imnetPath});
+  inputs.push_back({"--fit-temperature", r.heldOut});
   if (!r.json.empty()) {
-    checkOutputPath("--json", r.json,
-                    {{"--imnet-path", r.imnetPath}, {"--dataset-path", r.datasetPath}});
+    checkOutputPath("--json", r.json, inputs);
     checkOutputFolder(r.json, "--json");
   }
-  if (!r.report.empty())
-    checkOutputPath("--report", r.report,
-                    {{"--imnet-path", r.imnetPath},
-                     {"--dataset-path", r.datasetPath},
-                     {"--fit-temperature", r.heldOut}});
+  if (!r.report.empty()) checkOutputPath("--report", r.report, inputs);
 }
 
 // The results table's row of one size, on rank 0 (the header before the first).
@@ -70,7 +69,7 @@ int runEval(EvalState& s, CLI::App& sub) {
                    sizesGiven ? engine::parseSizeList(s.sizes, "--input-size") : std::vector<int>{},
                    s.eval.settings.resizeMode, s.classNamesFile);
   request.eval = s.eval.settings;
-  checkEvalOutputs(request);
+  checkEvalOutputs(sub, request);
   const engine::EvalJob job(request);
   auto rank = connectRank(s.cluster, s.eval.cpu, s.eval.numerics);
   const bool printing = rank.comm->rank() == 0;
@@ -79,7 +78,7 @@ int runEval(EvalState& s, CLI::App& sub) {
     if (printing) printRow(r, printed++ == 0);
   });
   if (printing && !request.json.empty())
-    writeFileAtomic(request.json, job.document(outcome).dump(2) + "\n");
+    writeFileAtomic(request.json, jsonText(job.document(outcome), 2) + "\n");
   if (outcome.signal != 0) {
     log::warn("eval stopped by signal ", outcome.signal, " after ", outcome.results.size(), " of ",
               job.model().sizes.size(), " size(s)",

@@ -18,11 +18,11 @@ namespace {
 
 struct ExportState {
   engine::ModelSpec model;
-  engine::ExportLayout format = engine::ExportLayout::kFixres;
+  engine::ExportOptions output;
   image::ResizeMode resizeMode = image::ResizeMode::kFixres;
   std::string out;
   engine::CardOverrides card;
-  bool dynamicSize = false;
+  engine::EvalSettings eval;  // its --crop-pct
 };
 
 }  // namespace
@@ -37,41 +37,39 @@ Command addExportCommand(CLI::App& parent) {
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
   addSharedFlag(*sub, "--use-ema", s->model.useEma);
-  addChoice(*sub, "--format", s->format, engine::exportLayouts(), engine::kExportLayoutHelp)
-      ->group("Output");
+  engine::ExportOptions::visitSettings(s->output, SettingsBinder{*sub});
   addShared(*sub, "--out", s->out)->required();
   addShared(*sub, "--input-size", s->card.testSize);
   addSharedChoice(*sub, "--resize-mode", s->resizeMode, image::resizeModes());
   addShared(*sub, "--class-names", s->card.classNamesFile);
   addShared(*sub, "--license", s->card.license);
-  sub->add_flag("--dynamic-size", s->dynamicSize,
-                "With --format onnx: height and width as dynamic axes (else the test size)")
-      ->group("Output");
+  engine::EvalSettings::visitSettings(s->eval, SettingsBinder{*sub});
   return {sub, [s, sub]() -> int {
-            const bool onnx = s->format == engine::ExportLayout::kOnnx;
-            FIXRES_CHECK(onnx || !s->dynamicSize, UsageError,
+            const bool onnx = s->output.format == engine::ExportLayout::kOnnx;
+            FIXRES_CHECK(onnx || !s->output.dynamicSize, UsageError,
                          "--dynamic-size is for --format onnx");
-            if (onnx) engine::requireOnnxExport();
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "export needs --weight-path");
-            checkOutputPath("--out", s->out);
+            checkOutputPath("--out", s->out, givenInputs(*sub, {"--out"}));
             // The classifier's size: given, the model folder's, the file's, else ImageNet's.
             if (s->model.numClasses == 0) s->model.numClasses = engine::classifierSizeIn(s->model);
             if (s->model.numClasses == 0) s->model.numClasses = 1000;
             engine::RunDevice cpu;
-            const bool hub = s->format == engine::ExportLayout::kTimmHub;
+            const bool hub = s->output.format == engine::ExportLayout::kTimmHub;
             engine::ModelCard card;  // the hub folder's and the ONNX model's test settings
             if (hub || onnx) {
               if (sub->get_option("--resize-mode")->count() > 0) s->card.resizeMode = s->resizeMode;
+              if (sub->get_option("--crop-pct")->count() > 0) s->card.testCropPct = s->eval.cropPct;
               card = engine::exportCard(s->model, s->card);
             }
             auto built = engine::buildModel(
                 engine::resolvedForSizes(s->model,
                                          {card.testSize > 0 ? card.testSize : s->card.testSize}),
                 s->model.numClasses, cpu);
-            size_t n = engine::exportModel(*built.model, s->format, card, s->out, s->dynamicSize);
+            size_t n = engine::exportModel(*built.model, s->output.format, card, s->out,
+                                           s->output.dynamicSize);
             std::cout << "exported " << n << (onnx ? " nodes of " : " tensors of ")
                       << s->model.architectureName() << " as "
-                      << choiceName(engine::exportLayouts(), s->format) << " -> " << s->out;
+                      << choiceName(engine::exportLayouts(), s->output.format) << " -> " << s->out;
             if (hub || onnx) std::cout << " (test size " << card.testSize << " px)";
             std::cout << std::endl;
             return 0;

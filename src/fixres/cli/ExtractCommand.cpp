@@ -83,7 +83,7 @@ Command addExtractCommand(CLI::App& parent) {
             request.datasetPath = s->datasetPath;
             request.savePath = s->savePath;
             request.eval = s->eval.settings;
-            checkOutputPath("--save-path", s->savePath, {{"--dataset-path", s->datasetPath}});
+            checkOutputPath("--save-path", s->savePath, givenInputs(*sub, {"--save-path"}));
             const engine::ExtractJob job(request);
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
             const auto r = job.run(rank.run, *rank.comm);

@@ -128,11 +128,34 @@ void checkOutputPath(const std::string& flag, const std::string& path,
   for (const auto& in : inputs) {
     if (in.path.empty()) continue;
     const fs::path p = resolved(in.path);
+    FIXRES_CHECK(out != p, UsageError, flag, " ", path, " is ", in.flag, " ", in.path,
+                 ": an output must not overwrite an input");
     FIXRES_CHECK(!isInside(out, p), UsageError, flag, " ", path, " is inside ", in.flag, " ",
                  in.path, ": an output must not be written into an input");
     FIXRES_CHECK(!isInside(p, out), UsageError, in.flag, " ", in.path, " is inside ", flag, " ",
                  path, ": an output must not hold an input");
   }
+}
+
+std::vector<NamedPath> givenInputs(const CLI::App& app, const std::vector<std::string>& outputs) {
+  std::vector<NamedPath> inputs;
+  auto add = [&inputs](const CLI::Option& o) {
+    if (o.count() == 0) return;
+    const std::string name = o.get_positional() ? o.get_name(true) : o.get_name();
+    for (const std::string& v : o.results()) {
+      std::error_code ec;
+      if (v.empty() || v == "-" || v.find("://") != std::string::npos || !fs::exists(v, ec))
+        continue;
+      inputs.push_back({name, v});
+    }
+  };
+  for (const CLI::Option* o : app.get_options()) {
+    if (std::find(outputs.begin(), outputs.end(), o->get_name()) == outputs.end()) add(*o);
+  }
+  const CLI::App* root = &app;
+  while (root->get_parent() != nullptr) root = root->get_parent();
+  if (const CLI::Option* config = root->get_config_ptr(); config != nullptr) add(*config);
+  return inputs;
 }
 
 CLI::Validator outputPathValidator(const std::string& flag) {
@@ -149,6 +172,35 @@ CLI::Validator outputPathValidator(const std::string& flag) {
 }
 
 namespace {
+
+// What --out is to each command that writes one.
+constexpr CommandHelp kOutHelp[] = {
+    {"import", "The image folder written"},
+    {"sweep", "The sweep folder: sweep.json, sweep.svg and the fine-tuning runs (a model folder)"},
+    {"export",
+     "The weight file, replaced atomically (--format timm-hub: the folder, new or empty)"},
+    {"calibrate", "The weight file, replaced atomically"},
+    {"predict", "The results file, replaced atomically (default: stdout)"},
+    {"plot", "The SVG (default: RUN_DIR/curves.svg)"},
+    {"shard", "The shard folder, new or empty"},
+    {nullptr, nullptr}};
+
+constexpr CommandHelp kClassNamesHelp[] = {
+    {"predict",
+     "File of class names, one per line in class order, naming the outputs (default: the model "
+     "folder's)"},
+    {"eval",
+     "File of class names, one per line in class order, naming the report's classes (default: "
+     "the model folder's)"},
+    {"export",
+     "File of class names, one per line in class order, recorded as the hub folder's label_names "
+     "(default: the model folder's)"},
+    {nullptr, nullptr}};
+
+constexpr CommandHelp kFinetuneHelp[] = {
+    {"sweep", "Also fine-tune (FixRes: classifier + last BN) at each resolution"},
+    {"bench train", "Time the FixRes fine-tuning step (classifier + last BN) instead of training"},
+    {nullptr, nullptr}};
 
 // The flags of one invocation: where the data and outputs are, how files are fetched, the
 // device. Not saved in config.json.
@@ -209,27 +261,22 @@ std::vector<Setting> invocationFlags() {
       {"",
        "--finetune",
        "Options",
-       "FixRes fine-tuning (classifier + last BN): sweep fine-tunes at each resolution, bench "
-       "train times that step",
+       "FixRes fine-tuning (classifier + last BN)",
        {},
-       kInvocation},
-      {"",
-       "--out",
-       "Output",
-       "Output (import: the image folder; sweep: the folder of sweep.json, sweep.svg and the "
-       "fine-tuning runs; export, calibrate: the weight file, replaced atomically (export "
-       "--format timm-hub: the folder, new or empty); predict: the results file, default "
-       "stdout; plot: the SVG, default RUN_DIR/curves.svg; shard: the shard folder, new or "
-       "empty)",
-       {},
-       kInvocation},
+       kInvocation,
+       "",
+       "",
+       kFinetuneHelp},
+      {"", "--out", "Output", "The output path", {}, kInvocation, "", "", kOutHelp},
       {"",
        "--class-names",
        "Output",
-       "File of class names, one per line in class order (predict: names the outputs; export "
-       "timm-hub: recorded as label_names; default: the model folder's)",
+       "File of class names, one per line in class order (default: the model folder's)",
        {},
-       kInvocation},
+       kInvocation,
+       "",
+       "",
+       kClassNamesHelp},
       {"",
        "--license",
        "Output",
@@ -285,6 +332,13 @@ const Setting& sharedFlag(const std::string& name) {
   FIXRES_FAIL(InternalError, "no shared flag ", name);
 }
 
+std::string commandName(const CLI::App& app) {
+  std::string name;
+  for (const CLI::App* a = &app; a->get_parent() != nullptr; a = a->get_parent())
+    name = a->get_name() + (name.empty() ? "" : " " + name);
+  return name;
+}
+
 namespace {
 CLI::Option* finish(CLI::Option* opt, const Setting& row) {
   opt->group(row.group);
@@ -296,13 +350,14 @@ CLI::Option* finish(CLI::Option* opt, const Setting& row) {
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, bool& target) {
   if (row.flag().rfind("--no-", 0) == 0)
     return finish(app.add_flag_callback(
-                      row.flags, [&target] { target = false; }, row.help),
+                      row.flags, [&target] { target = false; }, row.helpFor(commandName(app))),
                   row);
-  return finish(app.add_flag(row.flags, target, row.help), row);
+  return finish(app.add_flag(row.flags, target, row.helpFor(commandName(app))), row);
 }
 
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::string& target) {
-  auto* opt = finish(app.add_option(row.flags, target, row.help)->capture_default_str(), row);
+  auto* opt = finish(
+      app.add_option(row.flags, target, row.helpFor(commandName(app)))->capture_default_str(), row);
   if (row.flag() == "--out" || row.flag() == "--save-path")
     opt->check(outputPathValidator(row.flag()));
   if (row.range.kind == Range::Kind::kInteger)
@@ -311,13 +366,14 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::string& target)
 }
 
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<float>& target) {
-  return finish(app.add_option(row.flags, target, row.help)->expected(3), row);
+  return finish(app.add_option(row.flags, target, row.helpFor(commandName(app)))->expected(3), row);
 }
 
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::optional<double>& target) {
-  auto* opt = finish(app.add_option_function<double>(
-                         row.flags, [&target](double v) { target = v; }, row.help),
-                     row);
+  auto* opt =
+      finish(app.add_option_function<double>(
+                 row.flags, [&target](double v) { target = v; }, row.helpFor(commandName(app))),
+             row);
   if (row.range.kind != Range::Kind::kAny) opt->check(rangeValidator(row.range));
   return opt;
 }

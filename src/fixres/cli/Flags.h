@@ -45,6 +45,11 @@ struct NamedPath {
 };
 void checkOutputPath(const std::string& flag, const std::string& path,
                      const std::vector<NamedPath>& inputs = {});
+// Every path command `app` was given to read: the values of its options (and of the top-level
+// --config) that name an existing file or folder, except those of the options named in
+// `outputs`, and its positional arguments ("-" and URLs excepted). With checkOutputPath, no
+// output of a command can be one of its inputs or lie inside one, whichever flag names it.
+std::vector<NamedPath> givenInputs(const CLI::App& app, const std::vector<std::string>& outputs);
 // checkOutputPath(flag, value) as a validator: "must not be empty".
 CLI::Validator outputPathValidator(const std::string& flag);
 
@@ -53,6 +58,10 @@ CLI::Validator outputPathValidator(const std::string& flag);
 const std::vector<Setting>& sharedFlags();
 // The shared row whose first flag name is `name` (InternalError for an unknown one).
 const Setting& sharedFlag(const std::string& name);
+
+// The command `app` is, as its rows name it: its name below the top-level app, a nested one
+// after its parent's ("predict", "bench train").
+std::string commandName(const CLI::App& app);
 
 // Binds `row` to `target` on `app` (the current value is the default shown): its names, help,
 // group, environment variable and range. A bool is a flag (a "--no-..." flag sets it false); an
@@ -64,7 +73,9 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::optional<double
 template <typename T>
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, T& target) {
   static_assert(std::is_arithmetic_v<T>, "a numeric setting");
-  auto* opt = app.add_option(row.flags, target, row.help)->capture_default_str()->group(row.group);
+  auto* opt = app.add_option(row.flags, target, row.helpFor(commandName(app)))
+                  ->capture_default_str()
+                  ->group(row.group);
   if (row.envName[0] != '\0') opt->envname(row.envName);
   if (row.range.kind != Range::Kind::kAny) opt->check(rangeValidator(row.range));
   return opt;
@@ -115,7 +126,8 @@ CLI::Option* addChoice(CLI::App& app, const std::string& names, E& target,
 template <typename E>
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, E& target,
                          const ChoiceTable<E>& table) {
-  auto* opt = addChoice(app, row.flags, target, table, row.help)->group(row.group);
+  auto* opt =
+      addChoice(app, row.flags, target, table, row.helpFor(commandName(app)))->group(row.group);
   if (row.envName[0] != '\0') opt->envname(row.envName);
   return opt;
 }
@@ -127,22 +139,17 @@ CLI::Option* addSharedChoice(CLI::App& app, const std::string& name, E& target,
   return bindSetting(app, sharedFlag(name), target, table);
 }
 
-// Binds every row of a settings visit that has a flag and is offered by subcommand `command`
-// (Setting::only empty or equal to it): `Options::visitSettings(options, SettingsBinder{app,
-// name})`.
+// Binds every row of a settings visit that the command `app` offers (Setting::offeredTo), with
+// the help its row gives that command: `Options::visitSettings(options, SettingsBinder{app})`.
 struct SettingsBinder {
   CLI::App& app;
-  std::string command;
-  bool offered(const Setting& row) const {
-    return row.flags[0] != '\0' && (row.only[0] == '\0' || command == row.only);
-  }
   template <typename T>
   void operator()(const Setting& row, T& target) const {
-    if (offered(row)) bindSetting(app, row, target);
+    if (row.offeredTo(commandName(app))) bindSetting(app, row, target);
   }
   template <typename E>
   void operator()(const Setting& row, E& target, const ChoiceTable<E>& table) const {
-    if (offered(row)) bindSetting(app, row, target, table);
+    if (row.offeredTo(commandName(app))) bindSetting(app, row, target, table);
   }
 };
 

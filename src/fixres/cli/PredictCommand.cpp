@@ -40,7 +40,7 @@ Command addPredictCommand(CLI::App& parent) {
   addModelOptions(*sub, s->model);
   addSharedFlag(*sub, "--use-ema", s->model.useEma);
   addShared(*sub, "--input-size", s->inputSize);
-  engine::PredictOptions::visitSettings(s->output, SettingsBinder{*sub, "predict"});
+  engine::PredictOptions::visitSettings(s->output, SettingsBinder{*sub});
   addShared(*sub, "--out", s->out);
   addShared(*sub, "--class-names", s->classNamesFile);
   addEvalFlags(*sub, s->eval);
@@ -48,7 +48,7 @@ Command addPredictCommand(CLI::App& parent) {
   return {
       sub, [s, sub]() -> int {
         if (!s->out.empty()) {
-          checkOutputPath("--out", s->out);
+          checkOutputPath("--out", s->out, givenInputs(*sub, {"--out"}));
           checkOutputFolder(s->out, "--out");
         }
         engine::PredictRequest request;
@@ -61,7 +61,8 @@ Command addPredictCommand(CLI::App& parent) {
         auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
         const auto rows = job.run(rank.run, *rank.comm);
         if (rank.comm->rank() != 0) return 0;
-        const std::string text = engine::formatPredictions(rows, job.model().classNames, s->output);
+        const std::string text = engine::formatPredictions(rows, job.model().classNames,
+                                                           job.model().classCount(), s->output);
         size_t bad = 0;
         for (const auto& r : rows) bad += r.error.empty() ? 0 : 1;
         if (s->out.empty()) {

@@ -110,7 +110,7 @@ std::function<void()> completeModelOptions(CLI::App& app, engine::ModelSpec& m) 
 }  // namespace
 
 void addModelOptions(CLI::App& app, engine::ModelSpec& m) {
-  engine::ModelSpec::visitSettings(m, SettingsBinder{app, app.get_name()});
+  engine::ModelSpec::visitSettings(m, SettingsBinder{app});
   auto pretrained = completeModelOptions(app, m);
   app.callback([&app, pretrained] { checkMerged(app, pretrained); });
 }
@@ -126,7 +126,7 @@ void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n, bool normaliz
 
 void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetPath, bool& cpu) {
   // Every row of the run's settings (its model's included) that this subcommand offers.
-  engine::RunConfig::visitSettings(c, SettingsBinder{app, app.get_name()});
+  engine::RunConfig::visitSettings(c, SettingsBinder{app});
   auto pretrained = completeModelOptions(app, c.model);
   addShared(app, "--imnet-path", imnetPath)->required();
   addIndexCacheFlag(app, c.fileIndex);
@@ -147,6 +147,7 @@ void addEvalFlags(CLI::App& app, EvalFlags& f) {
   addShared(app, "--batch", f.settings.batch);
   addShared(app, "--workers", f.settings.workers);
   addSharedFlag(app, "--test-flip", f.settings.testFlip);
+  engine::EvalSettings::visitSettings(f.settings, SettingsBinder{app});
   addNumericsOptions(app, f.numerics, true);
   addSharedFlag(app, "--cpu", f.cpu);
 }
@@ -179,6 +180,7 @@ engine::ModelRequest modelRequest(const CLI::App& app, const engine::ModelSpec& 
   r.spec = spec;
   if (given("--input-size")) r.sizes = sizes;
   if (given("--resize-mode")) r.resizeMode = resize;
+  if (given("--crop-pct")) r.cropPct = app.get_option("--crop-pct")->as<double>();
   r.classNamesFile = classNames;
   return r;
 }

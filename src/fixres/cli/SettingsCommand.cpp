@@ -1,14 +1,19 @@
 // `fixres settings`: the table of a run's settings, generated from their rows (common/Setting.h):
 // config.json key, flag, the train and finetune defaults, valid values and what resume does when
-// one changes; then one table per command whose own options are rows (predict, eval, sweep).
+// one changes; then one table per command's own options (predict, eval, sweep, export,
+// calibrate, bench).
 // docs/cli-reference.md carries its output.
 #include <iostream>
 #include <string>
 
 #include "fixres/cli/Command.h"
+#include "fixres/data/BenchData.h"
+#include "fixres/engine/CalibrationJob.h"
 #include "fixres/engine/EvalJob.h"
+#include "fixres/engine/Export.h"
 #include "fixres/engine/Predict.h"
 #include "fixres/engine/RunConfig.h"
+#include "fixres/engine/StepBench.h"
 #include "fixres/engine/Sweep.h"
 
 namespace fixres::cli {
@@ -39,7 +44,7 @@ struct TablePrinter {
     auto value = [&s](const nlohmann::json& j) {
       return s.saved() && j.contains(s.key) ? "`" + j.at(s.key).dump() + "`" : std::string();
     };
-    const std::string only = s.only[0] == '\0' ? "" : std::string(" (") + s.only + " only)";
+    const std::string only = s.commands[0] == '\0' ? "" : std::string(" (") + s.commands + " only)";
     out << "| " << key << " | " << flag << only << " | " << value(train) << " | " << value(finetune)
         << " | " << s.range.brief() << " | " << roleText(s.role) << " |\n";
   }
@@ -53,7 +58,8 @@ struct TablePrinter {
 struct CommandTablePrinter {
   std::ostream& out;
   void row(const Setting& s, const std::string& value, const std::string& valid) {
-    out << "| `" << s.flag() << "` | `" << value << "` | " << valid << " | " << s.help << " |\n";
+    out << "| `" << s.flag() << "` | " << s.commands << " | `" << value << "` | " << valid << " | "
+        << s.help << " |\n";
   }
   template <typename T>
   void operator()(const Setting& s, const T& value) {
@@ -67,17 +73,24 @@ struct CommandTablePrinter {
   }
 };
 
+// A table of the rows of Options's visit, under `title`.
+template <typename Options>
+void printTable(std::ostream& out, const char* title, const Options& defaults = Options{}) {
+  out << "\n### " << title
+      << "\n\n| flag | commands | default | valid values | meaning |\n|---|---|---|---|---|\n";
+  Options::visitSettings(defaults, CommandTablePrinter{out});
+}
+
 // The options of the commands that are not runs, each a settings visit of its own.
 void printCommandTables(std::ostream& out) {
-  out << "\n### predict\n\n| flag | default | valid values | meaning |\n|---|---|---|---|\n";
-  const engine::PredictOptions predict;
-  engine::PredictOptions::visitSettings(predict, CommandTablePrinter{out});
-  out << "\n### eval\n\n| flag | default | valid values | meaning |\n|---|---|---|---|\n";
-  const engine::EvalRequest eval;
-  engine::EvalRequest::visitSettings(eval, CommandTablePrinter{out});
-  out << "\n### sweep\n\n| flag | default | valid values | meaning |\n|---|---|---|---|\n";
-  const engine::SweepOptions sweep;
-  engine::SweepOptions::visitSettings(sweep, CommandTablePrinter{out});
+  printTable<engine::EvalSettings>(out, "inference (eval, predict, extract, calibrate, export)");
+  printTable<engine::PredictOptions>(out, "predict");
+  printTable<engine::EvalRequest>(out, "eval");
+  printTable<engine::SweepOptions>(out, "sweep");
+  printTable<engine::ExportOptions>(out, "export");
+  printTable<engine::CalibrationJob>(out, "calibrate");
+  printTable<engine::BenchLoop>(out, "bench train, eval, allreduce");
+  printTable<data::BenchDataOptions>(out, "bench data");
 }
 
 }  // namespace

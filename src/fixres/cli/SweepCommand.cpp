@@ -25,14 +25,19 @@ struct SweepState {
 
 // The table on rank 0, a row as each size is done; the header once the first row is ready (an
 // error before it prints no table). Speed columns when it is measured.
-void printSweepRow(const engine::SweepRow& row, bool finetune, bool speed, bool first) {
+// A crop column when several crop fractions are swept.
+void printSweepRow(const engine::SweepRow& row, bool finetune, bool speed, bool crops, bool first) {
   if (first) {
-    std::printf("%6s %10s", "size", "top1");
+    std::printf("%6s", "size");
+    if (crops) std::printf(" %6s", "crop");
+    std::printf(" %10s", "top1");
     if (finetune) std::printf(" %14s", "top1 finetuned");
     if (speed) std::printf(" %10s %10s", "img/s", "ms/batch");
     std::printf("\n");
   }
-  std::printf("%6d %10.3f", row.size, row.plain.top1);
+  std::printf("%6d", row.size);
+  if (crops) std::printf(" %6.3f", row.cropPct);
+  std::printf(" %10.3f", row.plain.top1);
   if (finetune) std::printf(" %14.3f", row.finetuned.top1);
   if (speed) std::printf(" %10.1f %10.2f", row.imagesPerS, row.latencyMs);
   std::printf("\n");
@@ -41,20 +46,26 @@ void printSweepRow(const engine::SweepRow& row, bool finetune, bool speed, bool 
 
 // The best resolutions and the suggestion, printed by rank 0 before the files are written.
 void printSweepSummary(const engine::SweepOptions& o, const engine::SweepResult& r) {
+  // ", crop 0.95" after a size when several crop fractions are swept.
+  const auto crop = [&o](const engine::SweepRow& row) {
+    char text[32] = "";
+    if (o.cropPcts.size() > 1) std::snprintf(text, sizeof(text), ", crop %g", row.cropPct);
+    return std::string(text);
+  };
   const engine::SweepRow& bp = r.rows[r.bestPlain];
-  std::printf("best test resolution without fine-tuning: %d (top-1 %.3f)\n", bp.size,
-              bp.plain.top1);
+  std::printf("best test resolution without fine-tuning: %d (top-1 %.3f%s)\n", bp.size,
+              bp.plain.top1, crop(bp).c_str());
   if (o.finetune) {
     const engine::SweepRow& bt = r.rows[r.bestFinetuned];
-    std::printf("best test resolution with fine-tuning: %d (top-1 %.3f)\n", bt.size,
-                bt.finetuned.top1);
+    std::printf("best test resolution with fine-tuning: %d (top-1 %.3f%s)\n", bt.size,
+                bt.finetuned.top1, crop(bt).c_str());
   }
   std::printf("apparent-size suggestion (fixres suggest-resolution): %.1f\n", r.suggested);
   if (r.chosen) {
     const engine::SweepRow& c = r.rows[*r.chosen];
     const bool budget = o.maxLatencyMs > 0 || o.minThroughput > 0;
-    std::printf("chosen test resolution%s: %d (top-1 %.3f", budget ? " within the budget" : "",
-                c.size, engine::decidingTop1(c, o.finetune));
+    std::printf("chosen test resolution%s: %d (top-1 %.3f%s", budget ? " within the budget" : "",
+                c.size, engine::decidingTop1(c, o.finetune), crop(c).c_str());
     if (std::isfinite(c.imagesPerS))
       std::printf(", %.1f img/s, %.2f ms/batch", c.imagesPerS, c.latencyMs);
     std::printf(")\n");
@@ -87,7 +98,7 @@ Command addSweepCommand(CLI::App& parent) {
   addShared(*sub, "--train-size", s->sweep.trainSize);
   addSharedFlag(*sub, "--finetune", s->sweep.finetune);
   addSharedFlag(*sub, "--absolute-lr", s->sweep.absoluteLr);
-  engine::SweepOptions::visitSettings(s->sweep, SettingsBinder{*sub, "sweep"});
+  engine::SweepOptions::visitSettings(s->sweep, SettingsBinder{*sub});
   addEvalFlags(*sub, s->eval);
   addShared(*sub, "--seed", s->sweep.seed);
   addShared(*sub, "--out", s->sweep.out);
@@ -104,6 +115,7 @@ Command addSweepCommand(CLI::App& parent) {
                                                models::outputStride(o.model.architectureName()))
                           : engine::parseSizeList(o.sizeList, "--sizes");
             o.eval = s->eval.settings;
+            if (!o.cropList.empty()) o.cropPcts = engine::parseCropList(o.cropList);
             o.numerics = s->eval.numerics;
             FIXRES_CHECK(o.latencyBatches > 0 || (o.maxLatencyMs == 0 && o.minThroughput == 0),
                          UsageError,
@@ -115,7 +127,8 @@ Command addSweepCommand(CLI::App& parent) {
             size_t printed = 0;
             const bool speed = o.latencyBatches > 0;
             auto result = engine::runSweep(o, *rank.comm, rank.run, [&](const engine::SweepRow& r) {
-              if (printing) printSweepRow(r, o.finetune, speed, printed++ == 0);
+              if (printing)
+                printSweepRow(r, o.finetune, speed, o.cropPcts.size() > 1, printed++ == 0);
             });
             if (!printing) return 0;
             printSweepSummary(o, result);

@@ -33,8 +33,7 @@ Command addVersionCommand(CLI::App& parent) {
                       << "collectives " << distributed::collectivesDescription() << "\n"
                       << "cuda " << cudaLine() << "\n"
                       << "images " << image::builtFormats() << "\n"
-                      << "exports fixres torchvision timm timm-hub"
-                      << (engine::onnxExportBuilt() ? " onnx" : "") << "\n"
+                      << "exports fixres torchvision timm timm-hub onnx\n"
 #if FIXRES_WITH_CURL
                       << "downloads libcurl\n"
 #else

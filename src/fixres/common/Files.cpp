@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -160,6 +161,24 @@ void checkOutputFolder(const std::string& path, const std::string& what) {
                " is not a folder");
   FIXRES_CHECK(::access(dir.c_str(), W_OK) == 0, OutputError, "cannot write ", what, " ", path,
                ": folder ", dir, ": ", sysError());
+}
+
+std::vector<std::string> folderEntries(const std::string& dir, std::string* why) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    names.push_back(it->path().filename().string());
+  if (ec) *why = ec.message();
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string entriesText(const std::vector<std::string>& names, size_t shown) {
+  std::string list;
+  for (size_t k = 0; k < names.size() && k < shown; ++k) list += (k ? ", " : "") + names[k];
+  if (names.size() > shown) list += ", ... (" + std::to_string(names.size()) + " entries)";
+  return list;
 }
 
 bool fileExists(const std::string& path) {

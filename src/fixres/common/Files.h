@@ -68,4 +68,11 @@ bool fileExists(const std::string& path);
 // writable: else an OutputError "cannot write <what> <path>: ...". (The write can still fail.)
 void checkOutputFolder(const std::string& path, const std::string& what);
 
+// The names in folder `dir` (not its subfolders), sorted; "" and a reason in *why when it cannot
+// be listed.
+std::vector<std::string> folderEntries(const std::string& dir, std::string* why);
+
+// "a, b, c, ... (7 entries)": the first `shown` names, and how many there are when more.
+std::string entriesText(const std::vector<std::string>& names, size_t shown = 3);
+
 }  // namespace fixres

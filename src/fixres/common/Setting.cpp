@@ -1,6 +1,7 @@
 // Range checks and descriptions of setting rows.
 #include "fixres/common/Setting.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "fixres/common/Error.h"
@@ -50,6 +51,31 @@ std::string Setting::flag() const {
   const std::string names = flags;
   if (names.empty()) return key;
   return names.substr(0, names.find(','));
+}
+
+namespace {
+// Whether comma-separated `list` names `command`.
+bool lists(const char* list, const std::string& command) {
+  const std::string names = list;
+  size_t at = 0;
+  while (at <= names.size()) {
+    const size_t end = std::min(names.find(',', at), names.size());
+    if (names.compare(at, end - at, command) == 0 && end - at == command.size()) return true;
+    at = end + 1;
+  }
+  return false;
+}
+}  // namespace
+
+bool Setting::offeredTo(const std::string& command) const {
+  return flags[0] != '\0' && (commands[0] == '\0' || lists(commands, command));
+}
+
+std::string Setting::helpFor(const std::string& command) const {
+  for (const CommandHelp* h = perCommand; h != nullptr && h->commands != nullptr; ++h) {
+    if (lists(h->commands, command)) return h->help;
+  }
+  return help;
 }
 
 void checkSetting(const Setting& s, double v) {

@@ -57,6 +57,12 @@ enum class SettingRole {
   kInvocation,   // a choice of one invocation: not saved in config.json
 };
 
+// Help a shared row gives some of its commands instead of its own (`Setting::perCommand`).
+struct CommandHelp {
+  const char* commands;  // comma-separated command names ("export,calibrate"; "bench train")
+  const char* help;
+};
+
 struct Setting {
   const char* key;    // config.json key ("" for kInvocation)
   const char* flags;  // CLI11 names, first one canonical: "--weight-path,--resnet-weight-path";
@@ -65,11 +71,19 @@ struct Setting {
   const char* help;
   Range range = {};
   SettingRole role = SettingRole::kCompared;
-  const char* only = "";     // the one subcommand whose flag this is ("train"), or "": all
+  // The commands whose flag this is, comma-separated ("train", "eval,predict", "bench train"),
+  // or "": every command that binds it.
+  const char* commands = "";
   const char* envName = "";  // environment variable that sets the flag, or ""
+  // Help for some commands, ending with {nullptr, nullptr}; nullptr: `help` for all.
+  const CommandHelp* perCommand = nullptr;
 
   // The first of `flags` ("--weight-path"), or the key when there is no flag.
   std::string flag() const;
+  // Whether the row has a flag that command `command` ("predict", "bench train") offers.
+  bool offeredTo(const std::string& command) const;
+  // The help `command` shows: its entry in perCommand, else `help`.
+  std::string helpFor(const std::string& command) const;
   bool saved() const { return role != SettingRole::kInvocation; }
 };
 

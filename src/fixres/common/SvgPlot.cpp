@@ -408,6 +408,10 @@ std::string lineChartSvg(const std::vector<PlotSeries>& input, const PlotOptions
   DenseRange dense = denseRange(d.ys, o.clipLowOutliers ? o.outlierMadFactor : 0);
   if (d.ys.empty()) dense.lo = 0, dense.hi = 1;
 
+  // The right margin holds the legend: its longest name (12 px text after a 38 px key) fits.
+  // (At most 45 % of the width: a longer name is cut rather than the plot squeezed away.)
+  for (const auto& ser : series)
+    f.R = std::min(std::max(f.R, 38 + textWidth(ser.name, 12) + 10), 0.45 * o.width);
   // The label band above the plot depends on the x scale only.
   f.pw = o.width - f.L - f.R;
   f.xt = xTicksFor(d, marks, f.pw, o);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "fixres/common/Setting.h"
 #include "fixres/image/Transform.h"
 
 namespace fixres::data {
@@ -25,6 +26,60 @@ struct BenchDataOptions {
   int raMagnitude = 9;
   int augmixSeverity = 3;
   double randomErase = 0.0;
+  bool cpuTime = false;  // report images per CPU-second of the process
+  bool memory = false;   // also report the resident memory
+
+  // Its own rows (the transform's and the loader's are shared ones).
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    constexpr auto kInvocation = SettingRole::kInvocation;
+    const char* data = "bench data";
+    v(Setting{"", "--kind", "Data", "Transform set", {}, kInvocation, data}, o.kind,
+      image::transformKinds());
+    v(Setting{"", "--seconds", "Options", "Minimum measuring time (whole passes)",
+              Range::reals(0, 86400), kInvocation, data},
+      o.minSeconds);
+    v(Setting{"",
+              "--from-disk",
+              "Data",
+              "Read the files at each access (default: cached in memory)",
+              {},
+              kInvocation,
+              data},
+      o.fromDisk);
+    v(Setting{"",
+              "--cpu-time",
+              "Output",
+              "Report images per CPU-second of the process instead of per wall-clock second",
+              {},
+              kInvocation,
+              data},
+      o.cpuTime);
+    v(Setting{"",
+              "--memory",
+              "Output",
+              "Also print the resident memory (MiB): after the first pass, after the last, peak",
+              {},
+              kInvocation,
+              data},
+      o.memory);
+    v(Setting{"",
+              "--uint8",
+              "Data",
+              "uint8 output (normalisation left to the GPU)",
+              {},
+              kInvocation,
+              data},
+      o.uint8Output);
+    v(Setting{"",
+              "--no-cropped-decode",
+              "Data",
+              "Decode whole JPEGs for RandomResizedCrop instead of the crop region",
+              {},
+              kInvocation,
+              data},
+      o.croppedDecode);
+  }
 };
 
 // Resident memory of the process over a benchmark, in MiB.

@@ -191,10 +191,14 @@ std::string imageIn(const fs::path& folder, const std::string& name) {
   return "";
 }
 
+// The most classes index labels may name when the model's size is not known (--num-classes's
+// limit).
+constexpr int64_t kMaxCsvClasses = 1000000;
+
 }  // namespace
 
 std::shared_ptr<Dataset> openLabelsCsv(const std::string& folder, const std::string& csv,
-                                       std::vector<std::string> classes) {
+                                       std::vector<std::string> classes, int64_t classCount) {
   std::error_code ec;
   FIXRES_CHECK(
       fs::is_directory(folder, ec), DataError, folder,
@@ -224,18 +228,28 @@ std::shared_ptr<Dataset> openLabelsCsv(const std::string& folder, const std::str
   int64_t value = 0;
   const bool numeric = std::all_of(labels.begin(), labels.end(),
                                    [&](const std::string& l) { return wholeNumber(l, &value); });
+  // Index labels name the model's classes: 0 .. classCount - 1 (at most kMaxCsvClasses when the
+  // model's size is not known).
+  const int64_t indexLimit = classCount > 0 ? classCount : kMaxCsvClasses;
   if (classes.empty()) {
     if (numeric) {
       int64_t largest = 0;
-      for (const auto& l : labels) {
-        wholeNumber(l, &value);
+      for (size_t i = 0; i < labels.size(); ++i) {
+        wholeNumber(labels[i], &value);
+        FIXRES_CHECK(value < indexLimit, DataError, csv, ":", lines[i], ": label ", labels[i],
+                     " is not a class of the model (", indexLimit, " classes: 0 .. ",
+                     indexLimit - 1, ")");
         largest = std::max(largest, value);
       }
-      for (int64_t c = 0; c <= largest; ++c) classes.push_back(std::to_string(c));
+      for (int64_t c = 0; c < (classCount > 0 ? classCount : largest + 1); ++c)
+        classes.push_back(std::to_string(c));
     } else {
       classes = labels;
       std::sort(classes.begin(), classes.end());
       classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+      FIXRES_CHECK(classCount <= 0 || static_cast<int64_t>(classes.size()) <= classCount, DataError,
+                   csv, ": ", classes.size(), " distinct labels for a model of ", classCount,
+                   " classes (and no class names to match them to)");
     }
   }
   std::vector<std::string> sorted = classes;

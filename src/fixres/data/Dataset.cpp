@@ -374,6 +374,42 @@ std::shared_ptr<Dataset> openIdx(const std::string& imagesPath, const std::strin
                                       std::move(lab), std::move(classes));
 }
 
+// ---- relabelled -----------------------------------------------------------------------------
+namespace {
+
+class RelabelledDataset : public Dataset {
+ public:
+  RelabelledDataset(std::shared_ptr<const Dataset> base, std::vector<std::string> classes,
+                    std::vector<int64_t> map)
+      : base_(std::move(base)), classes_(std::move(classes)), map_(std::move(map)) {}
+  size_t size() const override { return base_->size(); }
+  int64_t label(size_t i) const override { return map_.at(static_cast<size_t>(base_->label(i))); }
+  const std::vector<std::string>& classes() const override { return classes_; }
+  std::string name(size_t i) const override { return base_->name(i); }
+  RawSample fetch(size_t i) const override { return base_->fetch(i); }
+  std::string source() const override { return base_->source(); }
+  std::vector<size_t> shardSizes() const override { return base_->shardSizes(); }
+
+ private:
+  std::shared_ptr<const Dataset> base_;
+  std::vector<std::string> classes_;
+  std::vector<int64_t> map_;  // base label -> label among classes_
+};
+
+}  // namespace
+
+std::shared_ptr<const Dataset> labelledAs(std::shared_ptr<const Dataset> base,
+                                          const std::vector<std::string>& classes) {
+  if (classes.empty() || base->classes() == classes) return base;
+  std::vector<int64_t> map;
+  for (const auto& c : base->classes()) {
+    const auto it = std::find(classes.begin(), classes.end(), c);
+    if (it == classes.end()) return base;
+    map.push_back(static_cast<int64_t>(it - classes.begin()));
+  }
+  return std::make_shared<RelabelledDataset>(std::move(base), classes, std::move(map));
+}
+
 // ---- in memory -------------------------------------------------------------------------------
 namespace {
 

@@ -74,6 +74,12 @@ std::shared_ptr<Dataset> openDataset(const std::string& root, const FileIndexOpt
 // image folder's every image (openImageFiles), a shard folder's images (any .cls ignored), ...
 std::shared_ptr<Dataset> openUnlabelledImages(const std::string& root);
 
+// `base` labelled by `classes` (a model's class names) when every class of base is one of them
+// by name: a folder holding only some of a model's classes (only `dog` of cat, dog) is scored
+// against the model's indices, not its own. Else (no names, or a class the model lacks) base.
+std::shared_ptr<const Dataset> labelledAs(std::shared_ptr<const Dataset> base,
+                                          const std::vector<std::string>& classes);
+
 // The class names root declares without reading its samples, as its reader says: an image
 // folder's class folders, the classes a shard folder's index names, ...; empty when it declares
 // none (a flat folder of images, shards without an index).
@@ -97,11 +103,12 @@ std::shared_ptr<Dataset> filesDataset(std::string source, std::vector<std::strin
 // ImageId). The label is the field's first word (LOC_val_solution's PredictionString starts with
 // the synset). A first row whose file is not in the folder is a header, skipped. With `classes`
 // given (the weights' names), a label is one of them or an index into them; without, the classes
-// are 0 .. the largest label when every label is a whole number, else the sorted names. Samples
-// keep the file's order. DataError naming csv:line for a missing file, an unknown label or a
-// malformed row.
+// are 0 .. classCount - 1 (the model's classifier size; <= 0: unknown, then 0 .. the largest
+// label, at most 999999) when every label is a whole number, else the sorted names (at most
+// classCount of them). Samples keep the file's order. DataError naming csv:line for a missing
+// file, an unknown label, a label index the model does not have or a malformed row.
 std::shared_ptr<Dataset> openLabelsCsv(const std::string& folder, const std::string& csv,
-                                       std::vector<std::string> classes);
+                                       std::vector<std::string> classes, int64_t classCount = 0);
 
 // A dataset whose file bytes are read once into memory (for benchmarks and small datasets).
 std::shared_ptr<Dataset> cacheInMemory(std::shared_ptr<const Dataset> dataset);

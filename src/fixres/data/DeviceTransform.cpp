@@ -56,7 +56,7 @@ DevicePlan planDeviceSample(const image::TransformOptions& o, int width, int hei
     p.flip = rng.uniform() < 0.5;
     return p;
   }
-  const int resize = image::valResizeSize(o.inputSize);
+  const int resize = image::valResizeSize(o.inputSize, o.cropPct);
   const auto size = o.resizeMode == image::ResizeMode::kFixres
                         ? image::fixresResizeSize(width, height, resize, false)
                         : image::shorterSideResizeSize(width, height, resize);

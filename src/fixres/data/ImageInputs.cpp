@@ -26,6 +26,9 @@ void readListLines(std::istream& in, const fs::path& base, const std::string& li
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
+    FIXRES_CHECK(line.find('\0') == std::string::npos, DataError, "the list ", listName, ": line ",
+                 number,
+                 " holds a NUL byte (a list has one path per line: 'find -print', not -print0)");
     const fs::path p(line);
     out.push_back(p.is_absolute() || base.empty() ? line : (base / p).string());
   }

@@ -12,6 +12,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/image/Codec.h"
 
 namespace fixres::data {
@@ -67,7 +68,7 @@ std::string shardIndexToJson(const ShardIndex& index) {
                            {"sizes", std::move(sizes)},
                            {"extensions", std::move(extensions)}});
   }
-  return j.dump() + "\n";
+  return jsonText(j) + "\n";
 }
 
 namespace {

@@ -148,16 +148,11 @@ bool checkOutDir(const std::string& outDir) {
     FIXRES_CHECK(fs::is_directory(outDir, ec), UsageError, "--out ", outDir,
                  " exists and is not a folder");
     removeStaleWorkFolders(outDir);
-    std::vector<std::string> names;
-    for (fs::directory_iterator it(outDir, ec), end; !ec && it != end; it.increment(ec))
-      names.push_back(it->path().filename().string());
-    FIXRES_CHECK(!ec, UsageError, "--out ", outDir, ": cannot list folder: ", ec.message());
-    std::sort(names.begin(), names.end());
-    std::string list;
-    for (size_t k = 0; k < names.size() && k < 3; ++k) list += (k ? ", " : "") + names[k];
-    if (names.size() > 3) list += ", ... (" + std::to_string(names.size()) + " entries)";
-    FIXRES_CHECK(names.empty(), UsageError, "--out ", outDir, " is not empty: it holds ", list,
-                 " (shards go to a new or empty folder)");
+    std::string why;
+    const auto names = folderEntries(outDir, &why);
+    FIXRES_CHECK(why.empty(), UsageError, "--out ", outDir, ": cannot list folder: ", why);
+    FIXRES_CHECK(names.empty(), UsageError, "--out ", outDir, " is not empty: it holds ",
+                 entriesText(names), " (shards go to a new or empty folder)");
   }
   return existed;
 }

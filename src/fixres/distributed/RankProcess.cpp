@@ -166,8 +166,12 @@ void relayOutput(std::vector<RankProcess>& ranks, int timeoutMs) {
   for (size_t k = 0; k < fds.size(); ++k) {
     if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     RankProcess& c = *owners[k].first;
-    bool isOut = owners[k].second;
-    std::string prefix = "[rank " + std::to_string(c.globalRank) + "] ";
+    const bool isOut = owners[k].second;
+    // Rank 0's standard output is the command's result (predict's CSV, eval's table): passed on
+    // as it is, so that `fixres launch ... predict` writes a valid file; every other stream's
+    // lines say their rank.
+    const std::string prefix =
+        isOut && c.globalRank == 0 ? "" : "[rank " + std::to_string(c.globalRank) + "] ";
     ssize_t n = ::read(fds[k].fd, buf, sizeof(buf));
     if (n > 0) {
       emit(isOut ? STDOUT_FILENO : STDERR_FILENO, prefix, isOut ? c.outBuf : c.errBuf, buf, n,

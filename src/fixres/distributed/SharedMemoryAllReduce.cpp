@@ -274,7 +274,8 @@ class SharedMemoryAllReduce::Impl {
         const int64_t lo = n * r / world_, hi = n * (r + 1) / world_;
         return std::make_pair(lo, hi - lo);
       };
-      const auto [lo, len] = sliceOf(rank_);
+      const auto slice = sliceOf(rank_);
+      const int64_t lo = slice.first, len = slice.second;  // plain names: lambdas capture them
       if (len > 0) {
         auto out = torch::from_blob(data + (begin + lo) * elem, {len}, options);
         auto part = [&](int r) {

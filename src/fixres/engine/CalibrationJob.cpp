@@ -32,6 +32,7 @@ CalibrationResult runCalibration(const CalibrationJob& job, int* size) {
     CardOverrides card;
     card.testSize = model.size();
     card.resizeMode = model.resizeMode;
+    card.testCropPct = model.cropPct;
     exportModel(*built.model, job.layout, exportCard(spec, card), job.out);
   } else {
     exportWeights(*built.model, job.layout, job.out);

@@ -26,6 +26,16 @@ struct CalibrationJob {
   NumericsOptions numerics;
   bool cpu = false;
   ExportLayout layout = ExportLayout::kFixres;
+
+  // Its own rows (the model's, the data's and the evaluation's are shared ones).
+  template <typename Self, typename V>
+  static void visitSettings(Self& j, V&& v) {
+    v(Setting{"", "--max-images", "Data", "Estimate from a random subset of this many images",
+              Range::integers(1, 1099511627776.0).orValue(-1, "every image"),
+              SettingRole::kInvocation, "calibrate"},
+      j.maxImages);
+    v(kExportFormatSetting, j.layout, exportLayouts());
+  }
 };
 
 // UsageError without weights or without a classifier size (the data declares no classes and

@@ -16,16 +16,29 @@ EvalJob::EvalJob(const EvalRequest& request) : request_(request) {
                "eval needs --imnet-path or --dataset-path");
   FIXRES_CHECK(!r.model.spec.weightPath.empty(), UsageError, "eval needs --weight-path");
   model_ = resolveModel(r.model, {224}, r.eval.resizeMode);
-  dataset_ = !r.labelsCsv.empty()
-                 ? data::openLabelsCsv(r.datasetPath, r.labelsCsv, model_.classNames)
-                 : data::openDataset(r.datasetPath.empty() ? r.imnetPath + "/val" : r.datasetPath,
-                                     r.fileIndex);
+  dataset_ =
+      !r.labelsCsv.empty()
+          ? data::openLabelsCsv(r.datasetPath, r.labelsCsv, model_.classNames, model_.classCount())
+          : data::openDataset(r.datasetPath.empty() ? r.imnetPath + "/val" : r.datasetPath,
+                              r.fileIndex);
+  dataset_ = data::labelledAs(dataset_, model_.classNames);
   if (!r.heldOut.empty()) {
-    auto heldOut = data::openDataset(r.heldOut, r.fileIndex);
+    auto heldOut = data::labelledAs(data::openDataset(r.heldOut, r.fileIndex), model_.classNames);
     data::checkSameClasses(*heldOut, *dataset_);
     heldOut_ = heldOut;
   }
 }
+
+namespace {
+// The report's names of `classes` classes (the logits'): the data's (the model's, when it names
+// them), or indices where the data names another number of classes.
+std::vector<std::string> reportClassNames(const std::vector<std::string>& data, size_t classes) {
+  if (data.size() == classes) return data;
+  std::vector<std::string> names;
+  for (size_t c = 0; c < classes; ++c) names.push_back(std::to_string(c));
+  return names;
+}
+}  // namespace
 
 // One size with --report: every image's logits gathered on rank 0, which writes the report into
 // its folder (and keeps it in `kept`); every rank gets the summary.
@@ -55,7 +68,7 @@ EvalResult EvalJob::reportSize(models::Model& model, const EvalOptions& o, int s
     info.weights = model_.spec.weightPath;
     info.dataset = dataset_->source();
     info.inputSize = size;
-    info.classNames = dataset_->classes();
+    info.classNames = reportClassNames(dataset_->classes(), kept->classes.size());
     info.complete = ex.complete;
     info.temperature = fit;
     info.temperatureDataset = heldOutSource;

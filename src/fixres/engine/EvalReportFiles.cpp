@@ -12,6 +12,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/HeatMapSvg.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/common/NumberText.h"
 #include "fixres/common/SvgPlot.h"
 
@@ -226,7 +227,7 @@ void writeReportJson(const std::filesystem::path& base, const ClassReport& r,
   if (!temperature.is_null()) doc["temperature"] = temperature;
   doc["worst_classes"] = worst;
   doc["top_confusions"] = top;
-  writeFileAtomic((base / "report.json").string(), doc.dump(2) + "\n");
+  writeFileAtomic((base / "report.json").string(), jsonText(doc, 2) + "\n");
 }
 
 }  // namespace

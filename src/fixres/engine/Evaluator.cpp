@@ -2,6 +2,7 @@
 #include "fixres/engine/Evaluator.h"
 
 #include <chrono>
+#include <cmath>
 
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
@@ -31,6 +32,7 @@ EvalOptions evalOptions(const EvalSettings& e, int size, const Preprocessing& pr
                         const RunDevice& run, uint64_t seed) {
   EvalOptions o;
   o.transform = transformOptions(image::TransformKind::kVal, size, e.resizeMode, preprocessing);
+  o.transform.cropPct = e.cropPct;
   o.batch = e.batch;
   o.workers = e.workers;
   o.skipBadImages = e.skipBadImages;
@@ -46,6 +48,15 @@ nlohmann::json EvalResult::toJson() const {
   if (!complete) j["complete"] = false;
   return j;
 }
+
+namespace {
+// WeightsError: the model gave logits that are not finite (weights that overflow at this size).
+[[noreturn]] void failNonFinite(const EvalOptions& o, const torch::Tensor& logits) {
+  const int64_t bad = (~torch::isfinite(logits)).any(1).sum().item<int64_t>();
+  FIXRES_FAIL(WeightsError, o.modelSource, ": the model's logits are not finite for ", bad, " of ",
+              logits.size(0), " images at ", o.transform.inputSize, " px (weights that overflow?)");
+}
+}  // namespace
 
 torch::Tensor predictLogits(models::Model& model, const torch::Tensor& images, bool testFlip) {
   auto logits = model->forward(images);
@@ -80,10 +91,12 @@ EvalResult evaluate(models::Model& model, std::shared_ptr<const data::Dataset> d
       AutocastGuard autocast(o.run.device, o.run.numerics.precision);
       logits = predictLogits(model, x, o.testFlip).to(torch::kFloat32);
     }
-    sums.lossSum +=
+    const double loss =
         torch::nn::functional::cross_entropy(
             logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
             .item<double>();
+    if (!std::isfinite(loss) && !o.modelSource.empty()) failNonFinite(o, logits);
+    sums.lossSum += loss;
     sums.top1 += correctInTopK(logits, y, 1);
     sums.top5 += correctInTopK(logits, y, 5);
     sums.count += y.size(0);
@@ -158,6 +171,8 @@ Extraction extract(models::Model& model, std::shared_ptr<const data::Dataset> da
   out.indices = indices.contiguous();
   out.labels = torch::tensor(labels, torch::kLong);
   out.logits = all.narrow(1, 1, classes).to(torch::kFloat32).contiguous();
+  if (!o.modelSource.empty() && !torch::isfinite(out.logits).all().item<bool>())
+    failNonFinite(o, out.logits);
   out.embeddings = all.narrow(1, 1 + classes, dim).to(torch::kFloat32).contiguous();
   return out;
 }

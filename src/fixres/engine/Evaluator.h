@@ -20,12 +20,36 @@ namespace fixres::engine {
 
 // What eval, extract, sweep and the trainer's evaluations share (--resize-mode, --batch,
 // --workers, --test-flip, --skip-bad-images).
+// FixRes's test crop: S of int(S * 256 / 224).
+inline constexpr double kFixresCropPct = 0.875;
+
+// What --crop-pct is to export (the others: the help of its row).
+inline constexpr CommandHelp kCropPctHelp[] = {
+    {"export",
+     "The test crop fraction recorded with the weights (timm's test_crop_pct; default: a model "
+     "folder's, else 0.875)"},
+    {nullptr, nullptr}};
+
 struct EvalSettings {
   image::ResizeMode resizeMode = image::ResizeMode::kFixres;
   int64_t batch = 64;
   int workers = 4;
   bool testFlip = false;  // average the logits of the image and its mirror
   bool skipBadImages = false;
+  // The centre crop's fraction of the resized side (timm's crop_pct); inference commands take a
+  // model folder's test_crop_pct unless --crop-pct is given (ModelRequest).
+  double cropPct = kFixresCropPct;
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& e, V&& v) {
+    v(Setting{"", "--crop-pct", "Data",
+              "Centre crop as a fraction of the resized side: the image is resized to "
+              "floor(S / crop) and S is cut from it, as timm's crop_pct (default: a model "
+              "folder's test_crop_pct, else 0.875, FixRes's 224 of 256)",
+              kCropFractions, SettingRole::kInvocation, "eval,predict,extract,calibrate,export", "",
+              kCropPctHelp},
+      e.cropPct);
+  }
 };
 
 struct EvalOptions {
@@ -40,6 +64,10 @@ struct EvalOptions {
   // Stop at the next batch once a stop signal arrived (StopSignal.h): the result is then of the
   // images evaluated so far (complete = false). Every rank still reduces once: no rank waits.
   bool stopOnSignal = false;
+  // The weights of an inference job (eval, predict, extract), as messages name them: its
+  // non-finite logits are a WeightsError naming them (evaluate: at the first such batch;
+  // extract: after the last). "" (a run's own evaluations): a loss of nan is reported instead.
+  std::string modelSource;
 };
 
 // The val transform at `size` with the model's preprocessing, and the settings.

@@ -14,6 +14,7 @@
 #include "fixres/common/Crc32c.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/ProtoWire.h"
 
 namespace fixres::engine {
 namespace {
@@ -21,54 +22,11 @@ namespace {
 constexpr const char* kFileVersion = "brain.Event:2";
 constexpr int kSessionLogStart = 1;  // SessionLog.SessionStatus.START
 
-// Protocol buffer wire types.
-enum class Wire : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
-
-void putVarint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out += static_cast<char>((v & 0x7F) | 0x80);
-    v >>= 7;
-  }
-  out += static_cast<char>(v);
-}
-
-void putKey(std::string& out, uint32_t field, Wire wire) {
-  putVarint(out, (static_cast<uint64_t>(field) << 3) | static_cast<uint32_t>(wire));
-}
-
-template <typename T>
-void putLittleEndian(std::string& out, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i) out += static_cast<char>((v >> (8 * i)) & 0xFF);
-}
-
-void putDouble(std::string& out, uint32_t field, double v) {
-  uint64_t bits = 0;
-  std::memcpy(&bits, &v, sizeof(bits));
-  putKey(out, field, Wire::kFixed64);
-  putLittleEndian(out, bits);
-}
-
-void putFloat(std::string& out, uint32_t field, float v) {
-  uint32_t bits = 0;
-  std::memcpy(&bits, &v, sizeof(bits));
-  putKey(out, field, Wire::kFixed32);
-  putLittleEndian(out, bits);
-}
-
-void putBytes(std::string& out, uint32_t field, const std::string& bytes) {
-  putKey(out, field, Wire::kLengthDelimited);
-  putVarint(out, bytes.size());
-  out += bytes;
-}
-
 // Event fields 1 (wall_time) and 2 (step), which every event starts with.
-std::string eventHead(double wallTime, int64_t step) {
-  std::string e;
-  putDouble(e, 1, wallTime);
-  if (step != 0) {  // proto3 leaves default values out
-    putKey(e, 2, Wire::kVarint);
-    putVarint(e, static_cast<uint64_t>(step));
-  }
+proto::Bytes eventHead(double wallTime, int64_t step) {
+  proto::Bytes e;
+  proto::doubleField(e, 1, wallTime);
+  if (step != 0) proto::intField(e, 2, step);  // proto3 leaves default values out
   return e;
 }
 
@@ -136,42 +94,39 @@ std::vector<Scalar> EventFile::recordScalars(const nlohmann::json& record) {
 }
 
 std::string EventFile::frameRecord(const std::string& data) {
-  std::string length;
-  putLittleEndian(length, static_cast<uint64_t>(data.size()));
-  std::string out = length;
-  putLittleEndian(out, maskedCrc32c(crc32c(length)));
-  out += data;
-  putLittleEndian(out, maskedCrc32c(crc32c(data)));
-  return out;
+  proto::Bytes length, out;
+  proto::littleEndian(length, static_cast<uint64_t>(data.size()));
+  out.data = length.data;
+  proto::littleEndian(out, maskedCrc32c(crc32c(length.data)));
+  out.data += data;
+  proto::littleEndian(out, maskedCrc32c(crc32c(data)));
+  return out.data;
 }
 
 std::string EventFile::scalarEvent(double wallTime, int64_t step,
                                    const std::vector<Scalar>& scalars) {
-  std::string summary;
-  for (const Scalar& s : scalars) {
-    std::string value;
-    putBytes(value, 1, s.tag);
-    putFloat(value, 2, static_cast<float>(s.value));
-    putBytes(summary, 1, value);
-  }
-  std::string e = eventHead(wallTime, step);
-  putBytes(e, 5, summary);
-  return e;
+  proto::Bytes e = eventHead(wallTime, step);
+  proto::messageField(e, 5, [&](auto& summary) {
+    for (const Scalar& s : scalars)
+      proto::messageField(summary, 1, [&](auto& value) {
+        proto::bytesField(value, 1, s.tag);
+        proto::floatField(value, 2, static_cast<float>(s.value));
+      });
+  });
+  return e.data;
 }
 
 std::string EventFile::versionEvent(double wallTime) {
-  std::string e = eventHead(wallTime, 0);
-  putBytes(e, 3, kFileVersion);
-  return e;
+  proto::Bytes e = eventHead(wallTime, 0);
+  proto::bytesField(e, 3, kFileVersion);
+  return e.data;
 }
 
 std::string EventFile::restartEvent(double wallTime, int64_t step) {
-  std::string sessionLog;
-  putKey(sessionLog, 1, Wire::kVarint);
-  putVarint(sessionLog, kSessionLogStart);
-  std::string e = eventHead(wallTime, step);
-  putBytes(e, 6, sessionLog);
-  return e;
+  proto::Bytes e = eventHead(wallTime, step);
+  proto::messageField(e, 6,
+                      [](auto& sessionLog) { proto::intField(sessionLog, 1, kSessionLogStart); });
+  return e.data;
 }
 
 void EventFile::writeRecord(const std::string& data) {

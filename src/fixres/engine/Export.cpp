@@ -3,10 +3,13 @@
 
 #include <ATen/core/Dict.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/FolderLock.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/engine/OnnxExport.h"
 #include "fixres/models/Family.h"
 #include "fixres/models/SafetensorsFile.h"
@@ -80,14 +83,22 @@ size_t exportTimmHub(models::ModelImpl& model, const ModelCard& card, const std:
   if (fs::exists(status)) {
     FIXRES_CHECK(fs::is_directory(status), UsageError, "--out ", dir,
                  " exists and is not a folder (timm-hub writes a folder: name a new or empty one)");
-    FIXRES_CHECK(fs::is_empty(dir, ec) && !ec, UsageError, "--out ", dir,
-                 " is not empty: timm-hub writes a new or empty folder, and nothing was changed");
+    std::string why;
+    const auto names = folderEntries(dir, &why);
+    FIXRES_CHECK(why.empty(), UsageError, "--out ", dir, ": cannot list folder: ", why);
+    const bool interrupted = std::any_of(names.begin(), names.end(), isAtomicTemporaryName);
+    FIXRES_CHECK(names.empty(), UsageError, "--out ", dir, " is not empty: it holds ",
+                 entriesText(names),
+                 interrupted ? " (a write there was interrupted: remove the folder or its "
+                               "contents and export again)"
+                             : "",
+                 "; timm-hub writes a new or empty folder, and nothing was changed");
   }
   const auto config = timmHubConfig(card, model);  // before any file: its errors write nothing
   makeDirectories(dir);
   const auto sd = models::stateDict(model);
   models::writeSafetensorsFile(dir + "/model.safetensors", sd, {{"format", "pt"}});
-  writeFileAtomic(dir + "/config.json", config.dump(2) + "\n");
+  writeFileAtomic(dir + "/config.json", jsonText(config, 2) + "\n");
   return sd.size();
 }
 

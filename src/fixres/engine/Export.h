@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fixres/common/Choice.h"
+#include "fixres/common/Setting.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/models/Model.h"
 
@@ -13,11 +14,37 @@ namespace fixres::engine {
 
 enum class ExportLayout { kFixres, kTorchvision, kTimm, kTimmHub, kOnnx };
 const ChoiceTable<ExportLayout>& exportLayouts();  // fixres, torchvision, timm, timm-hub, onnx
-// --format's help, for every subcommand that writes weights (export, calibrate).
-inline constexpr const char* kExportLayoutHelp =
+// --format, the row of every command that writes weights (export, calibrate).
+inline constexpr Setting kExportFormatSetting{
+    "",
+    "--format",
+    "Output",
     "Layout written: fixres (the reference's loader), torchvision, timm (state dicts), "
     "timm-hub (a folder: model.safetensors and timm's config.json with the test size), or onnx "
-    "(an ONNX model at the test size with its preprocessing)";
+    "(an ONNX model at the test size with its preprocessing)",
+    {},
+    SettingRole::kInvocation,
+    "export,calibrate"};
+
+// What `fixres export` writes, beyond the model and its test settings: its rows, bound by the
+// command and listed by `fixres settings`.
+struct ExportOptions {
+  ExportLayout format = ExportLayout::kFixres;
+  bool dynamicSize = false;
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    v(kExportFormatSetting, o.format, exportLayouts());
+    v(Setting{"",
+              "--dynamic-size",
+              "Output",
+              "With --format onnx: height and width as dynamic axes (else the test size)",
+              {},
+              SettingRole::kInvocation,
+              "export"},
+      o.dynamicSize);
+  }
+};
 
 // Writes `model`'s parameters and buffers in `layout` to `path` (atomic: OutputError, exit 6, on
 // a write failure, `path` untouched). fixres's names are timm's, and torchvision's for a family

@@ -15,7 +15,11 @@ PredictJob::PredictJob(const PredictRequest& request, std::istream& standardInpu
                "predict needs --weight-path (a weight file, run folder or timm hub folder) or "
                "--pretrained");
   model_ = resolveModel(request.model, {}, request.eval.resizeMode);
-  classes_ = model_.classCount();
+  std::string why;
+  classes_ = model_.classCount(&why);
+  // A state dict without this architecture's classifier: most likely another architecture's.
+  FIXRES_CHECK(classes_ > 0 || why.empty(), WeightsError, spec.weightPath, " does not fit ",
+               spec.architectureName(), ": ", why, "; wrong --architecture?");
   FIXRES_CHECK(classes_ > 0, UsageError, "predict cannot tell the number of classes of ",
                spec.weightPath, ": give --num-classes or --class-names");
   const auto& names = model_.classNames;

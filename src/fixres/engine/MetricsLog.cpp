@@ -9,6 +9,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
 
 namespace fixres::engine {
@@ -34,7 +35,7 @@ MetricsLog::~MetricsLog() {
 }
 
 void MetricsLog::append(const nlohmann::json& record) {
-  const std::string line = record.dump() + "\n";
+  const std::string line = jsonText(record) + "\n";
   // A part of the line that went in before a write failed is cut off: the file keeps whole lines.
   appendWhole(fd_, path_, line, "line");
 }
@@ -51,7 +52,10 @@ std::string MetricsLog::keptRecords(const std::string& text, Position at, size_t
     }
     const std::string line = text.substr(begin, newline - begin);
     begin = newline + 1;
-    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json record;
+    std::string why;
+    if (!parseJsonInput(line, &record, &why))
+      record = nlohmann::json(nlohmann::json::value_t::discarded);
     bool keep = record.is_object();
     if (keep && (record.contains("eval") || record.contains("train")) && record.contains("epoch")) {
       keep = record["epoch"].is_number_integer() && record["epoch"].get<int64_t>() <= at.epochsDone;

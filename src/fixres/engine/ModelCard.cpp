@@ -7,6 +7,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/common/NumberText.h"
 #include "fixres/data/Dataset.h"
 #include "fixres/engine/RunConfig.h"
@@ -23,28 +24,44 @@ nlohmann::json readFolderConfig(const std::string& folder) {
   FIXRES_CHECK(tryReadRegularFile(path, kMaxConfigBytes, "model config", &text, &why), WeightsError,
                "--weight-path ", folder,
                " is a folder but not a model folder (a run folder or a timm hub folder): ", why);
-  try {
-    auto j = nlohmann::json::parse(text);
-    FIXRES_CHECK(j.is_object(), WeightsError, path, ": not a JSON object");
-    return j;
-  } catch (const nlohmann::json::exception& e) {
-    FIXRES_FAIL(WeightsError, path, ": not valid JSON (", e.what(), ")");
-  }
+  nlohmann::json j;
+  FIXRES_CHECK(parseJsonInput(text, &j, &why), WeightsError, path, ": not valid JSON (", why, ")");
+  FIXRES_CHECK(j.is_object(), WeightsError, path, ": not a JSON object");
+  return j;
+}
+
+// A model folder's image size, checked as --input-size checks its value.
+int imageSize(int64_t v, const std::string& where) {
+  FIXRES_CHECK(kImageSizes.contains(static_cast<double>(v)), WeightsError, where, " must be ",
+               kImageSizes.describe(), ", got ", v);
+  return static_cast<int>(v);
 }
 
 // The side of a timm size field: [3, H, W] (square) or an integer.
 int sideOf(const nlohmann::json& v, const std::string& where) {
-  if (v.is_number_integer()) return v.get<int>();
+  if (v.is_number_integer()) return imageSize(v.get<int64_t>(), where);
   FIXRES_CHECK(v.is_array() && v.size() == 3 && v[1].is_number_integer() && v[2] == v[1],
-               WeightsError, where, ": expected [3, S, S], got ", v.dump());
-  return v[1].get<int>();
+               WeightsError, where, ": expected [3, S, S], got ", jsonExcerpt(v));
+  return imageSize(v[1].get<int64_t>(), where);
+}
+
+// A model folder's choice (an interpolation, a resize rule), by the flag's names.
+template <typename E>
+E choiceOf(const nlohmann::json& v, const ChoiceTable<E>& table, const std::string& where) {
+  FIXRES_CHECK(v.is_string(), WeightsError, where, ": expected a name, got ", jsonExcerpt(v));
+  try {
+    return parseChoice(table, v.get<std::string>(), where);
+  } catch (const UsageError& e) {
+    FIXRES_FAIL(WeightsError, e.what());
+  }
 }
 
 std::vector<std::string> stringList(const nlohmann::json& v, const std::string& where) {
-  FIXRES_CHECK(v.is_array(), WeightsError, where, ": expected a list of names, got ", v.dump());
+  FIXRES_CHECK(v.is_array(), WeightsError, where, ": expected a list of names, got ",
+               jsonExcerpt(v));
   std::vector<std::string> out;
   for (const auto& e : v) {
-    FIXRES_CHECK(e.is_string(), WeightsError, where, ": expected names, got ", e.dump());
+    FIXRES_CHECK(e.is_string(), WeightsError, where, ": expected names, got ", jsonExcerpt(e));
     out.push_back(e.get<std::string>());
   }
   return out;
@@ -53,7 +70,7 @@ std::vector<std::string> stringList(const nlohmann::json& v, const std::string& 
 std::vector<float> triple(const nlohmann::json& v, const std::string& where) {
   FIXRES_CHECK(
       v.is_array() && v.size() == 3 && v[0].is_number() && v[1].is_number() && v[2].is_number(),
-      WeightsError, where, ": expected 3 numbers, got ", v.dump());
+      WeightsError, where, ": expected 3 numbers, got ", jsonExcerpt(v));
   return {v[0].get<float>(), v[1].get<float>(), v[2].get<float>()};
 }
 
@@ -74,6 +91,7 @@ ModelCard readRunFolder(const std::string& folder, const nlohmann::json& j) {
   RunConfig cfg;
   try {
     cfg = RunConfig::fromJson(j);
+    cfg.validateValues();  // the ranges its flags check
   } catch (const UsageError& e) {
     FIXRES_FAIL(WeightsError, folder, "/config.json: ", e.what());
   }
@@ -107,7 +125,7 @@ ModelCard readHubFolder(const std::string& folder, const nlohmann::json& top) {
   ModelCard c;
   if (named != nullptr) {
     FIXRES_CHECK(named->is_string() && !named->get<std::string>().empty(), WeightsError, where,
-                 ": fixres.weights must name the weight file, got ", named->dump());
+                 ": fixres.weights must name the weight file, got ", jsonExcerpt(*named));
     std::string file = named->get<std::string>();
     if (file[0] != '/') file = folder + "/" + file;
     c.kind = ModelFolderKind::kTimmHub;
@@ -128,7 +146,7 @@ ModelCard readHubFolder(const std::string& folder, const nlohmann::json& top) {
   const auto number = [&](const nlohmann::json& o, const char* key) -> std::optional<int64_t> {
     if (!o.contains(key)) return std::nullopt;
     FIXRES_CHECK(o[key].is_number_integer() && o[key].get<int64_t>() >= 1, WeightsError, where,
-                 ": ", key, " must be a positive integer, got ", o[key].dump());
+                 ": ", key, " must be a positive integer, got ", jsonExcerpt(o[key]));
     return o[key].get<int64_t>();
   };
   if (auto n = number(top, "num_classes"))
@@ -136,11 +154,13 @@ ModelCard readHubFolder(const std::string& folder, const nlohmann::json& top) {
   else if (auto m = number(p, "num_classes"))
     c.numClasses = *m;
   if (p.contains("input_size")) c.trainSize = sideOf(p["input_size"], where + ": input_size");
-  c.testSize = p.contains("test_input_size") ? sideOf(p["test_input_size"], where) : c.trainSize;
+  c.testSize = p.contains("test_input_size")
+                   ? sideOf(p["test_input_size"], where + ": test_input_size")
+                   : c.trainSize;
   const auto fraction = [&](const char* key, double fallback) {
     if (!p.contains(key)) return fallback;
-    FIXRES_CHECK(p[key].is_number() && p[key].get<double>() > 0 && p[key].get<double>() <= 1,
-                 WeightsError, where, ": ", key, " must be in (0, 1], got ", p[key].dump());
+    FIXRES_CHECK(p[key].is_number() && kCropFractions.contains(p[key].get<double>()), WeightsError,
+                 where, ": ", key, " must be in [0.05, 1], got ", jsonExcerpt(p[key]));
     return p[key].get<double>();
   };
   c.cropPct = fraction("crop_pct", 0.875);
@@ -148,14 +168,12 @@ ModelCard readHubFolder(const std::string& folder, const nlohmann::json& top) {
   if (p.contains("mean")) c.mean = triple(p["mean"], where + ": mean");
   if (p.contains("std")) c.std = triple(p["std"], where + ": std");
   if (p.contains("interpolation"))
-    c.filter = parseChoice(image::interpolations(), p["interpolation"].get<std::string>(),
-                           where + ": interpolation");
+    c.filter = choiceOf(p["interpolation"], image::interpolations(), where + ": interpolation");
   // timm resizes the shorter side; fixres's exports say which rule their numbers were made with.
   c.resizeMode = image::ResizeMode::kShorter;
   if (top.contains("fixres") && top["fixres"].contains("resize_mode"))
-    c.resizeMode =
-        parseChoice(image::resizeModes(), top["fixres"]["resize_mode"].get<std::string>(),
-                    where + ": fixres.resize_mode");
+    c.resizeMode = choiceOf(top["fixres"]["resize_mode"], image::resizeModes(),
+                            where + ": fixres.resize_mode");
   const nlohmann::json* names = top.contains("label_names") ? &top["label_names"]
                                 : p.contains("label_names") ? &p["label_names"]
                                                             : nullptr;
@@ -184,7 +202,7 @@ ModelCard readModelFolder(const std::string& path) {
 std::vector<std::string> readClassNames(const std::string& path) {
   const std::string text = readRegularFile<DataError>(path, 64 << 20, "class names");
   std::vector<std::string> names;
-  size_t start = 0;
+  size_t start = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a UTF-8 byte order mark
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
@@ -216,6 +234,7 @@ ModelCard exportCard(const ModelSpec& spec, const CardOverrides& o) {
   if (card.trainSize == 0) card.trainSize = card.testSize;
   if (o.resizeMode) card.resizeMode = o.resizeMode;
   if (!card.resizeMode) card.resizeMode = image::ResizeMode::kFixres;
+  if (o.testCropPct) card.testCropPct = *o.testCropPct;
   const Preprocessing p = spec.preprocessing();
   card.mean.assign(p.mean.begin(), p.mean.end());
   card.std.assign(p.std.begin(), p.std.end());

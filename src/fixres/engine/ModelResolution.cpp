@@ -30,9 +30,9 @@ std::vector<int> parseSizeList(const std::string& text, const std::string& flag)
   return out;
 }
 
-int64_t ResolvedModel::classCount() const {
+int64_t ResolvedModel::classCount(std::string* why) const {
   if (spec.numClasses > 0) return spec.numClasses;
-  if (const int64_t inFile = classifierSizeIn(spec); inFile > 0) return inFile;
+  if (const int64_t inFile = classifierSizeIn(spec, why); inFile > 0) return inFile;
   return static_cast<int64_t>(classNames.size());
 }
 
@@ -40,7 +40,10 @@ EvalOptions ResolvedModel::evalOptions(const EvalSettings& settings, int size, c
                                        uint64_t seed) const {
   EvalSettings s = settings;
   s.resizeMode = resizeMode;
-  return engine::evalOptions(s, size, preprocessing(), run, seed);
+  s.cropPct = cropPct;
+  EvalOptions o = engine::evalOptions(s, size, preprocessing(), run, seed);
+  o.modelSource = spec.weightPath;
+  return o;
 }
 
 ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& defaultSizes,
@@ -56,6 +59,7 @@ ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& 
   m.resizeMode = request.resizeMode             ? *request.resizeMode
                  : m.card && m.card->resizeMode ? *m.card->resizeMode
                                                 : defaultResize;
+  m.cropPct = request.cropPct ? *request.cropPct : m.card ? m.card->testCropPct : kFixresCropPct;
   if (!request.classNamesFile.empty())
     m.classNames = readClassNames(request.classNamesFile);
   else if (m.card)

@@ -26,6 +26,7 @@ struct ModelRequest {
   ModelSpec spec;                               // the model flags (a folder's card applied)
   std::vector<int> sizes;                       // --input-size as given
   std::optional<image::ResizeMode> resizeMode;  // --resize-mode as given
+  std::optional<double> cropPct;                // --crop-pct as given
   std::string classNamesFile;                   // --class-names
 };
 
@@ -33,6 +34,7 @@ struct ResolvedModel {
   ModelSpec spec;          // built for `sizes` (a dynamic position embedding when they differ)
   std::vector<int> sizes;  // never empty
   image::ResizeMode resizeMode = image::ResizeMode::kFixres;
+  double cropPct = kFixresCropPct;      // --crop-pct, else the folder's test_crop_pct
   std::optional<ModelCard> card;        // the model folder's, when --weight-path names one
   std::vector<std::string> classNames;  // --class-names, else the folder's; empty: unknown
   int size() const { return sizes.front(); }
@@ -42,8 +44,9 @@ struct ResolvedModel {
                           uint64_t seed = 0) const;
   Preprocessing preprocessing() const { return spec.preprocessing(); }
   // The classifier's size: --num-classes, else the weight file's classifier, else the number of
-  // class names; 0 when none of them tells.
-  int64_t classCount() const;
+  // class names; 0 when none of them tells (then `why`, when given, says what the weight file
+  // holds instead of the classifier, if it is a state dict without one).
+  int64_t classCount(std::string* why = nullptr) const;
 };
 
 // The sizes: given, else the folder's test size, else `defaultSizes` (empty: the architecture's

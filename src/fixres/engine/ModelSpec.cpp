@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/Files.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
 #include "fixres/models/Registry.h"
@@ -38,6 +39,11 @@ std::string ModelSpec::architectureName() const {
 
 ModelSpec ModelSpec::forSizes(const std::vector<int>& sizes) const {
   ModelSpec s = *this;
+  const models::ArchInfo a = info();
+  for (int size : sizes)
+    FIXRES_CHECK(size <= 0 || size >= a.minInputSize, UsageError, "--input-size ", size, ": ",
+                 a.name, " takes images of at least ", a.minInputSize,
+                 " px (each downsampling needs 2 px or more)");
   if (!sizes.empty()) s.runSize = sizes.front();
   for (int size : sizes)
     if (size != sizes.front()) s.dynamicImgSize = true;
@@ -122,7 +128,7 @@ BuiltModel buildModel(const ResolvedModel& resolved, int64_t datasetClasses, con
 
 namespace fixres::engine {
 
-int64_t classifierSizeIn(const ModelSpec& spec) {
+int64_t classifierSizeIn(const ModelSpec& spec, std::string* why) {
   const std::string file = localWeightFile(spec);
   if (file.empty()) return 0;
   models::ModelOptions mo;
@@ -143,6 +149,13 @@ int64_t classifierSizeIn(const ModelSpec& spec) {
     auto it = dict.find(key);
     if (it != dict.end() && it->value().isTensor() && it->value().toTensor().dim() == 2)
       return it->value().toTensor().size(0);
+  }
+  if (why != nullptr && dict.size() > 0) {
+    std::vector<std::string> names;
+    for (const auto& e : dict)
+      if (e.key().isString()) names.push_back(e.key().toStringRef());
+    *why = "it holds no " + weight + " (the classifier of " + spec.architectureName() + ") but " +
+           entriesText(names);
   }
   return 0;
 }

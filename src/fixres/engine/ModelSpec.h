@@ -22,6 +22,8 @@ namespace fixres::engine {
 // The sizes a model is fed (--input-size, --sizes, --train-size, a run's sizes): integers in
 // [8, 4096], the one range of every flag and list of them.
 inline constexpr Range kImageSizes = Range::integers(8, 4096);
+// Centre-crop fractions (--crop-pct, a model folder's crop_pct and test_crop_pct).
+inline constexpr Range kCropFractions = Range::reals(0.05, 1);
 
 // The normalisation and resampling filter the weights were trained with.
 struct Preprocessing {
@@ -62,9 +64,8 @@ struct ModelSpec {
     v(Setting{"architecture",
               "--architecture",
               "Model",
-              "Model name (FixRes, torchvision or timm spelling: ResNet50, resnet50, "
-              "IGAM_Resnext101_32x48d, tf_efficientnet_b0, efficientnet_b2, EfficientNet with "
-              "--EfficientNet-models, ...)",
+              "Model name, in FixRes's, torchvision's or timm's spelling (docs/models.md; an "
+              "unknown name is refused with the list of known ones)",
               {},
               SettingRole::kDefinesRun},
       m.architecture);
@@ -86,23 +87,23 @@ struct ModelSpec {
               "Normalisation std R G B (default: the architecture's; ImageNet's)"},
       m.std);
     v(Setting{"drop_rate", "--drop-rate", "Model",
-              "Dropout before the classifier in training (default: the architecture's; "
-              "EfficientNet: the paper's per model, PNASNet: 0)",
+              "Dropout before the classifier in training (default: the architecture's own, "
+              "docs/models.md)",
               Range::reals(0, 0.99).orValue(-1, "the architecture's")},
       m.dropRate);
     v(Setting{"drop_path_rate", "--drop-path-rate", "Model",
-              "Stochastic depth in training, rising linearly to this rate over the blocks "
-              "(EfficientNet; default 0.2)",
+              "Stochastic depth in training, rising linearly to this rate over the blocks, for "
+              "architectures that have it (default: the architecture's own, docs/models.md)",
               Range::reals(0, 0.99).orValue(-1, "the architecture's")},
       m.dropPathRate);
     v(Setting{"img_size", "--img-size", "Model",
-              "Vision transformers: the image size the position embedding is laid out for; the "
+              "With a position embedding: the image size it is laid out for; the "
               "weights' embedding is resampled to it (bicubic) when they load (0: the size the "
               "command runs at)",
-              Range::integers(0, 100000)},
+              kImageSizes.orValue(0, "the size the command runs at")},
       m.imgSize);
     v(Setting{"dynamic_img_size", "--dynamic-img-size", "Model",
-              "Vision transformers: resample the position embedding per input, so that one model "
+              "With a position embedding: resample it per input, so that one model "
               "takes images of any size (timm's dynamic_img_size; sweep and several --input-size "
               "values turn it on)"},
       m.dynamicImgSize);
@@ -159,6 +160,8 @@ std::string localWeightFile(const ModelSpec& spec);
 
 // The number of outputs of the classifier in spec's weight file (its "model" or "state_dict"
 // entry, "module." names too), 0 when there is no file or no such tensor. Reads only the header.
-int64_t classifierSizeIn(const ModelSpec& spec);
+// When the file is a state dict without that tensor, `why` (when given) says so, naming the
+// tensor and the file's first tensors (weights of another architecture, most likely).
+int64_t classifierSizeIn(const ModelSpec& spec, std::string* why = nullptr);
 
 }  // namespace fixres::engine

@@ -10,7 +10,8 @@
 
 namespace fixres::engine {
 
-// loop: LibTorch's own step (parameter by parameter);
+// loop: parameter by parameter, torch.optim's foreach=False arithmetic (LibTorch's own step, but
+//   for AdamW on LibTorch 2.x, whose C++ step still has torch 1.13's arithmetic);
 // foreach: torch.optim's foreach=True arithmetic with the at::_foreach_* kernels (both builds);
 // fused: at::_fused_sgd_ / at::_fused_adamw_ (LibTorch 2.x; RMSprop has no fused kernel and
 //   takes foreach);

@@ -5,6 +5,7 @@
 
 #include "fixres/common/CsvText.h"
 #include "fixres/common/Error.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/common/NumberText.h"
 #include "fixres/image/Decode.h"
 
@@ -77,7 +78,7 @@ std::vector<PredictRow> predict(models::Model& model, std::shared_ptr<const data
 }
 
 std::string formatPredictions(const std::vector<PredictRow>& rows,
-                              const std::vector<std::string>& classNames,
+                              const std::vector<std::string>& classNames, int64_t classCount,
                               const PredictOptions& options) {
   const PredictFormat format = options.format;
   const std::string score = choiceName(scoreKinds(), options.scores);
@@ -86,15 +87,8 @@ std::string formatPredictions(const std::vector<PredictRow>& rows,
   };
   std::string out;
   if (format == PredictFormat::kCsv) {
-    // As many top columns as the longest row (--topk, or fewer classes, or --min-prob's cut).
-    int k = options.topk;
-    bool any = false;
-    for (const auto& r : rows) {
-      if (!r.error.empty()) continue;
-      k = any ? std::max(k, static_cast<int>(r.classes.size()))
-              : static_cast<int>(r.classes.size());
-      any = true;
-    }
+    // min(--topk, classes) top columns, whatever the rows hold (--min-prob's cut, bad images).
+    const int k = static_cast<int>(std::min<int64_t>(options.topk, classCount));
     out = "path";
     for (int j = 1; j <= k; ++j) {
       const std::string t = "top" + std::to_string(j);
@@ -124,11 +118,11 @@ std::string formatPredictions(const std::vector<PredictRow>& rows,
     nlohmann::ordered_json row = {{"path", r.path}, {"predictions", preds}};
     row["error"] = r.error.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.error);
     if (format == PredictFormat::kJsonl)
-      out += row.dump() + "\n";
+      out += jsonText(row) + "\n";
     else
       all.push_back(row);
   }
-  return format == PredictFormat::kJson ? all.dump(2) + "\n" : out;
+  return format == PredictFormat::kJson ? jsonText(all, 2) + "\n" : out;
 }
 
 }  // namespace fixres::engine

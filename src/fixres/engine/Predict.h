@@ -73,12 +73,13 @@ std::vector<PredictRow> predict(models::Model& model, std::shared_ptr<const data
                                 const EvalOptions& options, const PredictOptions& predictOptions,
                                 distributed::Communicator& comm);
 
-// The rows as text. csv: a header `path,top1_index,top1_class,top1_<score>,...,error`, then one
-// line per image (RFC 4180 quoting); json: an array of {"path", "predictions": [{"index",
-// "class", "<score>"}], "error": null or the message}; jsonl: those objects one per line.
-// `classNames` empty: a class is named by its index.
+// The rows as text. csv: a header `path,top1_index,top1_class,top1_<score>,...,error` with
+// min(topk, classCount) column triplets, then one line per image (RFC 4180 quoting); json: an
+// array of {"path", "predictions": [{"index", "class", "<score>"}], "error": null or the
+// message}; jsonl: those objects one per line. `classNames` empty: a class is named by its index.
+// Text that is not UTF-8 (a path, a decoder's message) has its invalid bytes replaced by U+FFFD.
 std::string formatPredictions(const std::vector<PredictRow>& rows,
-                              const std::vector<std::string>& classNames,
+                              const std::vector<std::string>& classNames, int64_t classCount,
                               const PredictOptions& options);
 
 }  // namespace fixres::engine

@@ -5,15 +5,18 @@
 #include <cmath>
 
 #include "fixres/common/Error.h"
+#include "fixres/engine/ModelSpec.h"  // kImageSizes
 
 namespace fixres::engine {
 
 void ProgressiveResize::validate(int epochs) const {
   if (!enabled()) return;
-  FIXRES_CHECK(minRes >= 8 && minRes <= 4096, UsageError,
-               "--min-res must be in [8, 4096] with --max-res, got ", minRes);
-  FIXRES_CHECK(maxRes >= minRes && maxRes <= 4096, UsageError,
-               "--max-res must be in [--min-res, 4096], got ", maxRes, " (--min-res ", minRes, ")");
+  const Range sizes = kImageSizes;
+  FIXRES_CHECK(sizes.contains(minRes), UsageError, "--min-res must be ", sizes.describe(),
+               " with --max-res, got ", minRes);
+  FIXRES_CHECK(maxRes >= minRes && sizes.contains(maxRes), UsageError,
+               "--max-res must be in [--min-res, ", sizes.hi, "], got ", maxRes, " (--min-res ",
+               minRes, ")");
   FIXRES_CHECK(startRamp >= 0, UsageError, "--start-ramp must be >= 0, got ", startRamp);
   FIXRES_CHECK(endRamp > startRamp, UsageError, "--end-ramp must be > --start-ramp (", startRamp,
                "), got ", endRamp);

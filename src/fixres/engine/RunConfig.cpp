@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/JsonInput.h"
 
 namespace fixres::engine {
 namespace {
@@ -43,10 +44,34 @@ struct JsonReader {
   template <typename T>
   void read(const char* key, T& out) {
     if (!in.contains(key) || in.at(key).is_null()) return;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // An integer field takes a number that is an integer of its type's range (a float such as
+      // 4e68 converted unchecked is undefined; 4294967320 would wrap to 24).
+      const nlohmann::json& v = in.at(key);
+      const double lo = static_cast<double>(std::numeric_limits<T>::min());
+      const double end = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;  // 2^bits
+      bool fits = false;
+      if (v.is_number_unsigned())
+        fits = v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+      else if (v.is_number_integer())
+        fits = v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+               v.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max());
+      else if (v.is_number_float())
+        fits = std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()) &&
+               v.get<double>() >= lo && v.get<double>() < end;
+      FIXRES_CHECK(fits || !v.is_number(), UsageError, "config: '", key,
+                   "' must be an integer of at most ", std::numeric_limits<T>::digits,
+                   " bits, got ", jsonExcerpt(v));
+      if (v.is_number_float()) {
+        out = static_cast<T>(v.get<double>());
+        return;
+      }
+    }
     try {
       out = in.at(key).get<T>();
     } catch (const nlohmann::json::exception&) {
-      FIXRES_FAIL(UsageError, "config: '", key, "' has the wrong type (", in.at(key).dump(), ")");
+      FIXRES_FAIL(UsageError, "config: '", key, "' has the wrong type (", jsonExcerpt(in.at(key)),
+                  ")");
     }
   }
   template <typename T>
@@ -120,7 +145,7 @@ std::vector<ConfigChange> resumeChanges(const nlohmann::json& stored, const RunC
     // The shard sampler is the data's (its reader requires it): the config of a run started
     // before the reader said so holds the --sampler that such data never used. Noted only.
     if (key == "sampler" && now.sampler == data::SamplerKind::kShard) definesRun = false;
-    out.push_back({key, before.at(key).dump(), value.dump(), definesRun});
+    out.push_back({key, jsonExcerpt(before.at(key)), jsonExcerpt(value), definesRun});
   }
   return out;
 }

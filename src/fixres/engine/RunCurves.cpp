@@ -7,6 +7,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/SvgPlot.h"
 #include "fixres/engine/MetricsLog.h"
@@ -42,7 +43,9 @@ RunCurves readRunCurves(const std::string& path) {
     const std::string line = text.substr(begin, end - begin);
     begin = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const auto r = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json r;
+    std::string why;
+    if (!parseJsonInput(line, &r, &why)) r = nlohmann::json(nlohmann::json::value_t::discarded);
     if (!r.is_object()) {
       if (!whole && r.is_discarded()) {
         log::warn(path, ":", lineNo, ": an unfinished last line, skipped");

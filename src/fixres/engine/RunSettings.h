@@ -6,6 +6,16 @@
 
 namespace fixres::engine {
 
+// What --input-size is to each command.
+inline constexpr CommandHelp kInputSizeHelp[] = {
+    {"train", "The training resolution in px (with progressive resizing: the evaluations')"},
+    {"finetune", "The test resolution in px, fine-tuned at (default: a model folder's)"},
+    {"eval", "Test resolutions in px, comma-separated (default: a model folder's)"},
+    {"extract,predict,calibrate", "The test resolution in px (default: a model folder's)"},
+    {"export", "The test resolution in px recorded with the weights (default: a model folder's)"},
+    {"bench train,bench eval,bench data", "The input resolution in px"},
+    {nullptr, nullptr}};
+
 template <typename Self, typename V>
 void RunConfig::visitSettings(Self& c, V&& v) {
   constexpr auto kDefines = SettingRole::kDefinesRun;
@@ -17,11 +27,8 @@ void RunConfig::visitSettings(Self& c, V&& v) {
   ModelSpec::visitSettings(c.model, v);
   v(Setting{"train_path", "", "", "The training image folder", {}, kDefines}, c.trainPath);
   v(Setting{"val_path", "", "", "The evaluation image folder"}, c.valPath);
-  v(Setting{"input_size", "--input-size", "Data",
-            "Resolution in px (train: the train size; finetune, eval, extract, predict, export, "
-            "calibrate: the test size, by default a model folder's; eval takes a comma-separated "
-            "list)",
-            size, kDefines},
+  v(Setting{"input_size", "--input-size", "Data", "Resolution in px", size, kDefines, "", "",
+            kInputSizeHelp},
     c.inputSize);
   v(Setting{"eval_size", "--eval-size", "Data", "Evaluation resolution (0: --input-size)",
             size.orValue(0, "--input-size"), kCompared, "finetune"},

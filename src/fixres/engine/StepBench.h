@@ -11,6 +11,30 @@
 
 namespace fixres::engine {
 
+// How many times a benchmark runs what it times: the rows of `fixres bench train`, `bench eval`
+// and `bench allreduce`.
+struct BenchLoop {
+  int steps = 10;  // timed iterations
+  int warmup = 2;  // untimed iterations first
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    constexpr auto kInvocation = SettingRole::kInvocation;
+    static constexpr CommandHelp kStepsHelp[] = {{"bench train", "Timed training steps"},
+                                                 {"bench eval", "Timed batches"},
+                                                 {nullptr, nullptr}};
+    v(Setting{"", "--steps", "Options", "Timed iterations", Range::integers(1, 1000000),
+              kInvocation, "bench train,bench eval", "", kStepsHelp},
+      o.steps);
+    v(Setting{"", "--iters", "Options", "Timed iterations", Range::integers(1, 1000000),
+              kInvocation, "bench allreduce"},
+      o.steps);
+    v(Setting{"", "--warmup", "Options", "Untimed iterations first", Range::integers(0, 1000000),
+              kInvocation, "bench train,bench eval"},
+      o.warmup);
+  }
+};
+
 struct StepTimings {
   double seconds = 0;  // wall time of the timed steps, from a barrier to the barrier after them
   // Each phase of TrainStep::step() summed over the timed steps: begin (buffers from rank 0),

@@ -1,14 +1,17 @@
 // The resolution sweep: evaluations, speed, fine-tuning runs, the best sizes, the choice within a
-// budget, sweep.json, the plots and the chosen model's config.json.
+// budget, sweep.json and the chosen model's config.json (the plots: SweepPlots.cpp).
 #include "fixres/engine/Sweep.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <sstream>
 
 #include "fixres/common/Files.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
-#include "fixres/common/SvgPlot.h"
 #include "fixres/data/Dataset.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
@@ -29,17 +32,13 @@ size_t bestSweepRow(const std::vector<SweepRow>& rows, Top1 top1) {
   return b;
 }
 
-int latencyBatchOf(const SweepOptions& o) {
-  return o.latencyBatch > 0 ? o.latencyBatch : static_cast<int>(o.eval.batch);
-}
-
 // Rank 0 times the model's forward pass at `row.size` (the other ranks wait at a barrier, so
 // that on a shared CPU nothing else runs meanwhile).
 void measureSpeed(const SweepOptions& o, SweepRow& row, models::Model& model,
                   distributed::Communicator& comm, const RunDevice& run) {
   if (o.latencyBatches <= 0) return;
   if (comm.rank() == 0) {
-    const int batch = latencyBatchOf(o);
+    const int batch = o.timedBatch();
     auto x = torch::randn({batch, 3, row.size, row.size}, torch::TensorOptions().device(run.device))
                  .contiguous(run.numerics.channelsLast ? at::MemoryFormat::ChannelsLast
                                                        : at::MemoryFormat::Contiguous);
@@ -50,23 +49,52 @@ void measureSpeed(const SweepOptions& o, SweepRow& row, models::Model& model,
   comm.barrier();
 }
 
-// The row at `size`: the sweep's model evaluated and timed, then with finetune the fine-tuning
-// run there.
-SweepRow sweepRow(const SweepOptions& o, int size, models::Model& model,
-                  const std::shared_ptr<const data::Dataset>& dataset,
-                  distributed::Communicator& comm, const RunDevice& run) {
-  SweepRow row;
-  row.size = size;
-  row.plain =
-      evaluate(model, dataset, evalOptions(o.eval, size, o.model.preprocessing(), run), comm);
-  measureSpeed(o, row, model, comm, run);
-  if (!o.finetune) return row;
+// The evaluation settings of the cell at `cropPct`.
+EvalSettings cellSettings(const SweepOptions& o, double cropPct) {
+  EvalSettings e = o.eval;
+  e.cropPct = cropPct;
+  return e;
+}
+
+// The cells at `size`, one per crop fraction: the sweep's model evaluated at each and timed
+// once (the crop does not change the model's work), then with finetune the size's fine-tuning
+// run, its weights evaluated at each crop (the run's own evaluation where its crop is the cell's).
+std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, models::Model& model,
+                                 const std::shared_ptr<const data::Dataset>& dataset,
+                                 distributed::Communicator& comm, const RunDevice& run) {
+  std::vector<SweepRow> cells;
+  for (double crop : o.cropPcts) {
+    SweepRow row;
+    row.size = size;
+    row.cropPct = crop;
+    const auto e = evalOptions(cellSettings(o, crop), size, o.model.preprocessing(), run);
+    row.plain = evaluate(model, dataset, e, comm);
+    if (cells.empty()) measureSpeed(o, row, model, comm, run);
+    row.imagesPerS = cells.empty() ? row.imagesPerS : cells.front().imagesPerS;
+    row.latencyMs = cells.empty() ? row.latencyMs : cells.front().latencyMs;
+    cells.push_back(row);
+  }
+  if (!o.finetune) return cells;
   const RunConfig c = o.finetuneRun(size);
   const auto lock = lockRunFolder(c.runDir, comm);
   Trainer trainer(c, comm, run);
-  row.finetuned = trainer.run().after;
-  row.finetunedWeights = c.runDir + "/checkpoint.pth";
-  return row;
+  const EvalResult own = trainer.run().after;  // at the run's crop, FixRes's
+  ModelSpec tuned = o.model;
+  tuned.weightPath = c.runDir + "/checkpoint.pth";
+  std::optional<BuiltModel> built;
+  for (SweepRow& row : cells) {
+    row.finetunedWeights = tuned.weightPath;
+    if (row.cropPct == kFixresCropPct) {
+      row.finetuned = own;
+      continue;
+    }
+    if (!built)
+      built = buildModel(resolvedForSizes(tuned, {size}),
+                         static_cast<int64_t>(dataset->classes().size()), run);
+    const auto e = evalOptions(cellSettings(o, row.cropPct), size, tuned.preprocessing(), run);
+    row.finetuned = evaluate(built->model, dataset, e, comm);
+  }
+  return cells;
 }
 
 // The chosen model as a model folder's config.json: its card at the chosen size in timm's hub
@@ -80,6 +108,7 @@ nlohmann::ordered_json chosenModelConfig(const SweepOptions& o, const SweepResul
   CardOverrides overrides;
   overrides.testSize = row.size;
   overrides.resizeMode = o.eval.resizeMode;
+  overrides.testCropPct = row.cropPct;
   ModelCard card = exportCard(spec, overrides);
   if (card.classNames.empty() && static_cast<int64_t>(classes.size()) == spec.numClasses)
     card.classNames = classes;
@@ -87,13 +116,14 @@ nlohmann::ordered_json chosenModelConfig(const SweepOptions& o, const SweepResul
   j["fixres"]["weights"] = r.chosenWeights;
   nlohmann::ordered_json choice;
   choice["size"] = row.size;
+  choice["crop_pct"] = row.cropPct;
   choice["finetuned"] = o.finetune;
   choice["top1"] = decidingTop1(row, o.finetune);
   choice["split"] = o.split;
   if (std::isfinite(row.imagesPerS)) {
     choice["images_per_s"] = row.imagesPerS;
     choice["latency_ms"] = row.latencyMs;
-    choice["latency_batch"] = latencyBatchOf(o);
+    choice["latency_batch"] = o.timedBatch();
   }
   if (o.maxLatencyMs > 0) choice["max_latency_ms"] = o.maxLatencyMs;
   if (o.minThroughput > 0) choice["min_throughput"] = o.minThroughput;
@@ -137,6 +167,28 @@ std::optional<size_t> chooseWithinBudget(const std::vector<SweepRow>& rows, bool
   return best;
 }
 
+std::vector<double> parseCropList(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    double v = NAN;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::logic_error&) {
+    }
+    FIXRES_CHECK(used == item.size() && kCropFractions.contains(v), UsageError,
+                 "--crop-pcts values must be ", kCropFractions.describe(), ", got '", item, "'");
+    FIXRES_CHECK(std::find(out.begin(), out.end(), v) == out.end(), UsageError,
+                 "--crop-pcts lists ", item, " twice");
+    out.push_back(v);
+  }
+  FIXRES_CHECK(!out.empty() && text.back() != ',', UsageError,
+               "--crop-pcts must be a comma-separated list of fractions, got '", text, "'");
+  return out;
+}
+
 RunConfig SweepOptions::finetuneRun(int size) const {
   auto c = RunConfig::forMode(RunMode::kFinetune);
   c.model = model;
@@ -158,8 +210,41 @@ RunConfig SweepOptions::finetuneRun(int size) const {
   return c;
 }
 
+namespace {
+std::string canonicalPath(const std::string& path) {
+  std::error_code ec;
+  const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return ec ? path : p.string();
+}
+
+// UsageError (exit 2) when `out` holds fine-tuning runs of other weights: they would resume, and
+// the sweep report another model's fine-tuned results as this one's.
+void checkSweepFolderWeights(const SweepOptions& o) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(o.out, ec)) return;
+  const std::string mine = canonicalPath(o.model.weightPath);
+  for (const auto& entry : std::filesystem::directory_iterator(o.out, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("finetune_", 0) != 0) continue;
+    std::string text, why;
+    nlohmann::json config;
+    if (!tryReadRegularFile(entry.path().string() + "/config.json", 64 << 20, "run config", &text,
+                            &why) ||
+        !parseJsonInput(text, &config, &why) || !config.is_object() ||
+        !config.contains("weight_path") || !config["weight_path"].is_string())
+      continue;  // not a run of a sweep: left for the run's own checks
+    const std::string theirs = config["weight_path"].get<std::string>();
+    FIXRES_CHECK(canonicalPath(theirs) == mine, UsageError, "--out ", o.out,
+                 " holds a sweep of other weights (", name, " fine-tuned ", theirs,
+                 "; this sweep: ", o.model.weightPath,
+                 "): give another --out, or remove that folder to start clean");
+  }
+}
+}  // namespace
+
 void SweepOptions::validate() const {
   if (finetune) finetuneRun(sizes.front()).validate();
+  checkSweepFolderWeights(*this);
 }
 
 SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, const RunDevice& run,
@@ -174,8 +259,10 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
   SweepResult result;
   result.suggested = suggestResolution(o.trainSize).suggested;
   for (int size : o.sizes) {
-    result.rows.push_back(sweepRow(o, size, model, dataset, comm, run));
-    if (onRow) onRow(result.rows.back());
+    for (SweepRow& row : sweepCells(o, size, model, dataset, comm, run)) {
+      result.rows.push_back(row);
+      if (onRow) onRow(result.rows.back());
+    }
   }
   result.bestPlain = bestSweepRow(result.rows, [](const SweepRow& r) { return r.plain.top1; });
   if (o.finetune)
@@ -202,8 +289,11 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
 nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
   nlohmann::json rows = nlohmann::json::array();
   for (const SweepRow& r : result.rows) {
-    nlohmann::json row = {
-        {"size", r.size}, {"top1", r.plain.top1}, {"top5", r.plain.top5}, {"loss", r.plain.loss}};
+    nlohmann::json row = {{"size", r.size},
+                          {"crop_pct", r.cropPct},
+                          {"top1", r.plain.top1},
+                          {"top5", r.plain.top5},
+                          {"loss", r.plain.loss}};
     if (o.finetune) {
       row["top1_finetuned"] = r.finetuned.top1;
       row["top5_finetuned"] = r.finetuned.top5;
@@ -220,11 +310,16 @@ nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
                         {"split", o.split},
                         {"suggested_size", result.suggested},
                         {"rows", rows},
-                        {"best_plain", result.rows[result.bestPlain].size}};
-  if (o.finetune) doc["best_finetuned"] = result.rows[result.bestFinetuned].size;
+                        {"crop_pcts", o.cropPcts},
+                        {"best_plain", result.rows[result.bestPlain].size},
+                        {"best_plain_crop_pct", result.rows[result.bestPlain].cropPct}};
+  if (o.finetune) {
+    doc["best_finetuned"] = result.rows[result.bestFinetuned].size;
+    doc["best_finetuned_crop_pct"] = result.rows[result.bestFinetuned].cropPct;
+  }
   if (o.latencyBatches > 0) {
     doc["speed"] = {
-        {"latency_batch", latencyBatchOf(o)},
+        {"latency_batch", o.timedBatch()},
         {"timed_batches", o.latencyBatches},
         {"threads", torch::get_num_threads()},
         {"what", "forward pass of the model alone, rank 0, the run's device and numerics"}};
@@ -235,89 +330,11 @@ nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
   doc["budget"] = budget;
   doc["chosen"] =
       result.chosen ? nlohmann::json(result.rows[*result.chosen].size) : nlohmann::json();
-  if (result.chosen) doc["chosen_weights"] = result.chosenWeights;
-  return doc;
-}
-
-std::string sweepSvg(const SweepOptions& o, const SweepResult& result) {
-  std::vector<double> xs, plain, tuned;
-  for (const SweepRow& r : result.rows) {
-    xs.push_back(r.size);
-    plain.push_back(r.plain.top1);
-    tuned.push_back(r.finetuned.top1);
-  }
-  PlotOptions po;
-  po.title = "Top-1 vs test resolution (" + o.split + ")";
-  po.xLabel = "test resolution (px)";
-  po.yLabel = "top-1 (%)";
-  po.xUnit = "px";
-  po.yUnit = "%";
-  char suggested[48];
-  std::snprintf(suggested, sizeof(suggested), "suggested %.1f", result.suggested);
-  po.marks = {{static_cast<double>(o.trainSize), "train " + std::to_string(o.trainSize), "#555555",
-               MarkStyle::kSolid},
-              {result.suggested, suggested, "#2ca02c", MarkStyle::kDotted}};
-  // highlightMax: the best resolution of each curve is ringed and labelled.
-  std::vector<PlotSeries> series{{"no fine-tuning", xs, plain, "#1f77b4", true}};
-  if (o.finetune) series.push_back({"FixRes fine-tuned", xs, tuned, "#d62728", true});
-  return lineChartSvg(series, po);
-}
-
-std::string sweepSpeedSvg(const SweepOptions& o, const SweepResult& result) {
-  std::vector<double> xs, ys, fx, fy;
-  for (const SweepRow& r : result.rows) {
-    xs.push_back(r.imagesPerS);
-    ys.push_back(decidingTop1(r, o.finetune));
-  }
-  std::vector<const SweepRow*> front;
-  for (const SweepRow& r : result.rows)
-    if (r.pareto) front.push_back(&r);
-  std::sort(front.begin(), front.end(),
-            [](const SweepRow* a, const SweepRow* b) { return a->imagesPerS < b->imagesPerS; });
-  for (const SweepRow* r : front) {
-    fx.push_back(r->imagesPerS);
-    fy.push_back(decidingTop1(*r, o.finetune));
-  }
-  PlotOptions po;
-  po.title = std::string("Top-1") + (o.finetune ? " (fine-tuned)" : "") + " vs images/s, batch " +
-             std::to_string(latencyBatchOf(o)) + " (" + o.split + ")";
-  po.xLabel = "images per second (model forward pass)";
-  po.yLabel = "top-1 (%)";
-  po.xUnit = "img/s";
-  po.yUnit = "%";
-  // The budget as a line at its images per second, when it falls on the chart (up to 1.25x the
-  // fastest size); one far off it would squash the sizes into a corner, so the title says it.
-  double fastest = 0;
-  for (double x : xs)
-    if (std::isfinite(x)) fastest = std::max(fastest, x);
-  if (fastest > 0) {  // from 0, so that the gaps between sizes read as ratios
-    po.xMin = 0;
-    po.xMax = 1.3 * fastest;
-  }
-  char label[96];
-  const auto budgetMark = [&](double x, const char* text) {
-    if (x <= 1.25 * fastest) {
-      po.marks.push_back({x, text, "#555555", MarkStyle::kSolid});
-    } else {
-      po.title += std::string("; ") + text + " is off the chart";
-    }
-  };
-  if (o.minThroughput > 0) {
-    std::snprintf(label, sizeof(label), "min %.4g img/s", o.minThroughput);
-    budgetMark(o.minThroughput, label);
-  }
-  if (o.maxLatencyMs > 0) {
-    std::snprintf(label, sizeof(label), "max %.4g ms/batch", o.maxLatencyMs);
-    budgetMark(latencyBatchOf(o) * 1000.0 / o.maxLatencyMs, label);
-  }
   if (result.chosen) {
-    const SweepRow& c = result.rows[*result.chosen];
-    std::snprintf(label, sizeof(label), "chosen %d px", c.size);
-    po.marks.push_back({c.imagesPerS, label, "#2ca02c", MarkStyle::kDotted});
+    doc["chosen_crop_pct"] = result.rows[*result.chosen].cropPct;
+    doc["chosen_weights"] = result.chosenWeights;
   }
-  std::vector<PlotSeries> series{{"sizes", xs, ys, "#1f77b4", false},
-                                 {"Pareto front", fx, fy, "#d62728", false}};
-  return lineChartSvg(series, po);
+  return doc;
 }
 
 void writeSweep(const SweepOptions& o, const SweepResult& result) {
@@ -331,10 +348,11 @@ void writeSweep(const SweepOptions& o, const SweepResult& result) {
       std::filesystem::remove(o.out + "/" + name, ignored);
   };
   writeFileAtomic(o.out + "/sweep.svg", sweepSvg(o, result));
+  writeFileAtomic(o.out + "/sweep_grid.svg", sweepGridSvg(o, result));
   writeOrRemove("sweep_speed.svg", o.latencyBatches > 0, [&] { return sweepSpeedSvg(o, result); });
   writeOrRemove("config.json", !result.modelConfig.empty(),
-                [&] { return result.modelConfig.dump(2) + "\n"; });
-  writeFileAtomic(o.out + "/sweep.json", sweepJson(o, result).dump(2) + "\n");
+                [&] { return jsonText(result.modelConfig, 2) + "\n"; });
+  writeFileAtomic(o.out + "/sweep.json", jsonText(sweepJson(o, result), 2) + "\n");
 }
 
 }  // namespace fixres::engine

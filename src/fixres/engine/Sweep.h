@@ -32,6 +32,11 @@ struct SweepOptions {
   std::string imnetPath;     // holds `split` and, for fine-tuning, train/
   std::string split = "holdout";
   std::vector<int> sizes;  // the test resolutions, in order (at least one)
+  // The test crop fractions, in order (at least one): every size is scored at each (a cell).
+  // A size's fine-tuning run is shared by its cells: it fits the classifier and BatchNorm at the
+  // size with the train transform, which no crop fraction enters; its weights are then scored
+  // at each crop.
+  std::vector<double> cropPcts{kFixresCropPct};
   int trainSize = 224;
   bool finetune = false;
   int finetuneEpochs = 1;
@@ -49,6 +54,7 @@ struct SweepOptions {
   double maxLatencyMs = 0;
   double minThroughput = 0;
   std::string sizeList;  // --sizes as given ("": the default sizes), parsed into `sizes`
+  std::string cropList;  // --crop-pcts as given ("": 0.875), parsed into `cropPcts`
 
   // sweep's own flags, one row each (common/Setting.h).
   template <typename Self, typename V>
@@ -68,6 +74,15 @@ struct SweepOptions {
               "from 0.6x to 1.8x the train size, and the train size)",
               kImageSizes, kInvocation, "sweep"},
       o.sizeList);
+    v(Setting{"",
+              "--crop-pcts",
+              "Sweep",
+              "Test crop fractions, comma-separated (each in [0.05, 1], as --crop-pct): every "
+              "size is scored at each, fine-tuned once per size (default: 0.875, FixRes's)",
+              {},
+              kInvocation,
+              "sweep"},
+      o.cropList);
     v(Setting{"", "--finetune-epochs", "Sweep", "Fine-tuning epochs per resolution",
               Range::integers(1, 100000), kInvocation, "sweep"},
       o.finetuneEpochs);
@@ -98,6 +113,8 @@ struct SweepOptions {
       o.minThroughput);
   }
 
+  // Images per timed forward pass: latencyBatch, else the evaluation batch.
+  int timedBatch() const { return latencyBatch > 0 ? latencyBatch : static_cast<int>(eval.batch); }
   // The fine-tuning run at `size`, in out/finetune_<size>.
   RunConfig finetuneRun(int size) const;
   // With finetune: everything a fine-tuning run needs (RunConfig::validate), checked before the
@@ -105,8 +122,13 @@ struct SweepOptions {
   void validate() const;
 };
 
+// "0.875,1.0": fractions in kCropFractions; UsageError naming --crop-pcts otherwise.
+std::vector<double> parseCropList(const std::string& text);
+
+// One cell of the sweep: a size at a crop fraction.
 struct SweepRow {
   int size = 0;
+  double cropPct = kFixresCropPct;
   EvalResult plain;              // without fine-tuning
   EvalResult finetuned;          // with finetune: after the fine-tuning run at this size
   std::string finetunedWeights;  // with finetune: that run's checkpoint
@@ -116,7 +138,7 @@ struct SweepRow {
 };
 
 struct SweepResult {
-  std::vector<SweepRow> rows;  // one per size, in order
+  std::vector<SweepRow> rows;  // one per size and crop fraction: sizes in order, crops within
   double suggested = 0;        // the apparent-size suggestion for the train size
   size_t bestPlain = 0;        // index into rows of the best top-1 without fine-tuning
   size_t bestFinetuned = 0;    // with finetune: the same after fine-tuning
@@ -156,9 +178,12 @@ SweepResult runSweep(const SweepOptions& options, distributed::Communicator& com
 nlohmann::json sweepJson(const SweepOptions& options, const SweepResult& result);
 std::string sweepSvg(const SweepOptions& options, const SweepResult& result);
 std::string sweepSpeedSvg(const SweepOptions& options, const SweepResult& result);
-// Writes options.out/sweep.svg, sweep_speed.svg (when speed was measured), config.json (when a
-// size was chosen), then sweep.json (each atomically); an earlier sweep's sweep_speed.svg or
-// config.json that this one does not write is removed.
+// sweep_grid.svg: top-1 over size (columns) x crop fraction (rows), a panel without and one with
+// fine-tuning, the chosen cell marked, cells outside the budget hatched (common/GridSvg.h).
+std::string sweepGridSvg(const SweepOptions& options, const SweepResult& result);
+// Writes options.out/sweep.svg, sweep_grid.svg, sweep_speed.svg (when speed was measured),
+// config.json (when a size was chosen), then sweep.json (each atomically); an earlier sweep's
+// sweep_speed.svg or config.json that this one does not write is removed.
 void writeSweep(const SweepOptions& options, const SweepResult& result);
 
 }  // namespace fixres::engine

@@ -143,11 +143,10 @@ struct StepOptions {
     v(Setting{"finetune_scope",
               "--finetune-scope",
               g,
-              "What learns when fine-tuning at the test resolution: recipe (the family's FixRes "
-              "recipe: CNNs the classifier and last BatchNorm, ViTs head-pos, ConvNeXts head), "
-              "head (classifier and the norm before it), head-pos (also a ViT's position "
-              "embedding), all (every parameter, the learning rate decaying per layer by "
-              "--layer-decay)",
+              "What learns when fine-tuning at the test resolution: recipe (the architecture's "
+              "FixRes recipe, docs/models.md), head (classifier and the norm before it), "
+              "head-pos (also the position embedding), all (every parameter, the learning rate "
+              "decaying per layer by --layer-decay)",
               {},
               SettingRole::kCompared,
               "finetune"},

@@ -10,6 +10,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/DatasetReader.h"
@@ -105,7 +106,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
 
   state_.seed = cfg_.seed;
   state_.scheduleKind = choiceName(scheduleKinds(), cfg_.schedule.kind);
-  state_.configJson = cfg_.toJson().dump();
+  state_.configJson = jsonText(cfg_.toJson());
 }
 
 RunSummary Trainer::run() {

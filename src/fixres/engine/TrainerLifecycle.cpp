@@ -10,6 +10,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 
@@ -37,7 +38,7 @@ bool Trainer::resume() {
       ema_.get());
   if (!resumed) return false;
   state_ = *resumed;
-  state_.configJson = cfg_.toJson().dump();
+  state_.configJson = jsonText(cfg_.toJson());
   log::info("resumed from ", cfg_.runDir, " at epoch ", state_.epoch, ", iteration ",
             state_.iteration, " (step ", state_.globalStep, ")");
   return true;
@@ -46,8 +47,10 @@ bool Trainer::resume() {
 void Trainer::checkResumable(const CheckpointState& stored) const {
   std::vector<ConfigChange> changes;
   if (!stored.configJson.empty()) {
-    const auto json = nlohmann::json::parse(stored.configJson, nullptr, false);
-    FIXRES_CHECK(json.is_object(), WeightsError, "the checkpoint's config is not a JSON object");
+    nlohmann::json json;
+    std::string why;
+    FIXRES_CHECK(parseJsonInput(stored.configJson, &json, &why) && json.is_object(), WeightsError,
+                 "the checkpoint's config is not a JSON object", why.empty() ? "" : ": " + why);
     changes = resumeChanges(json, cfg_);
   }
   // Another number of processes changes the sharding and the scaled learning rate, but resuming
@@ -76,7 +79,7 @@ void Trainer::startRunFolder(bool resumed) {
     // them back for predict and export; the settings' reader ignores the key).
     auto config = cfg_.toJson();
     config["class_names"] = train_->classes();
-    writeFileAtomic(cfg_.runDir + "/config.json", config.dump(2) + "\n");
+    writeFileAtomic(cfg_.runDir + "/config.json", jsonText(config, 2) + "\n");
     std::optional<MetricsLog::Position> at;
     if (resumed) at = MetricsLog::Position{state_.globalStep, state_.epoch};
     metrics_ = std::make_unique<MetricsLog>(cfg_.runDir + "/metrics.jsonl", at);

@@ -1,8 +1,10 @@
-// BMP decoding (BmpReader.h): stb_image, with Pillow's 16-bit unpackers and truncation check.
+// BMP decoding (BmpReader.h): stb_image, with Pillow's 16-bit unpackers and truncation check;
+// run-length encoded files by BmpRle.h.
 #include "fixres/image/BmpReader.h"
 
 #include <cstring>
 
+#include "fixres/image/BmpRle.h"
 #include "fixres/image/Codec.h"
 
 #if FIXRES_WITH_BMP
@@ -87,6 +89,7 @@ bool bmp16(const uint8_t* d, size_t n, int width, int height, uint8_t* out) {
 }  // namespace
 
 std::string bmpSize(const uint8_t* d, size_t n, int* w, int* h) {
+  if (isRleBmp(d, n)) return rleBmpSize(d, n, w, h);  // stb_image has no RLE decoder
   int comp = 0;
   if (n > size_t(INT32_MAX) || !stbi_info_from_memory(d, int(n), w, h, &comp)) {
     return std::string("cannot read the BMP header (") + stbi_failure_reason() + ")";
@@ -96,6 +99,7 @@ std::string bmpSize(const uint8_t* d, size_t n, int* w, int* h) {
 }
 
 std::string bmpDecode(const uint8_t* d, size_t n, int width, int height, uint8_t* out) {
+  if (isRleBmp(d, n)) return rleBmpDecode(d, n, width, height, out);
   if (std::string error = bmpCheckLength(d, n); !error.empty()) return error;
   if (bmp16(d, n, width, height, out)) return {};
   int w = 0, h = 0, comp = 0;

@@ -430,6 +430,8 @@ std::vector<uint8_t> readFile(const std::string& path) {
                ": cannot read file: ", std::strerror(errno));
   FIXRES_CHECK(S_ISREG(st.st_mode), DataError, path,
                ": not a regular file (a folder, FIFO, socket or device)");
+  FIXRES_CHECK(uint64_t(st.st_size) <= kMaxImageFileBytes, DataError, path, ": ", st.st_size,
+               " bytes, more than an image file may have (", kMaxImageFileBytes >> 20, " MiB)");
   std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
   size_t done = 0;
   while (done < bytes.size()) {

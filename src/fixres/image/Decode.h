@@ -64,7 +64,12 @@ class Decoder {
 const Codec& jpegCodec();
 const Codec& pngCodec();
 
-// Whole-file helpers. DataError naming the path on any failure.
+// The largest image file read: 1 GiB, an uncompressed 16-bit RGB image at the pixel limit
+// (178956970 x 6 bytes). A larger file is a bad image, refused before it is read.
+constexpr uint64_t kMaxImageFileBytes = uint64_t(1) << 30;
+
+// Whole-file helpers. DataError naming the path on any failure (a file larger than
+// kMaxImageFileBytes among them).
 std::vector<uint8_t> readFile(const std::string& path);
 Image decodeImage(const uint8_t* data, size_t size, const std::string& name,
                   const DecodeOptions& options = {});

@@ -90,6 +90,9 @@ struct Tiff {
   }
 };
 
+// Working memory a TIFF may declare beyond 8 times its RGB size (tiles larger than a small image).
+constexpr uint64_t kTiffSlackBytes = uint64_t(64) << 20;
+
 // The samples of every row, contiguous (chunky) layout, from strips or tiles.
 std::string tiffReadRows(Tiff& t, int width, int height, std::vector<uint8_t>& rows,
                          size_t* rowBytes) {
@@ -133,6 +136,21 @@ std::string tiffReadRows(Tiff& t, int width, int height, std::vector<uint8_t>& r
   return {};
 }
 
+// "" when the samples `tif` declares (rows, or one tile, of `spp` samples per pixel), read into
+// memory before they become RGB, take at most 8 times the RGB image (plus kTiffSlackBytes): so
+// the pixel limit bounds them too (a 1 KB file declaring 32768x32768 tiles, or a 1000x1000 image
+// of 1000 samples per pixel, would take gigabytes); else why not.
+std::string declaredTooLarge(TIFF* tif, int width, int height, unsigned spp) {
+  const uint64_t rgbBytes = uint64_t(width) * uint64_t(height) * 3;
+  const uint64_t tile = TIFFIsTiled(tif) ? TIFFTileSize64(tif) : 0;
+  const uint64_t declared = TIFFScanlineSize64(tif) * uint64_t(height) + tile;
+  if (declared <= 8 * rgbBytes + kTiffSlackBytes) return {};
+  return "the TIFF declares " + std::to_string(declared) + " bytes of samples for a " +
+         std::to_string(width) + "x" + std::to_string(height) + " image (" + std::to_string(spp) +
+         " samples per pixel" + (tile > 0 ? ", tiles of " + std::to_string(tile) + " bytes" : "") +
+         "): more than 8 times its RGB size";
+}
+
 // Sample `x` of a row of `bits`-bit samples (1, 2, 4, 8; MSB first, as libtiff hands them out).
 inline unsigned sampleAt(const uint8_t* row, size_t x, int bits) {
   if (bits == 8) return row[x];
@@ -156,7 +174,38 @@ std::string tiffSize(const uint8_t* d, size_t n, int* w, int* h) {
   return {};
 }
 
+// Whether the first directory, as written, declares a palette image (Photometric 3) without a
+// ColorMap (tag 320). libtiff then reads the samples as gray levels; Pillow, which reads the tags
+// itself, refuses the file, and so does fixres. Classic and BigTIFF, either byte order.
+bool paletteWithoutColorMap(const uint8_t* d, size_t n) {
+  if (n < 16 || !((d[0] == 'I' && d[1] == 'I') || (d[0] == 'M' && d[1] == 'M'))) return false;
+  const bool little = d[0] == 'I';
+  auto un = [&](size_t at, int bytes) {
+    uint64_t v = 0;
+    for (int k = 0; k < bytes; ++k) v |= uint64_t(d[at + (little ? k : bytes - 1 - k)]) << (8 * k);
+    return v;
+  };
+  const bool big = un(2, 2) == 43;
+  // The directory's offset, its entry count and entry sizes.
+  const int offsetBytes = big ? 8 : 4, countBytes = big ? 8 : 2, entryBytes = big ? 20 : 12;
+  const uint64_t ifd = un(big ? 8 : 4, offsetBytes);
+  if (ifd > n || n - ifd < uint64_t(countBytes)) return false;
+  const uint64_t count = un(size_t(ifd), countBytes);
+  bool palette = false, colorMap = false;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t at = ifd + countBytes + i * entryBytes;
+    if (at > n || n - at < uint64_t(entryBytes)) break;
+    const uint64_t tag = un(size_t(at), 2), type = un(size_t(at) + 2, 2);
+    // tag, type, count (4 or 8 bytes), then the value, left-justified in its field
+    const size_t value = size_t(at) + (big ? 12 : 8);
+    if (tag == 262) palette = un(value, type == 4 ? 4 : 2) == 3;
+    if (tag == 320) colorMap = true;
+  }
+  return palette && !colorMap;
+}
+
 std::string tiffDecode(const uint8_t* d, size_t n, int width, int height, uint8_t* out) {
+  if (paletteWithoutColorMap(d, n)) return "the palette TIFF image has no colour map";
   Tiff t(d, n);
   if (!t.tif) return t.failure("cannot read the TIFF header");
   TIFF* tif = t.tif;
@@ -173,6 +222,7 @@ std::string tiffDecode(const uint8_t* d, size_t n, int width, int height, uint8_
     TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);
     photometric = PHOTOMETRIC_RGB;
   }
+  if (std::string why = declaredTooLarge(tif, width, height, spp); !why.empty()) return why;
   const bool gray = photometric == PHOTOMETRIC_MINISBLACK || photometric == PHOTOMETRIC_MINISWHITE;
   const bool palette = photometric == PHOTOMETRIC_PALETTE;
   const bool rgb = photometric == PHOTOMETRIC_RGB && spp >= 3;

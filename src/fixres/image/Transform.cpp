@@ -52,23 +52,27 @@ ResizeMode parseResizeMode(const std::string& name) {
   return parseChoice(resizeModes(), name, "--resize-mode");
 }
 
-int valResizeSize(int inputSize) {
-  return static_cast<int>((256.0 / 224.0) * inputSize);
+int valResizeSize(int inputSize, double cropPct) {
+  return static_cast<int>(std::floor(static_cast<double>(inputSize) / cropPct));
 }
 
+namespace {
+// Python's int(size * a / b) (integer product, then true division), at least 1: an image more
+// than `size` times as long as it is wide keeps one pixel across (the reference's PIL resize
+// refuses a side of 0 and ends the job).
+int scaledSide(int size, int a, int b) {
+  return std::max(1, static_cast<int>(static_cast<double>(int64_t(size) * a) / b));
+}
+}  // namespace
+
 std::array<int, 2> fixresResizeSize(int width, int height, int size, bool largest) {
-  // Python: int(size * w / h), integer product then true division.
-  if (height < width && largest) {
-    return {size, static_cast<int>(static_cast<double>(int64_t(size) * height) / width)};
-  }
-  return {static_cast<int>(static_cast<double>(int64_t(size) * width) / height), size};
+  if (height < width && largest) return {size, scaledSide(size, height, width)};
+  return {scaledSide(size, width, height), size};
 }
 
 std::array<int, 2> shorterSideResizeSize(int width, int height, int size) {
-  if (width <= height) {
-    return {size, static_cast<int>(static_cast<double>(int64_t(size) * height) / width)};
-  }
-  return {static_cast<int>(static_cast<double>(int64_t(size) * width) / height), size};
+  if (width <= height) return {size, scaledSide(size, height, width)};
+  return {scaledSide(size, width, height), size};
 }
 
 Rect sampleResizedCrop(int width, int height, Rng& rng, double scaleMin, double scaleMax,
@@ -224,8 +228,8 @@ TransformedImage Transform::run(Source& src, uint64_t seed) const {
   TransformedImage out;
   auto testResize = [&](int w, int h) {
     return options_.resizeMode == ResizeMode::kFixres
-               ? fixresResizeSize(w, h, valResizeSize(s), false)
-               : shorterSideResizeSize(w, h, valResizeSize(s));
+               ? fixresResizeSize(w, h, valResizeSize(s, options_.cropPct), false)
+               : shorterSideResizeSize(w, h, valResizeSize(s, options_.cropPct));
   };
   switch (kind) {
     case TransformKind::kTorch:

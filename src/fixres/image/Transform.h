@@ -28,6 +28,10 @@ enum class ResizeMode { kFixres, kShorter };
 struct TransformOptions {
   TransformKind kind = TransformKind::kVal;
   int inputSize = 224;  // S: output side (train crop or test resolution)
+  // The val transforms' centre crop as a fraction of the resized side: S is cut from
+  // floor(S / cropPct) (timm's crop_pct). 0.875 is FixRes's int((256 / 224) * S), equal for every
+  // S.
+  double cropPct = 0.875;
   ResizeMode resizeMode = ResizeMode::kFixres;
   std::array<float, 3> mean{0.485f, 0.456f, 0.406f};
   std::array<float, 3> std{0.229f, 0.224f, 0.225f};
@@ -58,10 +62,13 @@ TransformKind parseTransformKind(const std::string& name);
 std::string transformKindName(TransformKind kind);
 ResizeMode parseResizeMode(const std::string& name);
 
-// int((256 / 224) * S) in double precision, as the reference: 224 -> 256, 384 -> 438.
-int valResizeSize(int inputSize);
+// The side the val transforms resize to before their centre crop of S: floor(S / cropPct), as
+// timm's transforms_factory (scale_size). At 0.875 it equals the reference's int((256 / 224) * S)
+// for every S up to 4999 (224 -> 256, 384 -> 438).
+int valResizeSize(int inputSize, double cropPct = 0.875);
 // FixRes Resize target (width, height): largest=false: (int(size * w / h), size); largest=true
-// and landscape (h < w): (size, int(size * h / w)).
+// and landscape (h < w): (size, int(size * h / w)). A side that would be 0 (an image more than
+// `size` times taller than wide) is 1, where the reference's PIL resize fails.
 std::array<int, 2> fixresResizeSize(int width, int height, int size, bool largest);
 // torchvision Resize(size) for an int size: the shorter side becomes size.
 std::array<int, 2> shorterSideResizeSize(int width, int height, int size);

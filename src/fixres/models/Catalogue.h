@@ -1,5 +1,6 @@
 // The catalogue of published weight files that --pretrained NAME names: FixRes's own (its README
-// and hubconf.py) and timm's TensorFlow-ported EfficientNets (timm's default_cfgs).
+// and hubconf.py) and timm's TensorFlow-ported EfficientNets (timm's default_cfgs), each listed by
+// its architecture's family (models/Family.h).
 #pragma once
 
 #include <string>
@@ -23,7 +24,18 @@ struct PublishedWeights {
   std::string source;              // where the entry comes from
 };
 
-// Every entry, in `fixres weights list` order.
+// A row of FixRes's README table (the v2 files are those of its hubconf.py): a file of its
+// release folder. No checksums are published for them.
+PublishedWeights fixresRelease(const char* name, const char* architecture, const char* file,
+                               int trainSize, int testSize, double top1,
+                               bool halfNormalization = false);
+// A timm default_cfgs entry (`tag`): its GitHub release file, trained and evaluated at `size`,
+// with timm's bicubic resize; the hash prefix of the file name is the start of its SHA-256.
+PublishedWeights timmRelease(const char* name, const std::string& architecture, const char* owner,
+                             const char* file, int size, bool halfNormalization, const char* tag);
+
+// Every family's entries (ArchitectureFamily::published), family by family: `fixres weights
+// list`'s order.
 const std::vector<PublishedWeights>& catalogue();
 
 // The entry named `name`; UsageError listing the known names for any other.

@@ -51,6 +51,9 @@ std::optional<ArchInfo> findConvNeXt(const std::string& name) {
   ArchInfo info;
   info.name = e->name;
   info.outputStride = static_cast<int>(e->stemPatch * 8);
+  // The stem and the downsampling layers are unpadded strided convolutions: every one needs an
+  // input at least as large as its kernel, so the image at least the total stride.
+  info.minInputSize = info.outputStride;
   info.bicubic = true;
   if (e->stemPatch == 4) {
     info.testSize = 288;

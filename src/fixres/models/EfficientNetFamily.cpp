@@ -208,6 +208,80 @@ void enAdoptTorchvision(ModelImpl& model) {
     }
 }
 
+// A timm release of tf_efficientnet_<variant>.
+PublishedWeights timm(const char* name, const char* variant, const char* owner, const char* file,
+                      int size, bool halfNormalization, const char* tag) {
+  return timmRelease(name, std::string("tf_efficientnet_") + variant, owner, file, size,
+                     halfNormalization, tag);
+}
+
+std::vector<PublishedWeights> efficientNetPublished() {
+  return {
+      // timm: https://github.com/huggingface/pytorch-image-models, timm/models/efficientnet.py
+      // default_cfgs (AutoAugment, AdvProp, Noisy Student, RandAugment weights).
+      timm("tf_efficientnet_b0_aa", "b0", "rwightman", "tf_efficientnet_b0_aa-827b6e33.pth", 224,
+           false, "tf_efficientnet_b0.aa_in1k"),
+      timm("tf_efficientnet_b1_aa", "b1", "rwightman", "tf_efficientnet_b1_aa-ea7a6ee0.pth", 240,
+           false, "tf_efficientnet_b1.aa_in1k"),
+      timm("tf_efficientnet_b2_aa", "b2", "rwightman", "tf_efficientnet_b2_aa-60c94f97.pth", 260,
+           false, "tf_efficientnet_b2.aa_in1k"),
+      timm("tf_efficientnet_b3_aa", "b3", "rwightman", "tf_efficientnet_b3_aa-84b4657e.pth", 300,
+           false, "tf_efficientnet_b3.aa_in1k"),
+      timm("tf_efficientnet_b4_aa", "b4", "rwightman", "tf_efficientnet_b4_aa-818f208c.pth", 380,
+           false, "tf_efficientnet_b4.aa_in1k"),
+      timm("tf_efficientnet_b5_aa", "b5", "huggingface", "tf_efficientnet_b5_aa-99018a74.pth", 456,
+           false, "tf_efficientnet_b5.aa_in1k"),
+      timm("tf_efficientnet_b6_aa", "b6", "rwightman", "tf_efficientnet_b6_aa-80ba17e4.pth", 528,
+           false, "tf_efficientnet_b6.aa_in1k"),
+      timm("tf_efficientnet_b7_aa", "b7", "huggingface", "tf_efficientnet_b7_aa-076e3472.pth", 600,
+           false, "tf_efficientnet_b7.aa_in1k"),
+      timm("tf_efficientnet_b0_ap", "b0", "rwightman", "tf_efficientnet_b0_ap-f262efe1.pth", 224,
+           true, "tf_efficientnet_b0.ap_in1k"),
+      timm("tf_efficientnet_b1_ap", "b1", "rwightman", "tf_efficientnet_b1_ap-44ef0a3d.pth", 240,
+           true, "tf_efficientnet_b1.ap_in1k"),
+      timm("tf_efficientnet_b2_ap", "b2", "rwightman", "tf_efficientnet_b2_ap-2f8e7636.pth", 260,
+           true, "tf_efficientnet_b2.ap_in1k"),
+      timm("tf_efficientnet_b3_ap", "b3", "rwightman", "tf_efficientnet_b3_ap-aad25bdd.pth", 300,
+           true, "tf_efficientnet_b3.ap_in1k"),
+      timm("tf_efficientnet_b4_ap", "b4", "rwightman", "tf_efficientnet_b4_ap-dedb23e6.pth", 380,
+           true, "tf_efficientnet_b4.ap_in1k"),
+      timm("tf_efficientnet_b5_ap", "b5", "rwightman", "tf_efficientnet_b5_ap-9e82fae8.pth", 456,
+           true, "tf_efficientnet_b5.ap_in1k"),
+      timm("tf_efficientnet_b6_ap", "b6", "rwightman", "tf_efficientnet_b6_ap-4ffb161f.pth", 528,
+           true, "tf_efficientnet_b6.ap_in1k"),
+      timm("tf_efficientnet_b7_ap", "b7", "rwightman", "tf_efficientnet_b7_ap-ddb28fec.pth", 600,
+           true, "tf_efficientnet_b7.ap_in1k"),
+      timm("tf_efficientnet_b8_ap", "b8", "rwightman", "tf_efficientnet_b8_ap-00e169fa.pth", 672,
+           true, "tf_efficientnet_b8.ap_in1k"),
+      timm("tf_efficientnet_b0_ns", "b0", "rwightman", "tf_efficientnet_b0_ns-c0e6a31c.pth", 224,
+           false, "tf_efficientnet_b0.ns_jft_in1k"),
+      timm("tf_efficientnet_b1_ns", "b1", "rwightman", "tf_efficientnet_b1_ns-99dd0c41.pth", 240,
+           false, "tf_efficientnet_b1.ns_jft_in1k"),
+      timm("tf_efficientnet_b2_ns", "b2", "rwightman", "tf_efficientnet_b2_ns-00306e48.pth", 260,
+           false, "tf_efficientnet_b2.ns_jft_in1k"),
+      timm("tf_efficientnet_b3_ns", "b3", "rwightman", "tf_efficientnet_b3_ns-9d44bf68.pth", 300,
+           false, "tf_efficientnet_b3.ns_jft_in1k"),
+      timm("tf_efficientnet_b4_ns", "b4", "rwightman", "tf_efficientnet_b4_ns-d6313a46.pth", 380,
+           false, "tf_efficientnet_b4.ns_jft_in1k"),
+      timm("tf_efficientnet_b5_ns", "b5", "rwightman", "tf_efficientnet_b5_ns-6f26d0cf.pth", 456,
+           false, "tf_efficientnet_b5.ns_jft_in1k"),
+      timm("tf_efficientnet_b6_ns", "b6", "rwightman", "tf_efficientnet_b6_ns-51548356.pth", 528,
+           false, "tf_efficientnet_b6.ns_jft_in1k"),
+      timm("tf_efficientnet_b7_ns", "b7", "rwightman", "tf_efficientnet_b7_ns-1dbc32de.pth", 600,
+           false, "tf_efficientnet_b7.ns_jft_in1k"),
+      timm("tf_efficientnet_l2_ns", "l2", "rwightman", "tf_efficientnet_l2_ns-df73bb44.pth", 800,
+           false, "tf_efficientnet_l2.ns_jft_in1k"),
+      timm("tf_efficientnet_l2_ns_475", "l2", "rwightman", "tf_efficientnet_l2_ns_475-bebbd00a.pth",
+           475, false, "tf_efficientnet_l2.ns_jft_in1k_475"),
+      timm("tf_efficientnet_b5_ra", "b5", "rwightman", "tf_efficientnet_b5_ra-9a3e5369.pth", 456,
+           false, "tf_efficientnet_b5.ra_in1k"),
+      timm("tf_efficientnet_b7_ra", "b7", "rwightman", "tf_efficientnet_b7_ra-6c08e654.pth", 600,
+           false, "tf_efficientnet_b7.ra_in1k"),
+      timm("tf_efficientnet_b8_ra", "b8", "rwightman", "tf_efficientnet_b8_ra-572d5dd9.pth", 672,
+           false, "tf_efficientnet_b8.ra_in1k"),
+  };
+}
+
 }  // namespace
 
 std::optional<EfficientNetConfig> efficientNetConfig(const std::string& name) {
@@ -233,6 +307,7 @@ const ArchitectureFamily& efficientNetFamily() {
     f.find = findEfficientNet;
     f.create = createEfficientNet;
     f.finetune = efficientNetRecipe;
+    f.published = efficientNetPublished;
     f.foreignLayout = KeyLayout{"torchvision", enIsTorchvisionLayout, enFromTorchvision,
                                 enToTorchvision, enAdoptTorchvision};
     return f;

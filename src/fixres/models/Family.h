@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fixres/common/Error.h"
+#include "fixres/models/Catalogue.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::models {
@@ -30,8 +31,9 @@ struct ArchInfo {
   std::string name;  // canonical name (resnet50, tf_efficientnet_b0, pnasnet5large, ...)
   const ArchitectureFamily* family = nullptr;  // set by the registry
   int outputStride = 32;                       // total downsampling of the last feature map
-  int defaultSize = 224;        // the resolution its published weights were trained at
-  int testSize = 224;           // the resolution their published accuracy is measured at
+  int minInputSize = 1;   // the smallest image side it takes (unpadded downsampling: its stride)
+  int defaultSize = 224;  // the resolution its published weights were trained at
+  int testSize = 224;     // the resolution their published accuracy is measured at
   double cropFraction = 0.875;  // test crop / resized image side (224 / 256)
   bool bicubic = false;         // resized with a bicubic filter, else bilinear
   std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // ImageNet's
@@ -115,6 +117,9 @@ struct ArchitectureFamily {
   // lacks, ...), "" when the family has nothing particular to say; nullptr: nothing.
   std::string (*explainMismatch)(const ModelImpl& model,
                                  const std::vector<std::string>& fileKeys) = nullptr;
+  // Its published weight files (--pretrained NAME; `fixres weights list`), as timm's
+  // pretrained_cfg entries carry their URL beside the preprocessing; nullptr: none.
+  std::vector<PublishedWeights> (*published)() = nullptr;
   // Its own state-dict names are torchvision's too (they are timm's for every family).
   bool torchvisionNames = false;
 };

@@ -46,6 +46,12 @@ FinetuneRecipe pnasnetRecipe(ModelImpl& model, bool /*bnAffine*/) {
   return r;
 }
 
+// FixRes's README: the PNASNet fine-tuned at 480 px (inputs normalised with mean = std = 0.5).
+std::vector<PublishedWeights> pnasnetPublished() {
+  return {fixresRelease("FixPNASNet", "PNASNet", "PNASNet.pth", 331, 480, 83.7,
+                        /*halfNormalization=*/true)};
+}
+
 }  // namespace
 
 const ArchitectureFamily& pnasnetFamily() {
@@ -57,6 +63,7 @@ const ArchitectureFamily& pnasnetFamily() {
     f.find = findPNASNet;
     f.create = createPNASNet;
     f.finetune = pnasnetRecipe;
+    f.published = pnasnetPublished;
     return f;
   }();
   return kFamily;

@@ -100,6 +100,24 @@ int64_t resnetLayerOf(const ModelImpl& model, const std::string& name) {
   return resnetHeadLayer(model);
 }
 
+// FixRes: https://github.com/facebookresearch/FixRes (README, hubconf.py). Top-1 at the test
+// resolution, ImageNet val. (v2: fine-tuned with transforms_v2: flip, shifted centre crop,
+// colour jitter.)
+std::vector<PublishedWeights> resnetPublished() {
+  return {
+      fixresRelease("FixResNet50", "ResNet50", "ResNet50_v2.pth", 224, 384, 79.1),
+      fixresRelease("FixResNet50_v1", "ResNet50", "ResNetFinetune.pth", 224, 384, 79.0),
+      fixresRelease("FixResNet50CutMix", "ResNet50", "ResNet50_CutMix_v2.pth", 224, 320, 79.8),
+      fixresRelease("FixResNet50CutMix_v1", "ResNet50", "ResNetCutMix.pth", 224, 320, 79.7),
+      fixresRelease("FixResNeXt101_32x48d", "IGAM_Resnext101_32x48d", "ResNext101_32x48d_v2.pth",
+                    224, 320, 86.4),
+      fixresRelease("FixResNeXt101_32x48d_v1", "IGAM_Resnext101_32x48d", "ResNeXt_101_32x48d.pth",
+                    224, 320, 86.3),
+      fixresRelease("ResNet50_no_adaptation", "ResNet50", "ResNet_no_adaptation.pth", 224, 224,
+                    77.0),
+  };
+}
+
 }  // namespace
 
 ResNetConfig resnetConfig(const std::string& name, int64_t numClasses) {
@@ -134,6 +152,7 @@ const ArchitectureFamily& resnetFamily() {
     f.finetune = resnetRecipe;
     f.layerOf = resnetLayerOf;
     f.headLayer = resnetHeadLayer;
+    f.published = resnetPublished;
     f.torchvisionNames = true;
     return f;
   }();

@@ -1,6 +1,7 @@
 // safetensors: the JSON header checked entry by entry when the file is opened; each tensor's
 // bytes read from the file when it is needed.
 #include "fixres/models/SafetensorsFile.h"
+#include "fixres/common/JsonInput.h"
 
 #include <ATen/ATen.h>
 
@@ -83,12 +84,9 @@ struct SafetensorsFile::Impl {
     FIXRES_CHECK(!text.empty() && text[0] == '{', WeightsError, bytes.name(),
                  ": safetensors header does not start with '{'");
     Json header;
-    try {
-      header = Json::parse(text);
-    } catch (const Json::exception& e) {
-      FIXRES_FAIL(WeightsError, bytes.name(), ": safetensors header is not valid JSON (", e.what(),
-                  ")");
-    }
+    std::string why;
+    FIXRES_CHECK(parseJsonInput(text, &header, &why), WeightsError, bytes.name(),
+                 ": safetensors header is not valid JSON (", why, ")");
     FIXRES_CHECK(header.is_object(), WeightsError, bytes.name(),
                  ": safetensors header is not a JSON object");
     for (const auto& [name, info] : header.items()) {
@@ -131,16 +129,16 @@ struct SafetensorsFile::Impl {
     for (const Json& d : *shape) {
       if (!d.is_number_unsigned() ||
           d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        fail(name, "shape ", shape->dump(), " is not a list of sizes >= 0");
+        fail(name, "shape ", jsonExcerpt(*shape), " is not a list of sizes >= 0");
       const auto size = static_cast<int64_t>(d.get<uint64_t>());
       if (size != 0 && numel > std::numeric_limits<int64_t>::max() / size)
-        fail(name, "shape ", shape->dump(), " has more elements than any file");
+        fail(name, "shape ", jsonExcerpt(*shape), " has more elements than any file");
       numel *= size;
       e.shape.push_back(size);
     }
     const auto itemSize = static_cast<int64_t>(c10::elementSize(e.dtype));
     if (numel > std::numeric_limits<int64_t>::max() / itemSize)
-      fail(name, "shape ", shape->dump(), " has more bytes than any file");
+      fail(name, "shape ", jsonExcerpt(*shape), " has more bytes than any file");
     const auto nbytes = static_cast<uint64_t>(numel * itemSize);
 
     auto offsets = info.find("data_offsets");
@@ -154,7 +152,7 @@ struct SafetensorsFile::Impl {
            bufferSize, " bytes");
     if (e.end - e.begin != nbytes)
       fail(name, "data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin,
-           " bytes, its dtype ", dt, " and shape ", shape->dump(), " need ", nbytes);
+           " bytes, its dtype ", dt, " and shape ", jsonExcerpt(*shape), " need ", nbytes);
     return e;
   }
 

@@ -8,6 +8,7 @@
 
 #include "fixres/common/AtomicFile.h"
 #include "fixres/common/Error.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/models/SafetensorsFile.h"
 
 namespace fixres::models {
@@ -29,7 +30,7 @@ void writeSafetensorsFile(const std::string& path,
     data.push_back(std::move(t));
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::string text = header.dump();
+  std::string text = jsonText(header);
   text.append((8 - text.size() % 8) % 8, ' ');
   const uint64_t length = text.size();
   uint8_t prefix[8];

@@ -15,7 +15,7 @@
 namespace fixres::models {
 namespace {
 
-enum class VitKind { kVit, kVitReg, kDeit, kDeitDistilled, kDeit3, kDemo };
+enum class VitKind { kVit, kVitReg, kDinoReg, kDeit, kDeitDistilled, kDeit3, kDemo };
 
 struct VitEntry {
   const char* name;
@@ -42,6 +42,10 @@ const std::vector<VitEntry>& vitTable() {
       {"vit_medium_patch16_reg4_gap_256", VitKind::kVitReg, 16, 512, 12, 8, 256},
       {"vit_mediumd_patch16_reg4_gap_256", VitKind::kVitReg, 16, 512, 20, 8, 256},
       {"vit_betwixt_patch16_reg4_gap_256", VitKind::kVitReg, 16, 640, 12, 10, 256},
+      // DINOv2 with registers: a 37 x 37 grid of 14 px patches at 518 px.
+      {"vit_small_patch14_reg4_dinov2", VitKind::kDinoReg, 14, 384, 12, 6, 518},
+      {"vit_base_patch14_reg4_dinov2", VitKind::kDinoReg, 14, 768, 12, 12, 518},
+      {"vit_large_patch14_reg4_dinov2", VitKind::kDinoReg, 14, 1024, 24, 16, 518},
       {"deit_tiny_patch16_224", VitKind::kDeit, 16, 192, 12, 3, 224},
       {"deit_small_patch16_224", VitKind::kDeit, 16, 384, 12, 6, 224},
       {"deit_base_patch16_224", VitKind::kDeit, 16, 768, 12, 12, 224},
@@ -68,7 +72,7 @@ const VitEntry* findVitEntry(const std::string& name) {
 
 // The preprocessing of timm's weights: the original ViTs (augreg) and the register models use
 // mean = std = 0.5 and crop 0.9 (0.95 for the registers), DeiT ImageNet's and 0.875 (DeiT III
-// 1.0); all bicubic.
+// and DINOv2 1.0, DINOv2 with ImageNet's mean and std); all bicubic.
 std::optional<ArchInfo> findVit(const std::string& name) {
   const VitEntry* e = findVitEntry(name);
   if (!e) return std::nullopt;
@@ -86,6 +90,7 @@ std::optional<ArchInfo> findVit(const std::string& name) {
       info.cropFraction = e->kind == VitKind::kVitReg ? 0.95 : 0.9;
       break;
     case VitKind::kDeit3:
+    case VitKind::kDinoReg:
       info.cropFraction = 1.0;
       break;
     case VitKind::kDeit:
@@ -114,6 +119,11 @@ std::optional<VitConfig> vitConfig(const std::string& name) {
       c.regTokens = 4;
       c.noEmbedClass = true;
       c.avgPool = true;
+      c.layerScale = 1e-5;
+      break;
+    case VitKind::kDinoReg:  // timm: class token and reg_tokens 4, no_embed_class, init_values 1e-5
+      c.regTokens = 4;
+      c.noEmbedClass = true;
       c.layerScale = 1e-5;
       break;
     case VitKind::kDeitDistilled:

@@ -16,6 +16,11 @@ namespace {
 
 using Entries = std::vector<std::pair<std::string, at::Tensor>>;
 
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 bool startsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
@@ -236,6 +241,22 @@ LoadReport loadEntries(torch::nn::Module& m, Entries file, const LoadOptions& op
   return report;
 }
 
+// WeightsError naming `source` and the tensor when a loaded weight is not finite, or a
+// BatchNorm's running variance is negative: weights that could only give NaN logits (a diverged
+// run's, a corrupted file's) are refused at load instead of scoring 50 % with a loss of nan.
+void checkLoadedValues(const torch::nn::Module& m, const std::string& source) {
+  torch::NoGradGuard noGrad;
+  for (const auto& [name, t] : moduleEntries(m)) {
+    if (!at::isFloatingType(t.scalar_type()) || t.numel() == 0) continue;
+    FIXRES_CHECK(at::isfinite(t).all().item<bool>(), WeightsError, source, ": tensor ", name,
+                 " holds NaN or infinite values (", at::isnan(t).sum().item<int64_t>(), " NaN of ",
+                 t.numel(), ")");
+    FIXRES_CHECK(!endsWith(name, "running_var") || t.min().item<double>() >= 0, WeightsError,
+                 source, ": tensor ", name,
+                 " (a BatchNorm's running variance) holds negative values");
+  }
+}
+
 }  // namespace
 
 LoadOptions loadOptionsFor(ModelImpl& model, bool skipClassifier) {
@@ -258,8 +279,10 @@ LoadReport loadStateDict(torch::nn::Module& m, const c10::IValue& content, const
   Entries file = extractStateDict(content, sourceName, opts.entry, &layout);
   for (const auto& [name, t] : file)
     FIXRES_CHECK(!t.is_meta(), WeightsError, sourceName, ": tensor ", name, " has no data");
-  return loadEntries(m, file, opts, sourceName, layout,
-                     [](const at::Tensor& src, at::Tensor& dst) { dst.copy_(src); });
+  LoadReport report = loadEntries(m, file, opts, sourceName, layout,
+                                  [](const at::Tensor& src, at::Tensor& dst) { dst.copy_(src); });
+  checkLoadedValues(m, sourceName);
+  return report;
 }
 
 LoadReport loadWeightsFile(torch::nn::Module& m, const std::string& path, const LoadOptions& opts) {
@@ -267,9 +290,11 @@ LoadReport loadWeightsFile(torch::nn::Module& m, const std::string& path, const 
   c10::IValue content = source->read(/*lazy=*/true);
   std::string layout;
   Entries file = extractStateDict(content, path, opts.entry, &layout);
-  return loadEntries(
+  LoadReport report = loadEntries(
       m, file, opts, path, layout,
       [&source](const at::Tensor& src, at::Tensor& dst) { source->copyInto(src, dst); });
+  checkLoadedValues(m, path);
+  return report;
 }
 
 void saveStateDictFile(const torch::nn::Module& m, const std::string& path) {

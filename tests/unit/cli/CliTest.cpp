@@ -14,8 +14,10 @@
 #include "fixres/cli/Flags.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/distributed/Communicator.h"
+#include "fixres/engine/Evaluator.h"
 #include "fixres/engine/Numerics.h"
 #include "fixres/engine/Schedule.h"
+#include "fixres/engine/StepBench.h"
 #include "fixres/image/Transform.h"
 
 namespace fixres::cli {
@@ -34,6 +36,31 @@ void collect(const CLI::App& app, const std::string& path,
   }
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
     collect(*sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), out);
+}
+
+// Collects the rows a settings visit passes.
+struct RowsOf {
+  std::vector<Setting>* out;
+  template <typename T>
+  void operator()(const Setting& s, const T&) const {
+    out->push_back(s);
+  }
+};
+
+// The row of `flag` when it carries help per command (shared rows and the inference rows), else
+// nullptr.
+const Setting* rowWithHelpPerCommand(const std::string& flag) {
+  static const std::vector<Setting> rows = [] {
+    std::vector<Setting> all = sharedFlags();
+    const engine::EvalSettings eval{};
+    engine::EvalSettings::visitSettings(eval, RowsOf{&all});
+    const engine::BenchLoop bench{};
+    engine::BenchLoop::visitSettings(bench, RowsOf{&all});
+    return all;
+  }();
+  for (const Setting& s : rows)
+    if (s.perCommand != nullptr && s.flag() == flag) return &s;
+  return nullptr;
 }
 
 class CliTest : public ::testing::Test {
@@ -62,9 +89,16 @@ TEST_F(CliTest, SharedNamesComeFromOneDeclaration) {
       continue;
     }
     if (uses.size() > 1) ++shared;
+    // A row with help per command (Setting::perCommand): each command shows its own text.
+    const Setting* perCommand = rowWithHelpPerCommand(name);
     for (const auto& u : uses) {
-      EXPECT_EQ(u.option->get_description(), uses[0].option->get_description())
-          << name << ": '" << u.path << "' and '" << uses[0].path << "' declare it differently";
+      if (perCommand != nullptr) {
+        EXPECT_EQ(u.option->get_description(), perCommand->helpFor(u.path))
+            << name << " in " << u.path;
+      } else {
+        EXPECT_EQ(u.option->get_description(), uses[0].option->get_description())
+            << name << ": '" << u.path << "' and '" << uses[0].path << "' declare it differently";
+      }
       EXPECT_EQ(u.option->get_envname(), uses[0].option->get_envname()) << name << " in " << u.path;
     }
   }

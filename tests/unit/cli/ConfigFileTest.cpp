@@ -161,3 +161,30 @@ TEST_F(ConfigFileTest, SubcommandsWithoutConfigRefuseOne) {
 
 }  // namespace
 }  // namespace fixres::cli
+
+namespace fixres::cli {
+namespace {
+
+// A section header or key of more than 4 dotted parts is refused before CLI11 parses the file
+// (whose work grows with the square of the depth: 20,000 parts took gigabytes), naming the file
+// and the line; a UTF-8 byte order mark is not part of the first key.
+TEST_F(ConfigFileTest, DeepNamesAreRefusedAndAByteOrderMarkIsSkipped) {
+  const auto longName = file("long.toml", "topk = 2\n[" + std::string(40000, 'a') + "]\n");
+  std::string header = "[a";
+  for (int k = 0; k < 20000; ++k) header += ".a";
+  const auto deeper = file("deeper.toml", "topk = 2\n" + header + "]\nx = 1\n");
+  const std::string e = refusal({"predict", "x.png", "--config", deeper});
+  EXPECT_NE(e.find("deeper.toml: line 2: a name of 20001 dotted parts (at most 4)"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(refusal({"predict", "x.png", "--config", longName}).find("dotted"), std::string::npos);
+  const auto key = file("key.toml", "a.b.c.d.e = 1\n");
+  EXPECT_NE(refusal({"predict", "x.png", "--config", key}).find("line 1: a name of 5 dotted"),
+            std::string::npos);
+  const auto bom = file("bom.toml", "\xEF\xBB\xBFtopk = 3\n");
+  EXPECT_EQ(refusal({"predict", "x.png", "--config", bom}), "");
+  EXPECT_EQ(value<int>("predict", "--topk"), 3);
+}
+
+}  // namespace
+}  // namespace fixres::cli

@@ -220,7 +220,7 @@ TEST(SettingsTable, TheCliEnforcesEachRowsRange) {
     const std::string command = mode == engine::RunMode::kTrain ? "train" : "finetune";
     for (const Row& r : runRows(mode)) {
       const Setting& s = r.setting;
-      const bool offered = s.flags[0] != '\0' && (s.only[0] == '\0' || command == s.only);
+      const bool offered = s.offeredTo(command);
       if (!offered || !r.numeric || s.range.kind == Range::Kind::kAny) continue;
       SCOPED_TRACE(command + " " + s.flag());
       const double step = s.range.kind == Range::Kind::kInteger ? 1 : 1e-3;
@@ -282,7 +282,7 @@ TEST(SettingsTable, TheConfigFileEnforcesEachRowsRange) {
     const std::string command = mode == engine::RunMode::kTrain ? "train" : "finetune";
     for (const Row& r : runRows(mode)) {
       const Setting& s = r.setting;
-      const bool offered = s.flags[0] != '\0' && (s.only[0] == '\0' || command == s.only);
+      const bool offered = s.offeredTo(command);
       if (!offered || !r.numeric || s.range.kind == Range::Kind::kAny) continue;
       const std::string key = s.flag().substr(2);
       SCOPED_TRACE(command + " " + key);

@@ -88,6 +88,27 @@ TEST(RunConfigTest, BadValuesNameTheKey) {
   j = RunConfig::forMode(RunMode::kTrain).toJson();
   j["batch"] = "sixty-four";
   EXPECT_THROW(RunConfig::fromJson(j), UsageError);
+  // Integers out of their field's range, as numbers: refused naming the key, never converted
+  // (4e68 into an int64 was undefined behaviour, found by the modelfolder fuzz target; 2^32 + 24
+  // into an int wrapped to 24).
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"model_ema_steps", 4e68},
+                                                           {"batch", 4294967320ULL},
+                                                           {"epochs", -1e300},
+                                                           {"lr_step", 2.5},
+                                                           {"seed", -1}}) {
+    j = RunConfig::forMode(RunMode::kTrain).toJson();
+    j[key] = value;
+    try {
+      RunConfig::fromJson(j);
+      ADD_FAILURE() << "accepted " << key << " = " << value.dump();
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + key + "'"), std::string::npos) << e.what();
+    }
+  }
+  j = RunConfig::forMode(RunMode::kTrain).toJson();
+  j["batch"] = 32.0;  // an integer written as a float is that integer
+  EXPECT_EQ(RunConfig::fromJson(j).batch, 32);
 }
 
 TEST(RunConfigTest, FinetuneRecipeDefaultsAreTheReferences) {

@@ -2,10 +2,12 @@
 // each one's expected outcome, decoded or a typed error (DataError for images and .npy files,
 // WeightsError for torch.save pickles) naming the problem.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,6 +19,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/data/Npy.h"
+#include "fixres/engine/ModelCard.h"
 #include "fixres/image/Decode.h"
 #include "fixres/models/StorageResolver.h"
 #include "fixres/models/Unpickler.h"
@@ -95,6 +98,11 @@ const std::map<std::string, Expected>& expectedOutcomes() {
        failsWith({"data.pkl nests too deeply (more than 200 levels)"}, ExitCode::kWeights)},
       {"torchfile/regression-outside-in-lists-stack-overflow.pkl",
        failsWith({"data.pkl nests too deeply (more than 200 levels)"}, ExitCode::kWeights)},
+      // A run folder's config.json whose model_ema_steps is 4e68, a JSON float: converted to
+      // int64 unchecked, undefined behaviour.
+      {"modelfolder/regression-float-into-int64-ub.json",
+       failsWith({"config.json: config: 'model_ema_steps' must be an integer of at most 63 bits"},
+                 ExitCode::kWeights)},
   };
   return outcomes;
 }
@@ -115,6 +123,27 @@ std::optional<Image> parseAsTheFuzzerDoes(const std::string& target,
   if (target == "torchfile") {
     MetaStorages storages;
     models::Unpickler(reinterpret_cast<const char*>(bytes.data()), bytes.size(), storages).parse();
+    return std::nullopt;
+  }
+  if (target == "modelfolder") {
+    // As fuzz/fuzz_modelfolder.cpp: the bytes as config.json of a folder with empty weights.
+    namespace fs = std::filesystem;
+    const fs::path dir =
+        fs::temp_directory_path() / ("fixres-fuzz-regression-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    for (const char* file : {"config.json", "checkpoint.pth", "model.safetensors"}) {
+      std::ofstream out(dir / file, std::ios::binary);
+      if (std::string(file) == "config.json")
+        out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    }
+    struct Cleanup {
+      fs::path dir;
+      ~Cleanup() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+      }
+    } cleanup{dir};
+    engine::readModelFolder(dir.string());
     return std::nullopt;
   }
   throw std::logic_error("no parser for fuzz corpus '" + target + "'");

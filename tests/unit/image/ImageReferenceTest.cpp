@@ -38,6 +38,22 @@ class ImageReference : public ::testing::Test {
 
   // The manifest's cases of `op`; a test failure unless there are `expected` of them (as many as
   // image_cases.py writes), so that a loop over them never passes on no case at all.
+  // The val transform's output for image `file` at `size`, `resizeMode` and `cropPct`.
+  std::vector<float> valOutput(const std::string& file, int size, const std::string& resizeMode,
+                               double cropPct = 0.875) {
+    TransformOptions o;
+    o.kind = TransformKind::kVal;
+    o.inputSize = size;
+    o.resizeMode = parseResizeMode(resizeMode);
+    o.cropPct = cropPct;
+    Transform t(o);
+    const std::vector<uint8_t> bytes = readBytes(path(file));
+    const TransformedImage r = t.apply(bytes.data(), bytes.size(), file, 0);
+    std::vector<float> got(3 * size_t(size) * size);
+    t.writeFloat(r, got.data());
+    return got;
+  }
+
   static std::vector<std::vector<std::string>> casesOf(const std::string& op, size_t expected) {
     std::vector<std::vector<std::string>> out;
     for (const auto& c : cases_) {
@@ -184,19 +200,23 @@ TEST_F(ImageReference, ValTransformMatchesTorchvision) {
   const auto cases = casesOf("val", 40);
   size_t exact = 0;
   for (const auto& c : cases) {
-    TransformOptions o;
-    o.kind = TransformKind::kVal;
-    o.inputSize = std::stoi(c[2]);
-    o.resizeMode = parseResizeMode(c[3]);
-    Transform t(o);
-    const std::vector<uint8_t> bytes = readBytes(path(c[1]));
-    const TransformedImage r = t.apply(bytes.data(), bytes.size(), c[1], 0);
-    std::vector<float> got(3 * size_t(o.inputSize) * o.inputSize);
-    t.writeFloat(r, got.data());
-    expectNormalizedClose(got, readFloats(path(c[4])), "val " + c[1] + " " + c[2] + " " + c[3],
-                          &exact);
+    expectNormalizedClose(valOutput(c[1], std::stoi(c[2]), c[3]), readFloats(path(c[4])),
+                          "val " + c[1] + " " + c[2] + " " + c[3], &exact);
   }
   // With a full decode and PIL's resampler the match is exact, not merely within tolerance.
+  EXPECT_EQ(exact, cases.size());
+}
+
+// --crop-pct: the val transform resizes to floor(S / crop) before its centre crop, as timm's
+// transforms do (crop 1.0: no margin; 0.95 and 0.9 for ViTs and ResNet-D).
+TEST_F(ImageReference, ValTransformWithACropFractionMatchesTimmsRule) {
+  const auto cases = casesOf("valcrop", 24);
+  size_t exact = 0;
+  for (const auto& c : cases) {
+    expectNormalizedClose(valOutput(c[1], std::stoi(c[2]), c[3], std::stod(c[4])),
+                          readFloats(path(c[5])),
+                          "valcrop " + c[1] + " " + c[2] + " " + c[3] + " " + c[4], &exact);
+  }
   EXPECT_EQ(exact, cases.size());
 }
 

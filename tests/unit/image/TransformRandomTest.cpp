@@ -148,6 +148,32 @@ TEST(ImageRandom, ResizeSizesFollowTheReference) {
   EXPECT_EQ(fixresResizeSize(500, 375, 256, false), (std::array<int, 2>{341, 256}));
   EXPECT_EQ(fixresResizeSize(500, 375, 224, true), (std::array<int, 2>{224, 168}));
   EXPECT_EQ(shorterSideResizeSize(375, 500, 256), (std::array<int, 2>{256, 341}));
+  // A side the reference's int() makes 0 (PIL then refuses the resize) is one pixel.
+  EXPECT_EQ(fixresResizeSize(20, 1000, 27, false), (std::array<int, 2>{1, 27}));
+  EXPECT_EQ(fixresResizeSize(1000, 20, 24, true), (std::array<int, 2>{24, 1}));
+  EXPECT_EQ(shorterSideResizeSize(1000, 4, 24), (std::array<int, 2>{6000, 24}));
+}
+
+// An image more than S / 0.875 times taller than wide: the FixRes resize leaves a one-pixel
+// column (where the reference's resize fails), centre-cropped with black padding around it.
+TEST(ImageRandom, AVeryTallImageIsOneColumnPaddedWithBlack) {
+  Image tall(20, 1000);
+  for (int y = 0; y < 1000; ++y)
+    for (int x = 0; x < 20 * 3; ++x) tall.row(y)[x] = 200;
+  for (auto kind : {TransformKind::kVal, TransformKind::kValNoCrop}) {
+    TransformOptions o;
+    o.kind = kind;
+    o.inputSize = 24;
+    const auto r = Transform(o).apply(tall, 1);
+    int lit = 0;
+    for (int x = 0; x < r.image.width; ++x) {
+      const uint8_t v = r.image.row(12)[x * 3];
+      EXPECT_TRUE(v == 0 || v == 200) << x << ": " << int(v);
+      lit += v == 200;
+    }
+    EXPECT_EQ(lit, 1) << transformKindName(kind);
+    EXPECT_EQ(r.image.height, 24);
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "fixres/common/Download.h"
 #include "fixres/common/Error.h"
+#include "fixres/models/Family.h"
 #include "fixres/models/Registry.h"
 
 namespace fixres::models {
@@ -51,6 +52,24 @@ TEST(Catalogue, NamesAreCaseSensitiveAndUnknownOnesListTheKnown) {
     EXPECT_NE(std::string(e.what()).find("'fixresnet50'"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("FixResNeXt101_32x48d"), std::string::npos);
   }
+}
+
+// Each family lists only weights of its own architectures, and the catalogue is every family's
+// list, family by family.
+TEST(Catalogue, EachFamilyListsItsOwnWeights) {
+  size_t total = 0;
+  for (const ArchitectureFamily* f : architectureFamilies()) {
+    if (f->published == nullptr) continue;
+    for (const auto& w : f->published()) {
+      SCOPED_TRACE(f->name + ": " + w.name);
+      EXPECT_EQ(architectureInfo(w.architecture).family, f);
+      ASSERT_LT(total, catalogue().size());
+      EXPECT_EQ(catalogue()[total].name, w.name);
+      ++total;
+    }
+  }
+  EXPECT_EQ(total, catalogue().size());
+  EXPECT_EQ(catalogue().size(), 38u);  // FixRes README: 8 files; timm tf_efficientnet: 30
 }
 
 TEST(Catalogue, HashPrefixOfFileNameFollowsTorchHub) {

@@ -22,14 +22,17 @@ namespace fixres::models {
 namespace {
 
 // The architectures checked per family: its smallest, and the variants whose graph differs
-// (TensorFlow padding, grouped convolutions, the small-image stem, two heads, register tokens).
+// (TensorFlow padding, grouped convolutions, the small-image stem, two heads, register tokens,
+// a class token with registers).
 const std::map<std::string, std::vector<std::string>>& checkedNames() {
   static const std::map<std::string, std::vector<std::string>> kNames = {
       {"resnet", {"resnet18", "resnext50_32x4d", "resnet_tiny"}},
       {"efficientnet", {"efficientnet_b0", "tf_efficientnet_b0"}},
       {"resnext-wsl", {"resnext101_32x16d"}},
       {"pnasnet", {"pnasnet5large"}},
-      {"vit", {"vit_demo", "deit_tiny_distilled_patch16_224", "vit_medium_patch16_reg4_gap_256"}},
+      {"vit",
+       {"vit_demo", "deit_tiny_distilled_patch16_224", "vit_medium_patch16_reg4_gap_256",
+        "vit_small_patch14_reg4_dinov2"}},
       {"convnext", {"convnext_demo", "convnext_atto"}},
       {"resnet-d", {"resnet26d"}},
   };
@@ -88,7 +91,12 @@ TEST_P(GraphCheck, WriteGraphEqualsForward) {
     moveOffInitialValues(*model);
     model->eval();
     const bool vit = familyName == "vit";
-    for (const int64_t size : vit ? std::vector<int64_t>{32, 48} : std::vector<int64_t>{64, 75}) {
+    // ViTs at whole patch grids: 8 and 12 patches of 4 or 16 px, 2 and 3 of 14 px (DINOv2).
+    const bool patch14 = name.find("patch14") != std::string::npos;
+    const std::vector<int64_t> sizes = !vit      ? std::vector<int64_t>{64, 75}
+                                       : patch14 ? std::vector<int64_t>{28, 42}
+                                                 : std::vector<int64_t>{32, 48};
+    for (const int64_t size : sizes) {
       const double error = graphError(*model, size, /*fixedSize=*/true);
       EXPECT_LE(error, 1e-11) << "at " << size << " px";
     }

@@ -126,7 +126,8 @@ TEST_P(VitParity, MatchesTimmAtEachImageSize) {
 INSTANTIATE_TEST_SUITE_P(VisionTransformer, VitParity,
                          ::testing::Values("vit_tiny_patch16_224", "vit_small_patch16_224",
                                            "vit_base_patch16_224",
-                                           "vit_medium_patch16_reg4_gap_256"));
+                                           "vit_medium_patch16_reg4_gap_256",
+                                           "vit_small_patch14_reg4_dinov2"));
 INSTANTIATE_TEST_SUITE_P(DeiT, VitParity,
                          ::testing::Values("deit_tiny_patch16_224",
                                            "deit_tiny_distilled_patch16_224"));
@@ -180,6 +181,8 @@ TEST(TransformerNames, ParameterAndStateDictCountsMatchTimm) {
                {"vit_small_patch16_224", 22050664, 152},
                {"vit_base_patch16_224", 86567656, 152},
                {"vit_medium_patch16_reg4_gap_256", 38881768, 176},
+               {"vit_small_patch14_reg4_dinov2", 22442344, 177},
+               {"vit_base_patch14_reg4_dinov2", 87351016, 177},
                {"deit_tiny_distilled_patch16_224", 5910800, 155},
                {"deit3_small_patch16_224", 22059496, 176},
                {"convnext_nano", 15593560, 146},
@@ -195,6 +198,11 @@ TEST(TransformerNames, ParameterAndStateDictCountsMatchTimm) {
             "vit_small_patch16_224");
   EXPECT_EQ(architectureInfo("convnext_tiny.fb_in1k").testSize, 288);
   EXPECT_EQ(architectureInfo("vit_base_patch16_384").defaultSize, 384);
+  // DINOv2 with registers: 518 px (a 37 x 37 grid), crop 1.0, ImageNet's mean.
+  EXPECT_EQ(architectureInfo("vit_large_patch14_reg4_dinov2.lvd142m").defaultSize, 518);
+  EXPECT_EQ(architectureInfo("vit_small_patch14_reg4_dinov2").cropFraction, 1.0);
+  EXPECT_EQ(architectureInfo("vit_small_patch14_reg4_dinov2").mean,
+            (std::array<float, 3>{0.485f, 0.456f, 0.406f}));
   EXPECT_EQ(architectureInfo("deit_tiny_patch16_224").mean,
             (std::array<float, 3>{0.485f, 0.456f, 0.406f}));
   EXPECT_EQ(architectureInfo("vit_tiny_patch16_224").mean,

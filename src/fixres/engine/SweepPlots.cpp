@@ -1,0 +1,159 @@
+// The sweep's plots: sweep.svg (top-1 against the test size, a curve per crop fraction and
+// fine-tuning), sweep_speed.svg (top-1 against images per second, the Pareto front, the budget)
+// and sweep_grid.svg (top-1 over size x crop fraction, the chosen cell and the budget's boundary).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "fixres/common/GridSvg.h"
+#include "fixres/common/SvgPlot.h"
+#include "fixres/engine/Sweep.h"
+
+namespace fixres::engine {
+namespace {
+
+std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string sweepSvg(const SweepOptions& o, const SweepResult& result) {
+  // A curve per crop fraction (and per fine-tuning), named by its crop when there are several.
+  const char* plainColors[] = {"#1f77b4", "#17becf", "#9467bd", "#8c564b"};
+  const char* tunedColors[] = {"#d62728", "#ff7f0e", "#e377c2", "#bcbd22"};
+  std::vector<PlotSeries> series;
+  for (size_t k = 0; k < o.cropPcts.size(); ++k) {
+    std::vector<double> xs, plain, tuned;
+    for (const SweepRow& r : result.rows) {
+      if (r.cropPct != o.cropPcts[k]) continue;
+      xs.push_back(r.size);
+      plain.push_back(r.plain.top1);
+      tuned.push_back(r.finetuned.top1);
+    }
+    char crop[32] = "";
+    if (o.cropPcts.size() > 1) std::snprintf(crop, sizeof(crop), ", crop %g", o.cropPcts[k]);
+    series.push_back({std::string("no fine-tuning") + crop, xs, plain, plainColors[k % 4], true});
+    if (o.finetune)
+      series.push_back(
+          {std::string("FixRes fine-tuned") + crop, xs, tuned, tunedColors[k % 4], true});
+  }
+  PlotOptions po;
+  po.title = "Top-1 vs test resolution (" + o.split + ")";
+  po.xLabel = "test resolution (px)";
+  po.yLabel = "top-1 (%)";
+  po.xUnit = "px";
+  po.yUnit = "%";
+  char suggested[48];
+  std::snprintf(suggested, sizeof(suggested), "suggested %.1f", result.suggested);
+  po.marks = {{static_cast<double>(o.trainSize), "train " + std::to_string(o.trainSize), "#555555",
+               MarkStyle::kSolid},
+              {result.suggested, suggested, "#2ca02c", MarkStyle::kDotted}};
+  // highlightMax: the best resolution of each curve is ringed and labelled.
+  return lineChartSvg(series, po);
+}
+
+std::string sweepSpeedSvg(const SweepOptions& o, const SweepResult& result) {
+  std::vector<double> xs, ys, fx, fy;
+  for (const SweepRow& r : result.rows) {
+    xs.push_back(r.imagesPerS);
+    ys.push_back(decidingTop1(r, o.finetune));
+  }
+  std::vector<const SweepRow*> front;
+  for (const SweepRow& r : result.rows)
+    if (r.pareto) front.push_back(&r);
+  std::sort(front.begin(), front.end(),
+            [](const SweepRow* a, const SweepRow* b) { return a->imagesPerS < b->imagesPerS; });
+  for (const SweepRow* r : front) {
+    fx.push_back(r->imagesPerS);
+    fy.push_back(decidingTop1(*r, o.finetune));
+  }
+  PlotOptions po;
+  po.title = std::string("Top-1") + (o.finetune ? " (fine-tuned)" : "") + " vs images/s, batch " +
+             std::to_string(o.timedBatch()) + " (" + o.split + ")";
+  po.xLabel = "images per second (model forward pass)";
+  po.yLabel = "top-1 (%)";
+  po.xUnit = "img/s";
+  po.yUnit = "%";
+  // The budget as a line at its images per second, when it falls on the chart (up to 1.25x the
+  // fastest size); one far off it would squash the sizes into a corner, so the title says it.
+  double fastest = 0;
+  for (double x : xs)
+    if (std::isfinite(x)) fastest = std::max(fastest, x);
+  if (fastest > 0) {  // from 0, so that the gaps between sizes read as ratios
+    po.xMin = 0;
+    po.xMax = 1.3 * fastest;
+  }
+  char label[96];
+  const auto budgetMark = [&](double x, const char* text) {
+    if (x <= 1.25 * fastest) {
+      po.marks.push_back({x, text, "#555555", MarkStyle::kSolid});
+    } else {
+      po.title += std::string("; ") + text + " is off the chart";
+    }
+  };
+  if (o.minThroughput > 0) {
+    std::snprintf(label, sizeof(label), "min %.4g img/s", o.minThroughput);
+    budgetMark(o.minThroughput, label);
+  }
+  if (o.maxLatencyMs > 0) {
+    std::snprintf(label, sizeof(label), "max %.4g ms/batch", o.maxLatencyMs);
+    budgetMark(o.timedBatch() * 1000.0 / o.maxLatencyMs, label);
+  }
+  if (result.chosen) {
+    const SweepRow& c = result.rows[*result.chosen];
+    std::snprintf(label, sizeof(label), "chosen %d px", c.size);
+    po.marks.push_back({c.imagesPerS, label, "#2ca02c", MarkStyle::kDotted});
+  }
+  std::vector<PlotSeries> series{{"sizes", xs, ys, "#1f77b4", false},
+                                 {"Pareto front", fx, fy, "#d62728", false}};
+  return lineChartSvg(series, po);
+}
+
+std::string sweepGridSvg(const SweepOptions& o, const SweepResult& result) {
+  // Columns: the sizes; rows: the crop fractions (rows are sizes in order, crops within).
+  const size_t crops = o.cropPcts.size(), sizes = result.rows.size() / std::max<size_t>(crops, 1);
+  GridSvgOptions g;
+  g.rowTitle = "crop fraction";
+  g.columnTitle = "test resolution (px)";
+  for (double c : o.cropPcts) g.rowNames.push_back(shortNumber(c));
+  for (size_t j = 0; j < sizes; ++j) g.columnNames.push_back(std::to_string(result.rows[j * crops].size));
+  const bool budget = o.maxLatencyMs > 0 || o.minThroughput > 0;
+  std::vector<double> plain(result.rows.size()), tuned(result.rows.size());
+  for (size_t j = 0; j < sizes; ++j)
+    for (size_t k = 0; k < crops; ++k) {
+      const SweepRow& r = result.rows[j * crops + k];
+      plain[k * sizes + j] = r.plain.top1;
+      tuned[k * sizes + j] = r.finetuned.top1;
+      if (!budget) continue;
+      if (g.allowed.empty()) g.allowed.assign(result.rows.size(), true);
+      g.allowed[k * sizes + j] = chooseWithinBudget({r}, o.finetune, o.maxLatencyMs,
+                                                    o.minThroughput).has_value();
+    }
+  if (budget) {
+    g.ruledOutNote = "outside the budget (";
+    if (o.maxLatencyMs > 0) g.ruledOutNote += shortNumber(o.maxLatencyMs) + " ms per batch";
+    if (o.maxLatencyMs > 0 && o.minThroughput > 0) g.ruledOutNote += ", ";
+    if (o.minThroughput > 0) g.ruledOutNote += shortNumber(o.minThroughput) + " img/s";
+    g.ruledOutNote += ")";
+  }
+  const auto panel = [&](const std::vector<double>& v, const std::string& what, bool deciding) {
+    GridSvgOptions p = g;
+    p.title = "Top-1 (%), " + what + " (" + o.split + ")";
+    if (deciding && result.chosen) {
+      const SweepRow& c = result.rows[*result.chosen];
+      p.markedColumn = static_cast<int>(*result.chosen / crops);
+      p.markedRow = static_cast<int>(*result.chosen % crops);
+      p.markNote = "chosen: " + std::to_string(c.size) + " px, crop " + shortNumber(c.cropPct) +
+                   " (" + shortNumber(decidingTop1(c, o.finetune)) + " %)";
+    }
+    return valueGridSvg(v, p);
+  };
+  std::vector<std::string> panels{panel(plain, "no fine-tuning", !o.finetune)};
+  if (o.finetune) panels.push_back(panel(tuned, "FixRes fine-tuned", true));
+  return stackedSvg(panels);
+}
+
+}  // namespace fixres::engine

@@ -1,0 +1,189 @@
+// Every flag a row: the options of predict, eval, sweep, export, calibrate and the benchmarks are
+// all setting rows (common/Setting.h), each bound on exactly the commands its row names, with the
+// help its row gives that command; and the row helpers read their lists as documented.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
+#include "fixres/cli/Options.h"
+#include "fixres/common/Setting.h"
+#include "fixres/data/BenchData.h"
+#include "fixres/engine/CalibrationJob.h"
+#include "fixres/engine/EvalJob.h"
+#include "fixres/engine/Export.h"
+#include "fixres/engine/Predict.h"
+#include "fixres/engine/StepBench.h"
+#include "fixres/engine/Sweep.h"
+
+namespace fixres::cli {
+namespace {
+
+struct CommandRowCollector {
+  std::vector<Setting>& rows;
+  template <typename T>
+  void operator()(const Setting& s, const T&) {
+    rows.push_back(s);
+  }
+  template <typename T, typename E>
+  void operator()(const Setting& s, const T&, const ChoiceTable<E>&) {
+    rows.push_back(s);
+  }
+};
+
+template <typename Options>
+void collectRows(std::vector<Setting>& rows) {
+  const Options defaults{};
+  Options::visitSettings(defaults, CommandRowCollector{rows});
+}
+
+// Every row there is: the shared ones (the run settings' and the invocation flags) and each
+// command's own.
+std::vector<Setting> allCommandRows() {
+  std::vector<Setting> rows = sharedFlags();
+  collectRows<engine::EvalSettings>(rows);
+  collectRows<engine::PredictOptions>(rows);
+  collectRows<engine::EvalRequest>(rows);
+  collectRows<engine::SweepOptions>(rows);
+  collectRows<engine::ExportOptions>(rows);
+  collectRows<engine::CalibrationJob>(rows);
+  collectRows<engine::BenchLoop>(rows);
+  collectRows<data::BenchDataOptions>(rows);
+  return rows;
+}
+
+// The parsed CLI's command `path` ("bench train").
+CLI::App* commandAt(CLI::App& app, const std::string& path) {
+  CLI::App* a = &app;
+  size_t at = 0;
+  while (at < path.size()) {
+    const size_t end = std::min(path.find(' ', at), path.size());
+    a = a->get_subcommand(path.substr(at, end - at));
+    at = end + 1;
+  }
+  return a;
+}
+
+TEST(CommandRows, ListsAndPerCommandHelpReadAsDocumented) {
+  static constexpr CommandHelp kHelp[] = {
+      {"export,calibrate", "weights"}, {"bench train", "steps"}, {nullptr, nullptr}};
+  const Setting row{
+      "", "--x", "G", "plain", {}, SettingRole::kInvocation, "export,calibrate,bench train",
+      "", kHelp};
+  EXPECT_TRUE(row.offeredTo("export"));
+  EXPECT_TRUE(row.offeredTo("calibrate"));
+  EXPECT_TRUE(row.offeredTo("bench train"));
+  EXPECT_FALSE(row.offeredTo("bench"));
+  EXPECT_FALSE(row.offeredTo("train"));
+  EXPECT_FALSE(row.offeredTo("exp"));
+  EXPECT_EQ(row.helpFor("calibrate"), "weights");
+  EXPECT_EQ(row.helpFor("bench train"), "steps");
+  EXPECT_EQ(row.helpFor("predict"), "plain");
+  const Setting everywhere{"", "--y", "G", "all"};
+  EXPECT_TRUE(everywhere.offeredTo("anything"));
+  const Setting noFlag{"key", "", "G", "set by the program"};
+  EXPECT_FALSE(noFlag.offeredTo("train"));
+}
+
+// The commands whose every option is a row (beyond --help, --config and the cluster options,
+// which are the same for every command that connects ranks).
+const std::vector<std::string> kRowCommands = {
+    "predict",     "eval",       "sweep",           "export",    "calibrate",
+    "bench train", "bench eval", "bench allreduce", "bench data"};
+
+TEST(CommandRows, EveryOptionOfTheseCommandsIsARow) {
+  CLI::App app{"fixres", "fixres"};
+  GlobalOptions global;
+  auto commands = buildCli(app, global);
+  std::set<std::string> rowFlags;
+  for (const Setting& s : allCommandRows()) rowFlags.insert(s.flag());
+  CLI::App clusterOnly{"c"};
+  ClusterOptions cluster;
+  addClusterOptions(clusterOnly, cluster);
+  std::set<std::string> clusterFlags;
+  for (const CLI::Option* o : clusterOnly.get_options()) clusterFlags.insert(o->get_name());
+  int checked = 0;
+  for (const std::string& path : kRowCommands) {
+    CLI::App* sub = commandAt(app, path);
+    ASSERT_NE(sub, nullptr) << path;
+    for (const CLI::Option* o : sub->get_options()) {
+      const std::string name = o->get_name();
+      if (o->get_positional() || name == "--help" || name == "--config" ||
+          clusterFlags.count(name) > 0)
+        continue;
+      EXPECT_EQ(rowFlags.count(name), 1u) << "fixres " << path << " " << name << " is not a row";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 100);
+}
+
+// Each command's own row is bound on exactly the commands it names, with that command's help.
+TEST(CommandRows, EachRowIsBoundWhereItsRowSaysWithItsHelp) {
+  CLI::App app{"fixres", "fixres"};
+  GlobalOptions global;
+  auto commands = buildCli(app, global);
+  std::vector<Setting> own;
+  collectRows<engine::PredictOptions>(own);
+  collectRows<engine::EvalRequest>(own);
+  collectRows<engine::SweepOptions>(own);
+  collectRows<engine::ExportOptions>(own);
+  collectRows<engine::CalibrationJob>(own);
+  collectRows<engine::BenchLoop>(own);
+  collectRows<data::BenchDataOptions>(own);
+  int checked = 0;
+  for (const Setting& s : own) {
+    ASSERT_NE(s.commands[0], '\0') << s.flag() << ": a command's own row names its commands";
+    for (const std::string& path : kRowCommands) {
+      CLI::App* sub = commandAt(app, path);
+      const CLI::Option* o = nullptr;
+      for (const CLI::Option* x : sub->get_options())
+        if (x->get_name() == s.flag()) o = x;
+      if (!s.offeredTo(path)) {
+        // Another row of the same name may be bound there (--steps and --iters share a field,
+        // not a name): only a row of this name that this command does not list is an error.
+        bool other = false;
+        for (const Setting& t : own)
+          other = other || (t.flag() == s.flag() && &t != &s && t.offeredTo(path));
+        if (!other) EXPECT_EQ(o, nullptr) << path << " binds " << s.flag();
+        continue;
+      }
+      ASSERT_NE(o, nullptr) << path << " lacks " << s.flag();
+      EXPECT_EQ(o->get_description(), s.helpFor(path)) << path << " " << s.flag();
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 30);
+}
+
+// A shared row with help per command shows each command its own text.
+TEST(CommandRows, SharedRowsGiveEachCommandItsHelp) {
+  CLI::App app{"fixres", "fixres"};
+  GlobalOptions global;
+  auto commands = buildCli(app, global);
+  int checked = 0;
+  for (const Setting& s : sharedFlags()) {
+    if (s.perCommand == nullptr) continue;
+    for (const CommandHelp* h = s.perCommand; h->commands != nullptr; ++h) {
+      const std::string list = h->commands;
+      for (size_t at = 0; at <= list.size();) {
+        const size_t end = std::min(list.find(',', at), list.size());
+        const std::string path = list.substr(at, end - at);
+        at = end + 1;
+        CLI::App* sub = commandAt(app, path);
+        const CLI::Option* o = sub->get_option_no_throw(s.flag());
+        ASSERT_NE(o, nullptr) << path << " lacks " << s.flag();
+        EXPECT_EQ(o->get_description(), h->help) << path << " " << s.flag();
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 15);
+}
+
+}  // namespace
+}  // namespace fixres::cli
