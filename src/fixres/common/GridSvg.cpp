@@ -62,8 +62,8 @@ void writeLabels(std::ostringstream& s, const Layout& l, const GridSvgOptions& o
     << svgEscape(o.rowTitle) << "</text>\n";
   for (size_t c = 0; c < l.cols; ++c)
     s << "<text class=\"column-label\" x=\"" << l.x(c) + kCellW / 2.0 << "\" y=\"" << l.top - 6
-      << "\" font-size=\"" << kFont << "\" text-anchor=\"middle\">"
-      << svgEscape(o.columnNames[c]) << "</text>\n";
+      << "\" font-size=\"" << kFont << "\" text-anchor=\"middle\">" << svgEscape(o.columnNames[c])
+      << "</text>\n";
   for (size_t r = 0; r < l.rows; ++r)
     s << "<text class=\"row-label\" x=\"" << l.left - 10 << "\" y=\"" << l.y(r) + kCellH / 2.0 + 4
       << "\" font-size=\"" << kFont << "\" text-anchor=\"end\">" << svgEscape(o.rowNames[r])
@@ -80,12 +80,12 @@ void writeCells(std::ostringstream& s, const Layout& l, const std::vector<double
       const double x = v[r * l.cols + c];
       const bool has = std::isfinite(x);
       const double t = !has ? 0 : hi > lo ? (x - lo) / (hi - lo) : 0.5;
-      s << "<rect class=\"cell\" data-row=\"" << r << "\" data-column=\"" << c
-        << "\" data-value=\"" << (has ? fixed(x, 4) : "nan") << "\" x=\"" << l.x(c) << "\" y=\""
-        << l.y(r) << "\" width=\"" << kCellW << "\" height=\"" << kCellH << "\" fill=\""
+      s << "<rect class=\"cell\" data-row=\"" << r << "\" data-column=\"" << c << "\" data-value=\""
+        << (has ? fixed(x, 4) : "nan") << "\" x=\"" << l.x(c) << "\" y=\"" << l.y(r)
+        << "\" width=\"" << kCellW << "\" height=\"" << kCellH << "\" fill=\""
         << (has ? heatColor(t * t) : "#ffffff") << "\" stroke=\"#cccccc\"><title>"
-        << svgEscape(o.rowNames[r] + ", " + o.columnNames[c]) << ": "
-        << (has ? fixed(x, 2) : "n/a") << "</title></rect>\n";
+        << svgEscape(o.rowNames[r] + ", " + o.columnNames[c]) << ": " << (has ? fixed(x, 2) : "n/a")
+        << "</title></rect>\n";
       s << "<text class=\"cell-text\" x=\"" << l.x(c) + kCellW / 2.0 << "\" y=\""
         << l.y(r) + kCellH / 2.0 + 4 << "\" font-size=\"" << kFont
         << "\" text-anchor=\"middle\" fill=\"" << (t > 0.55 ? "#ffffff" : "#000000") << "\">"
@@ -100,9 +100,9 @@ void writeBudget(std::ostringstream& s, const Layout& l, const GridSvgOptions& o
   for (size_t r = 0; r < l.rows; ++r)
     for (size_t c = 0; c < l.cols; ++c) {
       if (ok(r, c)) continue;
-      s << "<rect class=\"over-budget\" data-row=\"" << r << "\" data-column=\"" << c
-        << "\" x=\"" << l.x(c) << "\" y=\"" << l.y(r) << "\" width=\"" << kCellW << "\" height=\""
-        << kCellH << "\" fill=\"url(#ruled-out)\"/>\n";
+      s << "<rect class=\"over-budget\" data-row=\"" << r << "\" data-column=\"" << c << "\" x=\""
+        << l.x(c) << "\" y=\"" << l.y(r) << "\" width=\"" << kCellW << "\" height=\"" << kCellH
+        << "\" fill=\"url(#ruled-out)\"/>\n";
     }
   const auto edge = [&](double x1, double y1, double x2, double y2) {
     s << "<line class=\"budget-edge\" x1=\"" << x1 << "\" y1=\"" << y1 << "\" x2=\"" << x2
@@ -132,8 +132,8 @@ std::string valueGridSvg(const std::vector<double>& values, const GridSvgOptions
                " is outside ", rows, " x ", cols);
   const Layout l = layoutOf(o);
   std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << l.width << "\" height=\""
-    << l.height << "\" font-family=\"sans-serif\">\n"
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << l.width << "\" height=\"" << l.height
+    << "\" font-family=\"sans-serif\">\n"
     << "<defs><pattern id=\"ruled-out\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
        "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#bbbbbb\" "
        "fill-opacity=\"0.55\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#555555\" "

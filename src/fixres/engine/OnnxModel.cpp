@@ -161,8 +161,8 @@ void checkModel(const Model& m) {
                  count, " values");
   }
   for (const auto& n : m.graph.nodes) {
-    FIXRES_CHECK(!n.opType.empty() && !n.outputs.empty(), InternalError,
-                 "ONNX model: node '", n.name, "' has no operator or output");
+    FIXRES_CHECK(!n.opType.empty() && !n.outputs.empty(), InternalError, "ONNX model: node '",
+                 n.name, "' has no operator or output");
     FIXRES_CHECK(names.insert(n.name).second, InternalError, "ONNX model: two nodes are named '",
                  n.name, "'");
     for (const auto& i : n.inputs)
@@ -179,7 +179,8 @@ std::string serialize(const Model& m) {
   const uint16_t one = 1;
   uint8_t first = 0;
   std::memcpy(&first, &one, 1);
-  FIXRES_CHECK(first == 1, InternalError, "ONNX export: raw tensor data needs a little-endian host");
+  FIXRES_CHECK(first == 1, InternalError,
+               "ONNX export: raw tensor data needs a little-endian host");
   proto::Size size;
   encode(size, m);
   FIXRES_CHECK(size.n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()), UsageError,

@@ -119,7 +119,8 @@ std::string sweepGridSvg(const SweepOptions& o, const SweepResult& result) {
   g.rowTitle = "crop fraction";
   g.columnTitle = "test resolution (px)";
   for (double c : o.cropPcts) g.rowNames.push_back(shortNumber(c));
-  for (size_t j = 0; j < sizes; ++j) g.columnNames.push_back(std::to_string(result.rows[j * crops].size));
+  for (size_t j = 0; j < sizes; ++j)
+    g.columnNames.push_back(std::to_string(result.rows[j * crops].size));
   const bool budget = o.maxLatencyMs > 0 || o.minThroughput > 0;
   std::vector<double> plain(result.rows.size()), tuned(result.rows.size());
   for (size_t j = 0; j < sizes; ++j)
@@ -129,8 +130,8 @@ std::string sweepGridSvg(const SweepOptions& o, const SweepResult& result) {
       tuned[k * sizes + j] = r.finetuned.top1;
       if (!budget) continue;
       if (g.allowed.empty()) g.allowed.assign(result.rows.size(), true);
-      g.allowed[k * sizes + j] = chooseWithinBudget({r}, o.finetune, o.maxLatencyMs,
-                                                    o.minThroughput).has_value();
+      g.allowed[k * sizes + j] =
+          chooseWithinBudget({r}, o.finetune, o.maxLatencyMs, o.minThroughput).has_value();
     }
   if (budget) {
     g.ruledOutNote = "outside the budget (";

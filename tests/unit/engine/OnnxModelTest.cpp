@@ -17,14 +17,18 @@
 namespace fixres::engine::onnx {
 namespace {
 
-std::string rawOf(const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); }
+std::string rawOf(const void* p, size_t n) {
+  return std::string(static_cast<const char*>(p), n);
+}
 
 Tensor floats(const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
   return {name, DataType::kFloat, std::move(dims), rawOf(v.data(), v.size() * sizeof(float))};
 }
 
 Tensor int64s(const std::string& name, std::vector<int64_t> v) {
-  return {name, DataType::kInt64, {static_cast<int64_t>(v.size())},
+  return {name,
+          DataType::kInt64,
+          {static_cast<int64_t>(v.size())},
           rawOf(v.data(), v.size() * sizeof(int64_t))};
 }
 
