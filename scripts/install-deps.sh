@@ -11,7 +11,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev
   python3-torch python3-torchvision python3-pil python3-numpy python3-onnx fonts-dejavu-core
-  dataset-fashion-mnist gnuplot-nox iproute2 procps
+  dataset-fashion-mnist gnuplot-nox iproute2 procps libgl1 libglib2.0-0
 )
 if [ "${1:-}" = "--fuzz" ]; then PACKAGES+=(clang libclang-rt-14-dev); fi
 

@@ -19,6 +19,12 @@
 #    choice is the best cell; config.json records its test_crop_pct, which eval from the folder
 #    then uses; sweep_grid.svg has both panels (3 crops x 2 sizes) equal to sweep.json, and
 #    every label inside the picture; bad lists refused.
+# 6. --eval-set: a shifted copy of the split (imagecorruptions' gaussian_noise, from the pinned
+#    environment) and the split itself scored at every cell: the split as a set gives the split's
+#    top-1; a set's cell equals eval's top-1 and its report's ECE on that folder; top1_change and
+#    shift_ok follow their definitions and the choice is the best shift_ok cell
+#    (--max-shift-loss); bad names, duplicates, a rule without a set or without the train size, a
+#    missing folder refused with one line.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 REF="$SRC/tests/reference"
@@ -38,7 +44,7 @@ expect_code 0
 cp "$OUT" "$WORK/s1.txt"
 expect_out "^ +size +top1 +img/s +ms/batch$"
 expect_out "^chosen test resolution: [0-9]+ \(top-1 [0-9.]+, [0-9.]+ img/s, [0-9.]+ ms/batch\)$"
-expect_out "wrote .*/s1/sweep.json, .*/s1/sweep.svg, .*/s1/sweep_speed.svg, .*/s1/config.json$"
+expect_out "wrote .*/s1/sweep.json, .*/s1/sweep.svg, .*/s1/sweep_grid.svg, .*/s1/sweep_speed.svg, .*/s1/config.json$"
 expect_file "$WORK/s1/sweep_speed.svg"
 grep -q "Pareto front" "$WORK/s1/sweep_speed.svg" || bad "sweep_speed.svg has no Pareto front"
 grep -q "chosen .* px" "$WORK/s1/sweep_speed.svg" || bad "sweep_speed.svg does not mark the choice"
@@ -217,4 +223,72 @@ for case in "0.875,0.875|twice" "0.01|values must be" "1.5|values must be" "a|va
   expect_code 2; expect_err_lines 1; expect_err "--crop-pcts.*${case#*|}"
 done
 [ -e "$WORK/s8" ] && bad "a refused crop sweep made its folder"
+
+# --- 6. further evaluation sets ------------------------------------------------------------------
+SHIFT_PY=${FIXRES_ORT_PYTHON:-$SRC/.venv-torch2/bin/python}
+NOISE="$D/val"  # without imagecorruptions, the split itself (the checks below still hold)
+if [ -x "$SHIFT_PY" ] && "$SHIFT_PY" -c "import imagecorruptions" 2>/dev/null; then
+  run "$SHIFT_PY" "$REF/make_shifted_set.py" "$D/val" "$WORK/noise" gaussian_noise 5
+  expect_code 0; expect_out "^18 images, gaussian_noise severity 5$"
+  NOISE="$WORK/noise"
+else
+  skip_check imagecorruptions "no imagecorruptions at $SHIFT_PY (make torch2-env installs it): the shifted set is the split"
+fi
+run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s9" --sizes 16,24,32 --train-size 24 --latency-batches 0 \
+  --crop-pcts 0.875,1.0 --eval-set noise="$NOISE" --eval-set same="$D/val" --max-shift-loss 5
+expect_code 0
+expect_out "^ +size +crop +top1 +noise +same$"
+"$PY" - "$WORK/s9/sweep.json" <<'EOF' || bad "the eval sets' scores or the shift rule"
+import json, sys
+s = json.load(open(sys.argv[1]))
+rows = s["rows"]
+assert [e["name"] for e in s["eval_sets"]] == ["noise", "same"], s["eval_sets"]
+assert s["shift_baseline"] == {"size": 24, "crop_pct": 0.875}, s["shift_baseline"]
+base = [r for r in rows if r["size"] == 24 and r["crop_pct"] == 0.875][0]
+for r in rows:
+    same = r["sets"]["same"]
+    # the split scored as a further set: the split's own top-1, every image
+    assert abs(same["top1"] - r["top1"]) < 1e-9 and same["images"] == 18, r
+    for name in ("noise", "same"):
+        got = r["sets"][name]
+        assert abs(got["top1_change"] - (got["top1"] - base["sets"][name]["top1"])) < 1e-9, r
+        assert 0 <= got["ece"] <= 100, r
+    ok = all(r["sets"][n]["top1"] >= base["sets"][n]["top1"] - 5 for n in ("noise", "same"))
+    assert r["shift_ok"] == ok, r
+best = max((r for r in rows if r["shift_ok"]), key=lambda r: r["top1"])
+chosen = [r for r in rows if r["size"] == s["chosen"] and r["crop_pct"] == s["chosen_crop_pct"]]
+assert len(chosen) == 1 and chosen[0]["shift_ok"] and chosen[0]["top1"] == best["top1"], (s["chosen"], best)
+EOF
+# A set's cell against eval on that folder at that size and crop (top-1), and against eval's
+# report (ECE, itself held to a Python reference in eval_report_test.sh).
+read -r S9 K9 < <("$PY" -c "import json; r=json.load(open('$WORK/s9/sweep.json'))['rows'][3]; print(r['size'], r['crop_pct'])")
+run "$FIXRES" eval --weight-path "$RUN" --dataset-path "$NOISE" --input-size "$S9" --crop-pct "$K9" \
+  --batch 6 --workers 1 --report "$WORK/rep9" --json "$WORK/e9.json"
+expect_code 0
+"$PY" - "$WORK/s9/sweep.json" "$WORK/e9.json" "$WORK/rep9/report.json" <<'EOF' || bad "a set's cell is not eval's"
+import json, sys
+cell = json.load(open(sys.argv[1]))["rows"][3]["sets"]["noise"]
+ev = json.load(open(sys.argv[2]))
+ev = ev["results"][0] if "results" in ev else ev
+rep = json.load(open(sys.argv[3]))
+ece = rep["ece"]
+assert abs(cell["top1"] - ev["top1"]) < 1e-9, (cell, ev)
+assert abs(cell["ece"] - 100 * ece) < 1e-6 * max(1, cell["ece"]), (cell, ece)
+EOF
+run "$PY" "$REF/sweep_grid_check.py" "$WORK/s9"
+expect_code 0; expect_out "^grid of 2 x 3 cells, 1 panels equal to sweep.json$"
+for b in "noequals" "a b=$D/val" "=x" "n=$D/val --eval-set n=$D/val"; do
+  run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s10" --sizes 24 --train-size 24 --eval-set $b
+  expect_code 2; expect_err_lines 1; expect_err "--eval-set"
+done
+run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s10" --sizes 24 --max-shift-loss 2
+expect_code 2; expect_err_lines 1; expect_err "--max-shift-loss needs an --eval-set"
+run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s10" --sizes 16,32 --train-size 24 --eval-set n="$D/val" --max-shift-loss 2
+expect_code 2; expect_err_lines 1; expect_err "must be among --sizes"
+run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s10" --sizes 24 --train-size 24 --eval-set n=x --max-shift-loss -1
+expect_code 2; expect_err_lines 1; expect_err "--max-shift-loss"
+run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s10" --sizes 24 --train-size 24 --latency-batches 0 \
+  --eval-set n="$WORK/nowhere"
+[ "$CODE" -ne 0 ] || bad "a missing --eval-set folder accepted"
+expect_err_lines 1; expect_err "nowhere"
 finish

@@ -8,7 +8,7 @@ sweep_grid_check.py FOLDER
     crop_pcts; every (crop, size) cell's data-value is that row's top-1 (top1_finetuned in the
     second panel) within 5e-5 and its text the value to one decimal; a higher top-1 never gets a
     lighter fill; the hatched cells are exactly those outside sweep.json's budget (latency_ms <=
-    max_latency_ms, images_per_s >= min_throughput) and a boundary line runs between each
+    max_latency_ms, images_per_s >= min_throughput, shift_ok with max_shift_loss) and a boundary line runs between each
     allowed and ruled-out neighbour; exactly one cell is marked, in the last panel, at
     (chosen, chosen_crop_pct), or none when chosen is null. Prints "grid of R x C cells, P
     panels equal to sweep.json"; exit 1 with the first difference.
@@ -36,6 +36,8 @@ budget = sweep["budget"]
 
 
 def allowed(r):
+    if "max_shift_loss" in budget and not r["shift_ok"]:
+        return False
     if "max_latency_ms" in budget and not r.get("latency_ms", float("inf")) <= budget["max_latency_ms"]:
         return False
     if "min_throughput" in budget and not r.get("images_per_s", 0) >= budget["min_throughput"]:

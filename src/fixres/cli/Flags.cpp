@@ -365,6 +365,13 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::string& target)
   return opt;
 }
 
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<std::string>& target) {
+  // Repeatable: every occurrence adds one value.
+  return finish(app.add_option(row.flags, target, row.helpFor(commandName(app)))
+                    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll),
+                row);
+}
+
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<float>& target) {
   return finish(app.add_option(row.flags, target, row.helpFor(commandName(app)))->expected(3), row);
 }

@@ -69,6 +69,7 @@ std::string commandName(const CLI::App& app);
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, bool& target);
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::string& target);
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<float>& target);
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<std::string>& target);
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::optional<double>& target);
 template <typename T>
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, T& target) {

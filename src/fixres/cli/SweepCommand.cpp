@@ -3,6 +3,7 @@
 // table, JSON, an SVG plot with the train resolution, the apparent-size suggestion and the best
 // resolutions marked, top-1 against images per second with the Pareto front, and the resolution
 // chosen within a latency or throughput budget as a model folder (config.json).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -26,20 +27,25 @@ struct SweepState {
 // The table on rank 0, a row as each size is done; the header once the first row is ready (an
 // error before it prints no table). Speed columns when it is measured.
 // A crop column when several crop fractions are swept.
-void printSweepRow(const engine::SweepRow& row, bool finetune, bool speed, bool crops, bool first) {
+// Per --eval-set a column of its top-1 (after fine-tuning with --finetune), headed by its name.
+void printSweepRow(const engine::SweepOptions& o, const engine::SweepRow& row, bool first) {
+  const bool crops = o.cropPcts.size() > 1, speed = o.latencyBatches > 0;
   if (first) {
     std::printf("%6s", "size");
     if (crops) std::printf(" %6s", "crop");
     std::printf(" %10s", "top1");
-    if (finetune) std::printf(" %14s", "top1 finetuned");
+    if (o.finetune) std::printf(" %14s", "top1 finetuned");
     if (speed) std::printf(" %10s %10s", "img/s", "ms/batch");
+    for (const auto& set : o.evalSets) std::printf(" %12.12s", set.name.c_str());
     std::printf("\n");
   }
   std::printf("%6d", row.size);
   if (crops) std::printf(" %6.3f", row.cropPct);
   std::printf(" %10.3f", row.plain.top1);
-  if (finetune) std::printf(" %14.3f", row.finetuned.top1);
+  if (o.finetune) std::printf(" %14.3f", row.finetuned.top1);
   if (speed) std::printf(" %10.1f %10.2f", row.imagesPerS, row.latencyMs);
+  for (const auto& score : o.finetune ? row.setsFinetuned : row.sets)
+    std::printf(" %12.3f", score.top1);
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -80,9 +86,14 @@ std::string budgetText(const engine::SweepOptions& o) {
                   o.minThroughput);
   else if (o.maxLatencyMs > 0)
     std::snprintf(text, sizeof(text), "--max-latency-ms %g", o.maxLatencyMs);
-  else
+  else if (o.minThroughput > 0)
     std::snprintf(text, sizeof(text), "--min-throughput %g", o.minThroughput);
-  return text;
+  std::string out = text;
+  if (o.maxShiftLoss > 0) {
+    std::snprintf(text, sizeof(text), "--max-shift-loss %g", o.maxShiftLoss);
+    out += (out.empty() ? "" : " and ") + std::string(text);
+  }
+  return out;
 }
 
 }  // namespace
@@ -117,6 +128,13 @@ Command addSweepCommand(CLI::App& parent) {
             o.eval = s->eval.settings;
             if (!o.cropList.empty()) o.cropPcts = engine::parseCropList(o.cropList);
             o.numerics = s->eval.numerics;
+            o.evalSets = engine::parseEvalSets(o.evalSetList);
+            FIXRES_CHECK(o.maxShiftLoss == 0 || !o.evalSets.empty(), UsageError,
+                         "--max-shift-loss needs an --eval-set to measure the loss on");
+            FIXRES_CHECK(
+                o.maxShiftLoss == 0 || std::count(o.sizes.begin(), o.sizes.end(), o.trainSize) > 0,
+                UsageError, "--max-shift-loss compares with the train size (", o.trainSize,
+                " px, --train-size): it must be among --sizes");
             FIXRES_CHECK(o.latencyBatches > 0 || (o.maxLatencyMs == 0 && o.minThroughput == 0),
                          UsageError,
                          "--max-latency-ms and --min-throughput need the speed measured: "
@@ -127,13 +145,13 @@ Command addSweepCommand(CLI::App& parent) {
             size_t printed = 0;
             const bool speed = o.latencyBatches > 0;
             auto result = engine::runSweep(o, *rank.comm, rank.run, [&](const engine::SweepRow& r) {
-              if (printing)
-                printSweepRow(r, o.finetune, speed, o.cropPcts.size() > 1, printed++ == 0);
+              if (printing) printSweepRow(o, r, printed++ == 0);
             });
             if (!printing) return 0;
             printSweepSummary(o, result);
             engine::writeSweep(o, result);
-            std::string wrote = o.out + "/sweep.json, " + o.out + "/sweep.svg";
+            std::string wrote =
+                o.out + "/sweep.json, " + o.out + "/sweep.svg, " + o.out + "/sweep_grid.svg";
             if (speed) wrote += ", " + o.out + "/sweep_speed.svg";
             if (!result.modelConfig.empty()) wrote += ", " + o.out + "/config.json";
             std::printf("wrote %s\n", wrote.c_str());

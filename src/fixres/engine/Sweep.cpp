@@ -61,6 +61,7 @@ EvalSettings cellSettings(const SweepOptions& o, double cropPct) {
 // run, its weights evaluated at each crop (the run's own evaluation where its crop is the cell's).
 std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, models::Model& model,
                                  const std::shared_ptr<const data::Dataset>& dataset,
+                                 const std::vector<SweepSetData>& sets,
                                  distributed::Communicator& comm, const RunDevice& run) {
   std::vector<SweepRow> cells;
   for (double crop : o.cropPcts) {
@@ -69,6 +70,7 @@ std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, models::Model&
     row.cropPct = crop;
     const auto e = evalOptions(cellSettings(o, crop), size, o.model.preprocessing(), run);
     row.plain = evaluate(model, dataset, e, comm);
+    row.sets = scoreEvalSets(model, sets, e, comm);
     if (cells.empty()) measureSpeed(o, row, model, comm, run);
     row.imagesPerS = cells.empty() ? row.imagesPerS : cells.front().imagesPerS;
     row.latencyMs = cells.empty() ? row.latencyMs : cells.front().latencyMs;
@@ -78,21 +80,21 @@ std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, models::Model&
   const RunConfig c = o.finetuneRun(size);
   const auto lock = lockRunFolder(c.runDir, comm);
   Trainer trainer(c, comm, run);
-  const EvalResult own = trainer.run().after;  // at the run's crop, FixRes's
+  const EvalResult tunedOwn = trainer.run().after;  // at the run's crop, FixRes's
   ModelSpec tuned = o.model;
   tuned.weightPath = c.runDir + "/checkpoint.pth";
   std::optional<BuiltModel> built;
   for (SweepRow& row : cells) {
     row.finetunedWeights = tuned.weightPath;
-    if (row.cropPct == kFixresCropPct) {
-      row.finetuned = own;
-      continue;
-    }
+    const bool own = row.cropPct == kFixresCropPct;
+    if (own) row.finetuned = tunedOwn;
+    if (own && sets.empty()) continue;
     if (!built)
       built = buildModel(resolvedForSizes(tuned, {size}),
                          static_cast<int64_t>(dataset->classes().size()), run);
     const auto e = evalOptions(cellSettings(o, row.cropPct), size, tuned.preprocessing(), run);
-    row.finetuned = evaluate(built->model, dataset, e, comm);
+    if (!own) row.finetuned = evaluate(built->model, dataset, e, comm);
+    row.setsFinetuned = scoreEvalSets(built->model, sets, e, comm);
   }
   return cells;
 }
@@ -154,6 +156,7 @@ std::optional<size_t> chooseWithinBudget(const std::vector<SweepRow>& rows, bool
   std::optional<size_t> best;
   for (size_t i = 0; i < rows.size(); ++i) {
     const SweepRow& r = rows[i];
+    if (!r.shiftOk) continue;
     if (maxLatencyMs > 0 && !(r.latencyMs <= maxLatencyMs)) continue;  // NaN never qualifies
     if (minThroughput > 0 && !(r.imagesPerS >= minThroughput)) continue;
     if (!best) {
@@ -255,11 +258,19 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
   ResolvedModel resolved = resolvedForSizes(o.model, {o.trainSize});
   resolved.spec.dynamicImgSize = true;
   auto model = buildModel(resolved, static_cast<int64_t>(dataset->classes().size()), run).model;
+  std::vector<SweepSetData> sets;
+  for (const EvalSetSpec& spec : o.evalSets) {
+    sets.push_back({spec, data::openDataset(spec.path)});
+    FIXRES_CHECK(sets.back().dataset->classes() == dataset->classes(), UsageError, "--eval-set ",
+                 spec.name, ": ", spec.path, " has ", sets.back().dataset->classes().size(),
+                 " classes other than the ", dataset->classes().size(), " of ", o.imnetPath, "/",
+                 o.split, " (the same class folder names are needed)");
+  }
   if (comm.rank() == 0) makeDirectories(o.out);
   SweepResult result;
   result.suggested = suggestResolution(o.trainSize).suggested;
   for (int size : o.sizes) {
-    for (SweepRow& row : sweepCells(o, size, model, dataset, comm, run)) {
+    for (SweepRow& row : sweepCells(o, size, model, dataset, sets, comm, run)) {
       result.rows.push_back(row);
       if (onRow) onRow(result.rows.back());
     }
@@ -269,6 +280,10 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
     result.bestFinetuned =
         bestSweepRow(result.rows, [](const SweepRow& r) { return r.finetuned.top1; });
   markParetoFront(result.rows, o.finetune);
+  for (size_t i = 0; i < result.rows.size() && !sets.empty(); ++i)
+    if (result.rows[i].size == o.trainSize && result.rows[i].cropPct == o.cropPcts.front())
+      result.shiftBaseline = i;
+  if (result.shiftBaseline) markShiftRule(result.rows, *result.shiftBaseline, o);
   result.chosen = chooseWithinBudget(result.rows, o.finetune, o.maxLatencyMs, o.minThroughput);
   if (result.chosen && comm.rank() == 0) {
     const SweepRow& row = result.rows[*result.chosen];
@@ -299,6 +314,8 @@ nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
       row["top5_finetuned"] = r.finetuned.top5;
       row["finetuned_weights"] = r.finetunedWeights;
     }
+    if (!o.evalSets.empty()) row["sets"] = evalSetsJson(o, result, r);
+    if (o.maxShiftLoss > 0) row["shift_ok"] = r.shiftOk;
     if (std::isfinite(r.imagesPerS)) {
       row["images_per_s"] = r.imagesPerS;
       row["latency_ms"] = r.latencyMs;
@@ -324,7 +341,17 @@ nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
         {"threads", torch::get_num_threads()},
         {"what", "forward pass of the model alone, rank 0, the run's device and numerics"}};
   }
+  if (!o.evalSets.empty()) {
+    nlohmann::json sets = nlohmann::json::array();
+    for (const EvalSetSpec& e : o.evalSets) sets.push_back({{"name", e.name}, {"path", e.path}});
+    doc["eval_sets"] = sets;
+    doc["shift_baseline"] = result.shiftBaseline
+                                ? nlohmann::json{{"size", result.rows[*result.shiftBaseline].size},
+                                                 {"crop_pct", o.cropPcts.front()}}
+                                : nlohmann::json();
+  }
   nlohmann::json budget = nlohmann::json::object();
+  if (o.maxShiftLoss > 0) budget["max_shift_loss"] = o.maxShiftLoss;
   if (o.maxLatencyMs > 0) budget["max_latency_ms"] = o.maxLatencyMs;
   if (o.minThroughput > 0) budget["min_throughput"] = o.minThroughput;
   doc["budget"] = budget;

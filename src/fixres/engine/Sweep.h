@@ -25,6 +25,16 @@
 
 namespace fixres::engine {
 
+// A further evaluation set (`--eval-set NAME=PATH`): an image folder with the split's classes,
+// shifted data say, scored at every cell beside the split that chooses.
+struct EvalSetSpec {
+  std::string name, path;
+};
+
+// "NAME=PATH" entries: names of 1-64 letters, digits, '_', '-' or '.', each once; UsageError
+// naming --eval-set and the entry otherwise.
+std::vector<EvalSetSpec> parseEvalSets(const std::vector<std::string>& entries);
+
 struct SweepOptions {
   ModelSpec model;  // with its weights (weightPath)
   EvalSettings eval;
@@ -53,6 +63,12 @@ struct SweepOptions {
   // most maxLatencyMs and that reach minThroughput images per second.
   double maxLatencyMs = 0;
   double minThroughput = 0;
+  // Further sets scored at every cell (top-1 and ECE); the split still chooses. With
+  // maxShiftLoss > 0 only cells whose deciding top-1 on every set is at most that many points
+  // below the baseline cell's (the train size at the first crop fraction) may be chosen.
+  std::vector<EvalSetSpec> evalSets;
+  std::vector<std::string> evalSetList;  // --eval-set as given, parsed into `evalSets`
+  double maxShiftLoss = 0;
   std::string sizeList;  // --sizes as given ("": the default sizes), parsed into `sizes`
   std::string cropList;  // --crop-pcts as given ("": 0.875), parsed into `cropPcts`
 
@@ -83,6 +99,20 @@ struct SweepOptions {
               kInvocation,
               "sweep"},
       o.cropList);
+    v(Setting{"",
+              "--eval-set",
+              "Sweep",
+              "A further set scored at every cell, NAME=PATH (an image folder with the split's "
+              "classes, e.g. shifted data; repeatable): top-1 and ECE per set",
+              {},
+              kInvocation,
+              "sweep"},
+      o.evalSetList);
+    v(Setting{"", "--max-shift-loss", "Sweep",
+              "Choose only cells whose top-1 on every --eval-set is at most this many points "
+              "below the train size's (at the first crop; 0: no such rule)",
+              Range::reals(0, 100, /*loOpen=*/true).orValue(0, "no rule"), kInvocation, "sweep"},
+      o.maxShiftLoss);
     v(Setting{"", "--finetune-epochs", "Sweep", "Fine-tuning epochs per resolution",
               Range::integers(1, 100000), kInvocation, "sweep"},
       o.finetuneEpochs);
@@ -125,6 +155,12 @@ struct SweepOptions {
 // "0.875,1.0": fractions in kCropFractions; UsageError naming --crop-pcts otherwise.
 std::vector<double> parseCropList(const std::string& text);
 
+// A cell's score on one --eval-set.
+struct SetScore {
+  double top1 = NAN, ece = NAN;  // percent
+  int64_t count = 0;
+};
+
 // One cell of the sweep: a size at a crop fraction.
 struct SweepRow {
   int size = 0;
@@ -135,6 +171,8 @@ struct SweepRow {
   double imagesPerS = NAN;       // rank 0's speed at this size (NaN: not measured)
   double latencyMs = NAN;        // milliseconds per batch of SweepOptions::latencyBatch images
   bool pareto = false;           // no other size is both at least as fast and as accurate
+  std::vector<SetScore> sets, setsFinetuned;  // per SweepOptions::evalSets
+  bool shiftOk = true;  // within --max-shift-loss on every set (true without the rule)
 };
 
 struct SweepResult {
@@ -145,6 +183,7 @@ struct SweepResult {
   // The size chosen: the best top-1 (fine-tuned with finetune) within the budget, the faster of
   // equals; without a budget the best. None when no size meets the budget.
   std::optional<size_t> chosen;
+  std::optional<size_t> shiftBaseline;  // with eval sets: the train size's cell at the first crop
   std::string chosenWeights;  // its weight file (the fine-tuning run's checkpoint with finetune)
   // config.json of the sweep folder, the chosen model's card (ModelCard.h): timm's hub layout
   // with fixres.weights naming the weight file. Empty when nothing was chosen.
@@ -160,11 +199,29 @@ inline double decidingTop1(const SweepRow& row, bool finetune) {
 // high, one of them higher. Rows without a speed are never on the front.
 void markParetoFront(std::vector<SweepRow>& rows, bool finetune);
 
-// The index of the row with the best deciding top-1 among those with latencyMs <= maxLatencyMs
-// (when > 0) and imagesPerS >= minThroughput (when > 0), the faster of equal top-1s, the first of
-// equal both; none when no row qualifies. With a bound, a row without a speed never qualifies.
+// The index of the row with the best deciding top-1 among those with shiftOk, latencyMs <=
+// maxLatencyMs (when > 0) and imagesPerS >= minThroughput (when > 0), the faster of equal top-1s,
+// the first of equal both; none when no row qualifies. With a bound, a row without a speed never
+// qualifies.
 std::optional<size_t> chooseWithinBudget(const std::vector<SweepRow>& rows, bool finetune,
                                          double maxLatencyMs, double minThroughput);
+
+// An --eval-set opened: its images, checked to have the split's classes.
+struct SweepSetData {
+  EvalSetSpec spec;
+  std::shared_ptr<const data::Dataset> dataset;
+};
+// The model's top-1 and ECE on each set (a collective: every rank gets the scores).
+std::vector<SetScore> scoreEvalSets(models::Model& model, const std::vector<SweepSetData>& sets,
+                                    const EvalOptions& options, distributed::Communicator& comm);
+// sweep.json's "sets" of a row: per set name top1, ece, images and top1_change (against the
+// shift baseline; null without one), and the fine-tuned ones with finetune.
+nlohmann::json evalSetsJson(const SweepOptions& options, const SweepResult& result,
+                            const SweepRow& row);
+
+// With options.maxShiftLoss > 0: each row's shiftOk, from its deciding top-1 on every eval set
+// against the baseline row's. Rows' set scores must be filled; a NaN score is never ok.
+void markShiftRule(std::vector<SweepRow>& rows, size_t baseline, const SweepOptions& options);
 
 // Evaluates options.model at every size (and with finetune, fine-tunes it there in a locked run
 // folder, then evaluates the result); a collective of every rank of `comm`. Rank 0 creates

@@ -121,7 +121,7 @@ std::string sweepGridSvg(const SweepOptions& o, const SweepResult& result) {
   for (double c : o.cropPcts) g.rowNames.push_back(shortNumber(c));
   for (size_t j = 0; j < sizes; ++j)
     g.columnNames.push_back(std::to_string(result.rows[j * crops].size));
-  const bool budget = o.maxLatencyMs > 0 || o.minThroughput > 0;
+  const bool budget = o.maxLatencyMs > 0 || o.minThroughput > 0 || o.maxShiftLoss > 0;
   std::vector<double> plain(result.rows.size()), tuned(result.rows.size());
   for (size_t j = 0; j < sizes; ++j)
     for (size_t k = 0; k < crops; ++k) {
@@ -138,6 +138,9 @@ std::string sweepGridSvg(const SweepOptions& o, const SweepResult& result) {
     if (o.maxLatencyMs > 0) g.ruledOutNote += shortNumber(o.maxLatencyMs) + " ms per batch";
     if (o.maxLatencyMs > 0 && o.minThroughput > 0) g.ruledOutNote += ", ";
     if (o.minThroughput > 0) g.ruledOutNote += shortNumber(o.minThroughput) + " img/s";
+    if (o.maxShiftLoss > 0 && (o.maxLatencyMs > 0 || o.minThroughput > 0)) g.ruledOutNote += ", ";
+    if (o.maxShiftLoss > 0)
+      g.ruledOutNote += "at most " + shortNumber(o.maxShiftLoss) + " points lost on a shifted set";
     g.ruledOutNote += ")";
   }
   const auto panel = [&](const std::vector<double>& v, const std::string& what, bool deciding) {

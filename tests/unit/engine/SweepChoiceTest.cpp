@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "fixres/common/Error.h"
 #include "fixres/engine/Sweep.h"
 
 namespace {
@@ -111,6 +112,60 @@ TEST(SweepChoice, RandomTablesAgreeWithTheDefinitions) {
     }
     EXPECT_EQ(chooseWithinBudget(rows, false, maxMs, minIps), want) << "trial " << trial;
   }
+}
+
+}  // namespace
+
+namespace {
+
+using fixres::engine::markShiftRule;
+using fixres::engine::parseEvalSets;
+using fixres::engine::SetScore;
+using fixres::engine::SweepOptions;
+
+SetScore setScore(double top1) {
+  SetScore s;
+  s.top1 = top1;
+  s.count = 10;
+  return s;
+}
+
+// --max-shift-loss: rows losing more than X points on any set against the baseline row are not
+// chosen, even when best on the split; a NaN score is never within the rule.
+TEST(SweepChoice, ShiftRuleKeepsTheChoiceWithinTheLoss) {
+  std::vector<SweepRow> rows = {row(160, 70, 1000, 32), row(224, 74, 700, 45.7),
+                                row(320, 78, 300, 106.7), row(384, 79, 200, 150)};
+  const double noise[] = {40, 42, 36.5, 37.5}, blur[] = {50, 51, 50, NAN};
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].sets = {setScore(noise[i]), setScore(blur[i])};
+  SweepOptions o;
+  o.evalSets = parseEvalSets({"noise=a", "blur=b"});
+  o.maxShiftLoss = 5;
+  markShiftRule(rows, 1, o);  // baseline 224: noise 42, blur 51
+  std::vector<bool> ok;
+  for (const auto& r : rows) ok.push_back(r.shiftOk);
+  // 320: noise 36.5 < 42 - 5; 384: blur NaN.
+  EXPECT_EQ(ok, (std::vector<bool>{true, true, false, false}));
+  EXPECT_EQ(chooseWithinBudget(rows, false, 0, 0), std::optional<size_t>(1));
+  o.maxShiftLoss = 5.5;  // 36.5 >= 42 - 5.5: 320 allowed, 384 still not
+  markShiftRule(rows, 1, o);
+  EXPECT_EQ(chooseWithinBudget(rows, false, 0, 0), std::optional<size_t>(2));
+  // The fine-tuned scores decide with --finetune.
+  o.finetune = true;
+  for (auto& r : rows) r.setsFinetuned = {setScore(0), setScore(0)};
+  rows[1].setsFinetuned = {setScore(10), setScore(10)};
+  markShiftRule(rows, 1, o);
+  for (const auto& r : rows) EXPECT_EQ(r.shiftOk, r.size == 224) << r.size;
+}
+
+TEST(SweepChoice, EvalSetEntriesAreNamePathPairs) {
+  const auto sets = parseEvalSets({"imagenet-c.noise_3=/data/a=b", "v2=x"});
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_EQ(sets[0].name, "imagenet-c.noise_3");
+  EXPECT_EQ(sets[0].path, "/data/a=b");  // the first '=' separates
+  for (const char* bad : {"noequals", "=x", "n=", "a b=x", "é=x"})
+    EXPECT_THROW(parseEvalSets({bad}), fixres::UsageError) << bad;
+  EXPECT_THROW(parseEvalSets({"n=a", "n=b"}), fixres::UsageError);
+  EXPECT_THROW(parseEvalSets({std::string(65, 'n') + "=x"}), fixres::UsageError);
 }
 
 }  // namespace

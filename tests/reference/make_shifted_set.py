@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Makes a shifted copy of an image folder with the ImageNet-C corruptions of the
+`imagecorruptions` package (Michaelis et al. 2019; the project's pinned environment), not with
+corruptions of fixres's own.
+
+make_shifted_set.py SRC DST CORRUPTION SEVERITY [SEED]
+    Every image SRC/<class>/<name> is read as RGB (PIL), corrupted by
+    imagecorruptions.corrupt(image, corruption_name=CORRUPTION, severity=SEVERITY) and written as
+    DST/<class>/<stem>.png. numpy's global generator is seeded with SEED (default 0) first, so the
+    noise corruptions give the same folder every time. Prints "N images, CORRUPTION severity S";
+    exit 77 when the package is absent.
+"""
+import os
+import sys
+
+import numpy as np
+from PIL import Image
+
+try:
+    from imagecorruptions import corrupt
+except ImportError as e:  # pragma: no cover - depends on the environment
+    print(f"no imagecorruptions for {sys.executable}: {e}", file=sys.stderr)
+    sys.exit(77)
+
+src, dst, name, severity = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+np.random.seed(int(sys.argv[5]) if len(sys.argv) > 5 else 0)
+count = 0
+for cls in sorted(os.listdir(src)):
+    if not os.path.isdir(os.path.join(src, cls)):
+        continue
+    os.makedirs(os.path.join(dst, cls), exist_ok=True)
+    for f in sorted(os.listdir(os.path.join(src, cls))):
+        image = np.asarray(Image.open(os.path.join(src, cls, f)).convert("RGB"))
+        shifted = np.uint8(np.clip(corrupt(image, corruption_name=name, severity=severity), 0, 255))
+        Image.fromarray(shifted).save(os.path.join(dst, cls, os.path.splitext(f)[0] + ".png"))
+        count += 1
+print(f"{count} images, {name} severity {severity}")
