@@ -129,10 +129,10 @@ OTHER=${FIXRES_COMPARE_FIXRES:-$SRC/build/bin/fixres}
 if [ -x "$OTHER" ] && [ "$(cd "$(dirname "$OTHER")" && pwd)" != "$(cd "$(dirname "$FIXRES")" && pwd)" ]; then
   for f in r18 tiny; do
     case $f in
-      r18) W=(--architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" --input-size 64) ;;
-      tiny) W=(--weight-path "$WORK/runs/train/t" --input-size 40) ;;
+      r18) OW=(--architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" --input-size 64) ;;
+      tiny) OW=(--weight-path "$WORK/runs/train/t" --input-size 40) ;;
     esac
-    run "$OTHER" export "${W[@]}" --format onnx --out "$WORK/$f-other.onnx"
+    run "$OTHER" export "${OW[@]}" --format onnx --out "$WORK/$f-other.onnx"
     expect_code 0
     cmp -s "$WORK/$f.onnx" "$WORK/$f-other.onnx" ||
       bad "$f: $("$FIXRES" version | sed -n 2p) and $("$OTHER" version | sed -n 2p) export different files"
