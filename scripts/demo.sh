@@ -2,7 +2,9 @@
 # The FixRes story on Fashion-MNIST in a few minutes on a CPU:
 #   1. import the Debian package's IDX files into an image folder (train / holdout / val=test)
 #   2. train a small ResNet at a low resolution with RandomResizedCrop
-#   3. sweep test resolutions on the held-out split, with and without FixRes fine-tuning
+#   3. sweep test resolution x crop on the held-out split, with and without FixRes fine-tuning,
+#      each cell also scored on a shifted copy (ImageNet-C Gaussian noise, when the project's
+#      environment has imagecorruptions)
 #   4. pick the best resolution on the held-out split, then report on the 10,000 test images:
 #      train resolution vs the chosen one, before and after fine-tuning; plot + report.
 #   5. BatchNorm calibration without labels at the chosen resolution.
@@ -52,21 +54,46 @@ if [ "${DEMO_USE_EMA:-0}" = 1 ]; then
   WEIGHTS="$OUT/ema.pth"
 fi
 
-echo "== 3. sweep test resolutions on the held-out split (with FixRes fine-tuning at each)"
-"$FIXRES" sweep --imnet-path "$DATA" --split holdout --architecture "$ARCH" --weight-path "$WEIGHTS" \
-  --train-size "$TRAIN_SIZE" ${SIZES:+--sizes "$SIZES"} --finetune --finetune-epochs 1 --finetune-iterations "$FT_ITERS" --finetune-lr "${DEMO_FT_LR:-0.01}" \
-  --absolute-lr --batch "$BATCH" --workers 2 --seed "$SEED" --out "$OUT/sweep" | tee "$OUT/sweep.txt"
-BEST=$(/usr/bin/python3 -c "import json;print(json.load(open('$OUT/sweep/sweep.json'))['best_finetuned'])")
+# Shifted data: the held-out split and the test set with ImageNet-C's Gaussian noise (severity 3,
+# the imagecorruptions package of the project's environment, `make torch2-env`), made once and
+# shared by every seed. Without that environment the demo runs without the shifted column.
+SHIFT_PY=${DEMO_SHIFT_PYTHON:-$(dirname "$0")/../.venv-torch2/bin/python}
+SHIFTED=${DEMO_SHIFTED:-$DATA-noise3}
+SHIFT=()
+if [ "${DEMO_SHIFT:-1}" = 1 ] && [ -x "$SHIFT_PY" ] && "$SHIFT_PY" -c "import imagecorruptions" 2>/dev/null; then
+  for split in holdout val; do
+    if [ ! -f "$SHIFTED/$split.done" ]; then
+      rm -rf "${SHIFTED:?}/$split"
+      "$SHIFT_PY" "$(dirname "$0")/make_shifted_set.py" "$DATA/$split" "$SHIFTED/$split" gaussian_noise 3
+      touch "$SHIFTED/$split.done"
+    fi
+  done
+  SHIFT=(--eval-set "noise=$SHIFTED/holdout")
+else
+  echo "(no shifted data: $SHIFT_PY lacks imagecorruptions; make torch2-env installs it)"
+fi
 
-echo "== 4. test set (val): train resolution $TRAIN_SIZE vs chosen $BEST"
-"$FIXRES" eval --imnet-path "$DATA" --architecture "$ARCH" --weight-path "$WEIGHTS" \
-  --input-size "$TRAIN_SIZE,$BEST" --batch 256 --workers 2 --json "$OUT/test_plain.json" >/dev/null
-"$FIXRES" eval --imnet-path "$DATA" --architecture "$ARCH" \
-  --weight-path "$OUT/sweep/finetune_$TRAIN_SIZE/checkpoint.pth" --input-size "$TRAIN_SIZE" \
-  --batch 256 --workers 2 --json "$OUT/test_ft_train.json" >/dev/null
-"$FIXRES" eval --imnet-path "$DATA" --architecture "$ARCH" \
-  --weight-path "$OUT/sweep/finetune_$BEST/checkpoint.pth" --input-size "$BEST" \
-  --batch 256 --workers 2 --json "$OUT/test_ft_best.json" >/dev/null
+echo "== 3. sweep test resolution x crop on the held-out split (with FixRes fine-tuning at each size)"
+"$FIXRES" sweep --imnet-path "$DATA" --split holdout --architecture "$ARCH" --weight-path "$WEIGHTS" \
+  --train-size "$TRAIN_SIZE" ${SIZES:+--sizes "$SIZES"} --crop-pcts "${DEMO_CROPS:-0.875,1.0}" \
+  "${SHIFT[@]}" --finetune --finetune-epochs 1 --finetune-iterations "$FT_ITERS" --finetune-lr "${DEMO_FT_LR:-0.01}" \
+  --absolute-lr --batch "$BATCH" --workers 2 --seed "$SEED" --out "$OUT/sweep" | tee "$OUT/sweep.txt"
+read -r BEST CROP < <(/usr/bin/python3 -c "import json;s=json.load(open('$OUT/sweep/sweep.json'));print(s['best_finetuned'], s['best_finetuned_crop_pct'])")
+
+echo "== 4. test set (val): train resolution $TRAIN_SIZE (crop 0.875) vs chosen $BEST (crop $CROP)"
+# test_<name>.json on the test set, and test_<name>_noise.json on its shifted copy.
+evaluate() {  # NAME WEIGHTS SIZE CROP
+  local root
+  for root in "$DATA" ${SHIFT[0]:+"$SHIFTED"}; do
+    local suffix=""; [ "$root" = "$DATA" ] || suffix=_noise
+    "$FIXRES" eval --imnet-path "$root" --architecture "$ARCH" --weight-path "$2" --input-size "$3" \
+      --crop-pct "$4" --batch 256 --workers 2 --json "$OUT/test_$1$suffix.json" >/dev/null
+  done
+}
+evaluate plain_train "$WEIGHTS" "$TRAIN_SIZE" 0.875
+evaluate ft_train "$OUT/sweep/finetune_$TRAIN_SIZE/checkpoint.pth" "$TRAIN_SIZE" 0.875
+evaluate plain_best "$WEIGHTS" "$BEST" "$CROP"
+evaluate ft_best "$OUT/sweep/finetune_$BEST/checkpoint.pth" "$BEST" "$CROP"
 
 # Transformers and ConvNeXts have no BatchNorm statistics to calibrate.
 case "$ARCH" in vit*|deit*|convnext*) CALIBRATE=${DEMO_CALIBRATE:-0} ;; *) CALIBRATE=${DEMO_CALIBRATE:-1} ;; esac
@@ -75,52 +102,66 @@ echo "== 5. FixRes without labels: BatchNorm statistics calibrated at $BEST px o
 "$FIXRES" calibrate --architecture "$ARCH" --weight-path "$WEIGHTS" --dataset-path "$DATA/train" \
   --input-size "$BEST" --max-images $((FT_ITERS * BATCH)) --batch "$BATCH" --workers 2 --seed "$SEED" \
   --out "$OUT/calibrated_$BEST.pth"
-"$FIXRES" eval --imnet-path "$DATA" --architecture "$ARCH" --weight-path "$OUT/calibrated_$BEST.pth" \
-  --input-size "$BEST" --batch 256 --workers 2 --json "$OUT/test_cal_best.json" >/dev/null
+evaluate cal_best "$OUT/calibrated_$BEST.pth" "$BEST" "$CROP"
 fi
 
 echo "== 6. the report of the fine-tuned model at $BEST px (temperature fitted on the held-out split)"
 "$FIXRES" eval --imnet-path "$DATA" --architecture "$ARCH" \
-  --weight-path "$OUT/sweep/finetune_$BEST/checkpoint.pth" --input-size "$BEST" --batch 256 \
-  --workers 2 --report "$OUT/report" --fit-temperature "$DATA/holdout" >/dev/null
+  --weight-path "$OUT/sweep/finetune_$BEST/checkpoint.pth" --input-size "$BEST" --crop-pct "$CROP" \
+  --batch 256 --workers 2 --report "$OUT/report" --fit-temperature "$DATA/holdout" >/dev/null
 
-/usr/bin/python3 - "$OUT" "$TRAIN_SIZE" "$BEST" "$SEED" "$(( $(date +%s) - t0 ))" <<'PY'
-import json, sys
-out, train, best, seed, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-plain = {r["input_size"]: r for r in json.load(open(f"{out}/test_plain.json"))["results"]}
-ft_train = json.load(open(f"{out}/test_ft_train.json"))["results"][0]
-ft_best = json.load(open(f"{out}/test_ft_best.json"))["results"][0]
-try:
-    cal_best = json.load(open(f"{out}/test_cal_best.json"))["results"][0]
-except FileNotFoundError:  # DEMO_CALIBRATE=0: a model without BatchNorm
-    cal_best = None
+/usr/bin/python3 - "$OUT" "$TRAIN_SIZE" "$BEST" "$CROP" "$SEED" "$(( $(date +%s) - t0 ))" <<'PY'
+import json, os, sys
+out, train, best, crop, seed, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6]
+
+
+def top1(name, shifted=False):
+    path = f"{out}/test_{name}{'_noise' if shifted else ''}.json"
+    return json.load(open(path))["results"][0]["top1"] if os.path.exists(path) else None
+
+
+shifted = os.path.exists(f"{out}/test_plain_train_noise.json")
 sweep = json.load(open(f"{out}/sweep/sweep.json"))
 rep = json.load(open(f"{out}/report/report.json"))
-rows = [
-    ("train res, no fine-tuning", train, plain[train]["top1"]),
-    ("train res, fine-tuned", train, ft_train["top1"]),
-    ("chosen res, no fine-tuning", best, plain[best]["top1"]),
-    ("chosen res, FixRes fine-tuned", best, ft_best["top1"]),
-] + ([("chosen res, BN calibrated (no labels)", best, cal_best["top1"])] if cal_best else [])
-lines = ["| setting | test res | top-1 on 10k test images |", "|---|---|---|"]
-lines += [f"| {n} | {s} | {t:.2f} |" for n, s, t in rows]
+settings = [("train res, no fine-tuning", "plain_train", train, 0.875),
+            ("train res, fine-tuned", "ft_train", train, 0.875),
+            ("chosen res, no fine-tuning", "plain_best", best, crop),
+            ("chosen res, FixRes fine-tuned", "ft_best", best, crop),
+            ("chosen res, BN calibrated (no labels)", "cal_best", best, crop)]
+# [name, test res, top-1, crop, top-1 on the shifted test set (null without it)]; the calibrated
+# row only where it ran (DEMO_CALIBRATE=0: a model without BatchNorm).
+rows = [[n, s, top1(k), c, top1(k, True)] for n, k, s, c in settings if top1(k) is not None]
+head = "| setting | test res | crop | top-1 on 10k test images |"
+lines = [head + (" top-1, Gaussian noise 3 |" if shifted else ""),
+         "|---|---|---|---|" + ("---|" if shifted else "")]
+lines += [f"| {n} | {s} | {c:g} | {t:.2f} |" + (f" {ts:.2f} |" if shifted else "")
+          for n, s, t, c, ts in rows]
 table = "\n".join(lines)
-gain = ft_best["top1"] - plain[train]["top1"]
-if best != train:
-    gain_line = f"FixRes gain: {gain:+.2f} points (train {train} px -> test {best} px, fine-tuned)"
+ft_best, base = rows[3], rows[0]
+gain = ft_best[2] - base[2]
+if best != train or crop != 0.875:
+    gain_line = (f"FixRes gain: {gain:+.2f} points (train {train} px -> test {best} px at crop "
+                 f"{crop:g}, fine-tuned)")
 else:
     gain_line = (f"FixRes gain: {gain:+.2f} points, from fine-tuning at the train resolution alone: "
                  f"no test resolution other than {train} px won on the held-out split")
+if shifted:
+    d = ft_best[4] - base[4]
+    held_line = (f"On the shifted test set (Gaussian noise, severity 3) the chosen setting scores "
+                 f"{ft_best[4]:.2f} against {base[4]:.2f} at the train resolution without "
+                 f"fine-tuning: the choice {'held' if d >= 0 else 'did not hold'} ({d:+.2f} points).")
+else:
+    held_line = "(No shifted test set: make torch2-env installs imagecorruptions.)"
 report = f"""# fixres demo: FixRes on Fashion-MNIST (seed {seed})
 
-Train resolution {train} px (RandomResizedCrop); test resolution chosen on the held-out split:
-{best} px (apparent-size suggestion {sweep['suggested_size']:.1f} px). Test set: {ft_best['count']} images.
+Train resolution {train} px (RandomResizedCrop); test resolution and crop chosen on the held-out
+split: {best} px, crop {crop:g} (apparent-size suggestion {sweep['suggested_size']:.1f} px).
 
 {table}
 
-{gain_line}. Run time {secs} s.
+{gain_line}. {held_line} Run time {secs} s.
 
-![top-1 vs test resolution](sweep/sweep.svg)
+![top-1 vs test resolution](sweep/sweep.svg) ![top-1 over size and crop](sweep/sweep_grid.svg)
 
 Calibration of the fine-tuned model at {best} px (report/): expected calibration error
 {100 * rep['ece']:.2f} %, {100 * rep['temperature']['ece']:.2f} % after dividing the logits by the
@@ -130,10 +171,13 @@ temperature {rep['temperature']['value']:.3f} fitted on the held-out split (test
 ![confusion matrix](report/confusion.svg) ![reliability diagram](report/reliability.svg)
 """
 open(f"{out}/report.md", "w").write(report)
-json.dump({"seed": int(seed), "train_size": train, "best_size": best, "rows": rows}, open(f"{out}/summary.json", "w"), indent=2)
+json.dump({"seed": int(seed), "train_size": train, "best_size": best, "best_crop": crop,
+           "shifted": "gaussian_noise 3" if shifted else None, "rows": rows},
+          open(f"{out}/summary.json", "w"), indent=2)
 print()
 print(table)
 print("\n" + gain_line)
+print(held_line)
 print(f"ECE {100 * rep['ece']:.2f} % -> {100 * rep['temperature']['ece']:.2f} % at temperature {rep['temperature']['value']:.3f}")
 print(f"plot:   {out}/sweep/sweep.svg")
 print(f"report: {out}/report.md")

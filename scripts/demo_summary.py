@@ -22,24 +22,39 @@ def main(dirs):
     train = summaries[0]["train_size"]
     print(f"Seeds {', '.join(map(str, seeds))}; train resolution {train} px.\n")
     print("Held-out split (top-1, mean ± sd over seeds):\n")
-    print("| test res | no fine-tuning | FixRes fine-tuned |")
-    print("|---|---|---|")
-    sizes = [r["size"] for r in sweeps[0]["rows"]]
-    for i, size in enumerate(sizes):
+    sets = [e["name"] for e in sweeps[0].get("eval_sets", [])]
+    print("| test res | crop | no fine-tuning | FixRes fine-tuned |" +
+          "".join(f" {n}, fine-tuned |" for n in sets))
+    print("|---|---|---|---|" + "---|" * len(sets))
+    for i, r in enumerate(sweeps[0]["rows"]):
+        size, crop = r["size"], r.get("crop_pct", 0.875)
         plain = [s["rows"][i]["top1"] for s in sweeps]
         tuned = [s["rows"][i]["top1_finetuned"] for s in sweeps]
+        shifted = [ms([s["rows"][i]["sets"][n]["top1_finetuned"] for s in sweeps]) for n in sets]
         label = f"**{size} (train)**" if size == train else str(size)
-        print(f"| {label} | {ms(plain)} | {ms(tuned)} |")
+        print(f"| {label} | {crop:g} | {ms(plain)} | {ms(tuned)} |" + "".join(f" {x} |" for x in shifted))
     print(f"\nBest resolution on the held-out split per seed: without fine-tuning "
           f"{[s['best_plain'] for s in sweeps]}, with fine-tuning {[s['best_finetuned'] for s in sweeps]}.\n")
     print("Test set (10,000 images), resolutions chosen on the held-out split:\n")
-    print("| setting | test res per seed | top-1 per seed | mean ± sd |")
-    print("|---|---|---|---|")
+    # Rows [name, res, top-1] (older runs) or [name, res, top-1, crop, shifted top-1 or null].
+    shifted = all(len(r) > 4 and r[4] is not None for s in summaries for r in s["rows"])
+    print("| setting | test res per seed | crop per seed | top-1 per seed | mean ± sd |" +
+          (" shifted top-1 mean ± sd |" if shifted else ""))
+    print("|---|---|---|---|---|" + ("---|" if shifted else ""))
     names = [row[0] for row in summaries[0]["rows"]]
     for k, name in enumerate(names):
         res = [s["rows"][k][1] for s in summaries]
+        crops = [f"{s['rows'][k][3]:g}" if len(s["rows"][k]) > 3 else "0.875" for s in summaries]
         top = [s["rows"][k][2] for s in summaries]
-        print(f"| {name} | {', '.join(map(str, res))} | {', '.join(f'{t:.2f}' for t in top)} | {ms(top)} |")
+        tail = f" {ms([s['rows'][k][4] for s in summaries])} |" if shifted else ""
+        print(f"| {name} | {', '.join(map(str, res))} | {', '.join(crops)} | "
+              f"{', '.join(f'{t:.2f}' for t in top)} | {ms(top)} |" + tail)
+    if shifted:
+        held = [s["rows"][3][4] - s["rows"][0][4] for s in summaries]
+        print(f"\nOn the shifted test set, chosen setting fine-tuned minus train resolution without "
+              f"fine-tuning, per seed: {', '.join(f'{g:+.2f}' for g in held)}; mean {ms(held)} "
+              f"points: the choice {'held' if statistics.mean(held) >= 0 else 'did not hold'} "
+              f"on average.")
     gain = [s["rows"][3][2] - s["rows"][0][2] for s in summaries]
     res_only = [s["rows"][3][2] - s["rows"][1][2] for s in summaries]
     print(f"\nFixRes gain (chosen resolution fine-tuned minus train resolution, no fine-tuning), "

@@ -2,7 +2,9 @@
 # A short `make demo` (a few hundred Fashion-MNIST images, one small epoch): the import, the
 # training, the sweep with fine-tuning (and its speed plot and chosen-model folder), BN calibration
 # without labels, the evaluation report with a fitted temperature, the final table, the plot and
-# the report are produced.
+# the report are produced; the sweep covers two crop fractions and, where the project's environment
+# has imagecorruptions, a shifted held-out copy, and the table gains the crop and the shifted
+# test-set column with its sentence.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 if [ ! -d /usr/share/datasets/fashion-mnist ]; then
@@ -10,13 +12,24 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
 fi
 export DEMO_LIMIT_TRAIN=600 DEMO_LIMIT_VAL=200 DEMO_HOLDOUT=100 DEMO_EPOCHS=1 DEMO_ITERS=4 \
   DEMO_FT_ITERS=2 DEMO_BATCH=32 DEMO_DATA="$WORK/data" DEMO_OUT="$WORK/out" \
-  DEMO_THREADS=1
+  DEMO_THREADS=1 DEMO_SHIFT_PYTHON="$SRC/.venv-torch2/bin/python"
 run bash "$SRC/scripts/demo.sh" "$FIXRES"
 expect_code 0
-expect_out "^\| train res, no fine-tuning \| 24 \| [0-9.]+ \|$"
-expect_out "^\| chosen res, FixRes fine-tuned \| (16|24|32|40) \| [0-9.]+ \|$"
+# The rows: setting, test res, crop, top-1, and top-1 on the shifted test set where the project's
+# environment has imagecorruptions (CI requires it).
+SH=""
+if [ -x "$SRC/.venv-torch2/bin/python" ] && "$SRC/.venv-torch2/bin/python" -c "import imagecorruptions" 2>/dev/null; then
+  SH=" [0-9.]+ \\|"
+  expect_out "^On the shifted test set \(Gaussian noise, severity 3\) the chosen setting scores [0-9.]+ against [0-9.]+ .*: the choice (held|did not hold) \([-+][0-9.]+ points\)\.$"
+  expect_file "$WORK/out/test_ft_best_noise.json"
+else
+  skip_check imagecorruptions "no imagecorruptions in .venv-torch2: the shifted column"
+fi
+expect_out "^\| train res, no fine-tuning \| 24 \| 0.875 \| [0-9.]+ \|$SH$"
+expect_out "^\| chosen res, FixRes fine-tuned \| (16|24|32|40) \| (0.875|1) \| [0-9.]+ \|$SH$"
 expect_out "FixRes gain: [-+][0-9.]+ points"
-expect_out "^\| chosen res, BN calibrated \(no labels\) \| (16|24|32|40) \| [0-9.]+ \|$"
+expect_out "^\| chosen res, BN calibrated \(no labels\) \| (16|24|32|40) \| (0.875|1) \| [0-9.]+ \|$SH$"
+expect_file "$WORK/out/sweep/sweep_grid.svg"
 expect_file "$WORK/out/test_cal_best.json"
 expect_file "$WORK/out/sweep/sweep.svg"
 expect_file "$WORK/out/report.md"
@@ -34,7 +47,7 @@ grep -qE "^ +16 .*$" "$WORK/out/sweep.txt" && grep -qE "^ +40 " "$WORK/out/sweep
 run "$PY" "$SRC/scripts/demo_summary.py" "$WORK/out"
 expect_code 0
 top=$("$PY" -c "import json; print('%.2f' % json.load(open('$WORK/out/summary.json'))['rows'][0][2])")
-expect_out "^\| train res, no fine-tuning \| 24 \| $top \| $top ± 0.00 \|$"
+expect_out "^\| train res, no fine-tuning \| 24 \| 0.875 \| $top \| $top ± 0.00 \|( [0-9.]+ ± 0.00 \|)?$"
 expect_out "^FixRes gain .*mean [-+]?[0-9.]+ ± 0.00 points"
 # The import is cached: a second run finds it.
 run "$FIXRES" import --out "$WORK/data" --holdout 100 --limit-train 600 --limit-val 200

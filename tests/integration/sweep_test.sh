@@ -228,7 +228,7 @@ done
 SHIFT_PY=${FIXRES_ORT_PYTHON:-$SRC/.venv-torch2/bin/python}
 NOISE="$D/val"  # without imagecorruptions, the split itself (the checks below still hold)
 if [ -x "$SHIFT_PY" ] && "$SHIFT_PY" -c "import imagecorruptions" 2>/dev/null; then
-  run "$SHIFT_PY" "$REF/make_shifted_set.py" "$D/val" "$WORK/noise" gaussian_noise 5
+  run "$SHIFT_PY" "$SRC/scripts/make_shifted_set.py" "$D/val" "$WORK/noise" gaussian_noise 5
   expect_code 0; expect_out "^18 images, gaussian_noise severity 5$"
   NOISE="$WORK/noise"
 else
