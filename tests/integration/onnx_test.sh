@@ -79,7 +79,7 @@ check tf_b0_75 75 75 -- "${W[@]}"
 # random weights with non-trivial norms, tokens and layer scales (tests/reference/vit_reference.py)
 # of deit_tiny_distilled_patch16_224 (two heads), vit_medium_patch16_reg4_gap_256 (register
 # tokens, average pooling, layer scale) and convnext_tiny (channels-last blocks) at 64 px, and
-# vit_small_patch14_reg4_dinov2 (a class token and 4 registers; its 37 x 37 grid resampled) at 70 px. A ViT's --dynamic-size is refused (its embedding depends on the size).
+# vit_small_patch14_reg4_dinov2 (a class token and 4 registers; its 37 x 37 grid resampled) at 70 px.
 for a in vit_demo convnext_demo; do
   run "$FIXRES" train --imnet-path "$D" --architecture "$a" --workers 1 --input-size 32 \
     --batch 4 --epochs 1 --iteration-cap 2 --shared-folder-path "$WORK/runs" --job-id "$a"
@@ -87,9 +87,9 @@ for a in vit_demo convnext_demo; do
   check "$a" 32 32 -- --weight-path "$WORK/runs/train/$a"
   check "${a}_40" 40 40 -- --weight-path "$WORK/runs/train/$a"
 done
-run "$FIXRES" export --weight-path "$WORK/runs/train/vit_demo" --format onnx --dynamic-size \
-  --out "$WORK/vitdyn.onnx"
-expect_code 2; expect_err_lines 1; expect_err "position embedding is laid out for one image size"
+# A ViT exported for any size: the position embedding resampled inside the graph (opset 18's
+# antialiased Resize), against fixres predict at another size.
+DYN=--dynamic-size check vit_demo_dyn 32 40 -- --weight-path "$WORK/runs/train/vit_demo"
 if [ "$HAVE_TIMM" = 1 ]; then
   for a in deit_tiny_distilled_patch16_224 vit_medium_patch16_reg4_gap_256 convnext_tiny \
     vit_small_patch14_reg4_dinov2; do
@@ -107,6 +107,26 @@ if [ "$HAVE_TIMM" = 1 ]; then
   DYN=--dynamic-size check r26ddyn 64 75 -- --architecture resnet26d --num-classes 10 \
     --weight-path "$WORK/r26d.pth"
   rm -f "$WORK/r26d.pth"
+fi
+# Every kind of ViT the family has, exported with --dynamic-size, against timm's own
+# dynamic_img_size model in ONNX Runtime at three sizes, one non-square
+# (tests/reference/onnx_vit_dynamic_check.py): class token (vit), registers with average pooling,
+# class token with registers (DINOv2), DeiT, DeiT distilled (two heads), DeiT III.
+if [ "$HAVE_TIMM" = 1 ] && [ "$HAVE_ORT" = 1 ] && "$ORT_PY" -c "import timm" 2>/dev/null; then
+  for a in vit_tiny_patch16_224 vit_medium_patch16_reg4_gap_256 vit_small_patch14_reg4_dinov2 \
+    deit_tiny_patch16_224 deit_tiny_distilled_patch16_224 deit3_small_patch16_224; do
+    "$PY" "$REF/vit_reference.py" weights "$a" "$WORK/$a.pth" "$ORACLES" || bad "$a weights"
+    run "$FIXRES" export --architecture "$a" --num-classes 10 --weight-path "$WORK/$a.pth" \
+      --format onnx --dynamic-size --out "$WORK/$a-dyn.onnx"
+    expect_code 0
+    p=16; [[ $a == *patch14* ]] && p=14
+    run "$ORT_PY" "$REF/onnx_vit_dynamic_check.py" "$WORK/$a-dyn.onnx" "$a" "$WORK/$a.pth" \
+      $((4 * p))x$((4 * p)) $((6 * p))x$((6 * p)) $((3 * p))x$((5 * p))
+    expect_code 0; cat "$OUT"
+    rm -f "$WORK/$a.pth" "$WORK/$a-dyn.onnx"
+  done
+else
+  skip_check timm-pypi "no timm in $ORT_PY or no timm source: the dynamic ViT exports against timm"
 fi
 # PNASNet-5-Large (timm's random weights, 340 MB; only with timm's source): TF "same" padding
 # in its separable convolutions and max pools, the factorized reduction's shifted path, concats.

@@ -19,12 +19,14 @@ namespace fixres::engine {
 
 namespace {
 
-constexpr int64_t kOpset = 13;
+// Opset 13; 18 for a graph with dynamic height and width, whose transformers resample their
+// position embedding with Resize's antialias (new in 18; ReduceMean's axes are then an input).
+constexpr int64_t kOpset = 13, kDynamicOpset = 18;
 
 class OnnxGraphWriter : public models::GraphWriter {
  public:
   // size > 0: every value's height and width are tracked from size x size; 0: dynamic.
-  OnnxGraphWriter(onnx::Graph* graph, int64_t size) : g_(graph) {
+  OnnxGraphWriter(onnx::Graph* graph, int64_t size, int64_t opset) : g_(graph), opset_(opset) {
     if (size > 0) sizes_["input"] = {size, size};
   }
 
@@ -166,12 +168,7 @@ class OnnxGraphWriter : public models::GraphWriter {
   Value layerNorm(const Value& x, const torch::Tensor& weight, const torch::Tensor& bias,
                   double eps, bool channels) override {
     const int64_t axis = channels ? 1 : -1;
-    auto mean = [&](const Value& v) {
-      auto* n = node("ReduceMean", {v});
-      ints(n, "axes", {axis});
-      integer(n, "keepdims", 1);
-      return n->output();
-    };
+    auto mean = [&](const Value& v) { return reduceMean(v, axis, /*keep=*/true); };
     const Value centred = node("Sub", {x, mean(x)})->output();
     const Value var = mean(node("Mul", {centred, centred})->output());
     const Value std =
@@ -255,10 +252,30 @@ class OnnxGraphWriter : public models::GraphWriter {
     const Value rest =
         node("Slice", {x, int64s({from}, "starts"), int64s({kEnd}, "ends"), int64s({1}, "axes")})
             ->output();
-    auto* n = node("ReduceMean", {rest});
-    ints(n, "axes", {1});
-    integer(n, "keepdims", 0);
-    return n->output();
+    return reduceMean(rest, 1, /*keep=*/false);
+  }
+
+  Value resampledPositions(const Value& grid, const torch::Tensor& positions) override {
+    FIXRES_CHECK(opset_ >= kDynamicOpset, InternalError, "Resize with antialias needs opset 18");
+    const int64_t dim = positions.size(1);
+    // Resize's sizes: 1, D and the grid's height and width, read from its shape at run time.
+    const Value hw = node("Slice", {node("Shape", {grid})->output(), int64s({2}, "starts"),
+                                    int64s({4}, "ends"), int64s({0}, "axes")})
+                         ->output();
+    auto* sizes = node("Concat", {int64s({1, dim}, "sizes"), hw});
+    integer(sizes, "axis", 0);
+    // torch's antialiased bicubic (a = -0.5, weights over the pixels inside, renormalised):
+    // ONNX Runtime gives it within 2e-6 with exclude_outside = 1.
+    auto* r = node("Resize", {initializer(positions, "pos_grid"), "", "", sizes->output()});
+    r->setString("mode", "cubic");
+    r->setFloat("cubic_coeff_a", -0.5f);
+    integer(r, "antialias", 1);
+    integer(r, "exclude_outside", 1);
+    r->setString("coordinate_transformation_mode", "half_pixel");
+    const Value flat = node("Reshape", {r->output(), int64s({1, dim, -1}, "shape")})->output();
+    auto* t = node("Transpose", {flat});
+    ints(t, "perm", {0, 2, 1});
+    return t->output();
   }
 
   void output(const Value& logits) override { logits_ = logits; }
@@ -273,6 +290,15 @@ class OnnxGraphWriter : public models::GraphWriter {
     n.inputs = inputs;
     n.outputs = {n.name};
     return &n;
+  }
+
+  // The mean over `axis` (ReduceMean's axes: an attribute to opset 17, an input from 18).
+  Value reduceMean(const Value& x, int64_t axis, bool keep) {
+    auto* n = opset_ >= kDynamicOpset ? node("ReduceMean", {x, int64s({axis}, "axes")})
+                                      : node("ReduceMean", {x});
+    if (opset_ < kDynamicOpset) ints(n, "axes", {axis});
+    integer(n, "keepdims", keep ? 1 : 0);
+    return n->output();
   }
 
   static void ints(onnx::Node* n, const char* name, std::initializer_list<int64_t> values) {
@@ -315,6 +341,7 @@ class OnnxGraphWriter : public models::GraphWriter {
   }
 
   onnx::Graph* g_;
+  int64_t opset_;
   std::map<Value, std::pair<int64_t, int64_t>> sizes_;
   Value logits_;
 };
@@ -336,10 +363,11 @@ size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::st
   onnx::Model m;
   m.producerName = "fixres";
   m.producerVersion = FIXRES_VERSION;
-  m.opsets = {{"", kOpset}};
+  const int64_t opset = dynamicSize ? kDynamicOpset : kOpset;
+  m.opsets = {{"", opset}};
   onnx::Graph& g = m.graph;
   g.name = card.architecture;
-  OnnxGraphWriter writer(&g, dynamicSize ? 0 : card.testSize);
+  OnnxGraphWriter writer(&g, dynamicSize ? 0 : card.testSize, opset);
   FIXRES_CHECK(model.writeGraph(writer), UsageError, "export --format onnx: ", card.architecture,
                " cannot be exported to ONNX yet");
   const int64_t s = card.testSize, classes = card.numClasses;

@@ -1,9 +1,9 @@
 // `fixres export --format onnx`: the model's eval-mode graph (models/GraphWriter.h) as an ONNX
-// model (opset 13, IR 8) written by fixres's own encoder (OnnxModel.h) and checked for the
-// checker's structural rules, at a fixed test resolution with a dynamic batch axis (and dynamic
-// height and width on request), the test-time preprocessing in metadata_props. Every build has
-// it: no protobuf or ONNX library is linked, so the PyTorch wheel's LibTorch (which carries a
-// protobuf of its own) exports the same bytes as Debian's.
+// model (opset 13, 18 with --dynamic-size; IR 8) written by fixres's own encoder (OnnxModel.h) and
+// checked for the checker's structural rules, at a fixed test resolution with a dynamic batch axis
+// (and dynamic height and width on request), the test-time preprocessing in metadata_props. Every
+// build has it: no protobuf or ONNX library is linked, so the PyTorch wheel's LibTorch (which
+// carries a protobuf of its own) exports the same bytes as Debian's.
 #pragma once
 
 #include <string>

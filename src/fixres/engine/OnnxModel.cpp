@@ -165,9 +165,9 @@ void checkModel(const Model& m) {
                  n.name, "' has no operator or output");
     FIXRES_CHECK(names.insert(n.name).second, InternalError, "ONNX model: two nodes are named '",
                  n.name, "'");
-    for (const auto& i : n.inputs)
-      FIXRES_CHECK(defined.count(i), InternalError, "ONNX model: node '", n.name, "' reads '", i,
-                   "' before anything produces it");
+    for (const auto& i : n.inputs)  // "": an optional input left out
+      FIXRES_CHECK(i.empty() || defined.count(i), InternalError, "ONNX model: node '", n.name,
+                   "' reads '", i, "' before anything produces it");
     for (const auto& o : n.outputs) define(o, "node output");
   }
   for (const auto& v : m.graph.outputs)

@@ -76,7 +76,8 @@ struct Model {
 
 // The structural rules ONNX's checker applies to such a graph, the ones a writer can break:
 // names of nodes, initializers and graph inputs unique and not empty; every node input is a
-// graph input, an initializer or the output of an earlier node (topological order); every value
+// graph input, an initializer, the output of an earlier node (topological order) or "" (an
+// optional input left out); every value
 // produced once; every graph output produced; initializers' raw data of the size of their dims;
 // at least one opset. InternalError naming the first violation.
 void checkModel(const Model& model);

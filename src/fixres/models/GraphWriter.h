@@ -81,6 +81,10 @@ class GraphWriter {
   virtual Value patchTokens(const Value& x) = 0;
   // `prefix` (1 x k x D, the same for every image) before the tokens: N x (k + T) x D.
   virtual Value prependTokens(const Value& tokens, const torch::Tensor& prefix) = 0;
+  // A position embedding's patch rows laid out as `positions` (1 x D x H0 x W0) resampled to the
+  // height and width of `grid` (N x D x h x w, known only when the graph runs), as timm's
+  // resample_abs_pos_embed does (bicubic, antialiased, align_corners off): 1 x (h w) x D.
+  virtual Value resampledPositions(const Value& grid, const torch::Tensor& positions) = 0;
   // The Linear layer over the last axis.
   virtual Value tokenLinear(const Value& x, const torch::nn::LinearImpl& fc) = 0;
   // Multi-head self-attention: qkv, `heads` heads of softmax(q k^T / sqrt(d)) v, proj.

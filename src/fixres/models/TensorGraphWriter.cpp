@@ -172,6 +172,18 @@ GraphWriter::Value TensorGraphWriter::prependTokens(const Value& tokens,
   return put(torch::cat({prefix.expand({t.size(0), -1, -1}), t}, 1));
 }
 
+GraphWriter::Value TensorGraphWriter::resampledPositions(const Value& grid,
+                                                         const torch::Tensor& positions) {
+  const torch::Tensor& g = at(grid);
+  const int64_t h = g.size(2), w = g.size(3);
+  // F.interpolate(positions, size=(h, w), mode="bicubic", antialias=True), in float32 as timm
+  // resamples, then as tokens.
+  const torch::Tensor r = at::_upsample_bicubic2d_aa(
+      positions.to(at::kFloat), {h, w},
+      /*align_corners=*/false, c10::optional<double>(), c10::optional<double>());
+  return put(r.reshape({1, positions.size(1), h * w}).transpose(1, 2).to(g.dtype()));
+}
+
 GraphWriter::Value TensorGraphWriter::tokenLinear(const Value& x, const torch::nn::LinearImpl& fc) {
   return put(affine(at(x), fc));
 }

@@ -52,6 +52,7 @@ class TensorGraphWriter : public GraphWriter {
   Value pointwiseLinear(const Value& x, const torch::nn::LinearImpl& fc) override;
   Value patchTokens(const Value& x) override;
   Value prependTokens(const Value& tokens, const torch::Tensor& prefix) override;
+  Value resampledPositions(const Value& grid, const torch::Tensor& positions) override;
   Value tokenLinear(const Value& x, const torch::nn::LinearImpl& fc) override;
   Value attention(const Value& x, const torch::nn::LinearImpl& qkv,
                   const torch::nn::LinearImpl& proj, int64_t heads) override;

@@ -225,21 +225,28 @@ bool VisionTransformerImpl::writeGraph(GraphWriter& w) {
   const GraphWriter::Value in = w.input();
   const auto size = w.spatialSize(in);
   const int64_t patch = config_.patchSize;
-  FIXRES_CHECK(size.has_value(), UsageError, config_.name,
-               "'s position embedding is laid out for one image size: export it at a fixed size "
-               "(without --dynamic-size)");
-  FIXRES_CHECK(size->first % patch == 0 && size->second % patch == 0, UsageError, config_.name,
-               " takes images whose sides are multiples of its patch size ", patch, ": ",
-               size->first, "x", size->second, " is not");
-  GraphWriter::Value x = w.patchTokens(w.conv(in, *patch_embed->proj, Pads{}));
-  const torch::Tensor pos = positionEmbedding(size->first / patch, size->second / patch).detach();
+  FIXRES_CHECK(!size || (size->first % patch == 0 && size->second % patch == 0), UsageError,
+               config_.name, " takes images whose sides are multiples of its patch size ", patch,
+               ": ", size->first, "x", size->second, " is not");
+  const GraphWriter::Value grid = w.conv(in, *patch_embed->proj, Pads{});
+  GraphWriter::Value x = w.patchTokens(grid);
   std::vector<torch::Tensor> prefixes;
   for (const torch::Tensor& t : {cls_token, reg_token, dist_token})
     if (t.defined()) prefixes.push_back(t.detach());
   const auto prepend = [&](const GraphWriter::Value& v) {
     return prefixes.empty() ? v : w.prependTokens(v, torch::cat(prefixes, 1));
   };
-  x = config_.noEmbedClass ? prepend(w.addConstant(x, pos)) : w.addConstant(prepend(x), pos);
+  if (size) {  // the embedding at the size the graph is written for
+    const torch::Tensor pos = positionEmbedding(size->first / patch, size->second / patch).detach();
+    x = config_.noEmbedClass ? prepend(w.addConstant(x, pos)) : w.addConstant(prepend(x), pos);
+  } else {  // any size: the patch rows resampled in the graph for each input's grid
+    const int64_t k = embeddedPrefixTokens(), dim = pos_embed.size(2);
+    const torch::Tensor rows = pos_embed.detach().narrow(1, k, pos_embed.size(1) - k);
+    GraphWriter::Value pos = w.resampledPositions(
+        grid, rows.reshape({1, grid_[0], grid_[1], dim}).permute({0, 3, 1, 2}).contiguous());
+    if (k > 0) pos = w.prependTokens(pos, pos_embed.detach().narrow(1, 0, k));
+    x = config_.noEmbedClass ? prepend(w.add(x, pos)) : w.add(prepend(x), pos);
+  }
   const auto ln = [&](const GraphWriter::Value& v, const torch::nn::LayerNorm& n) {
     return w.layerNorm(v, n->weight, n->bias, n->options.eps(), /*channels=*/false);
   };
