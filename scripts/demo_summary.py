@@ -59,7 +59,7 @@ def main(dirs):
     res_only = [s["rows"][3][2] - s["rows"][1][2] for s in summaries]
     print(f"\nFixRes gain (chosen resolution fine-tuned minus train resolution, no fine-tuning), "
           f"per seed: {', '.join(f'{g:+.2f}' for g in gain)}; mean {ms(gain)} points.")
-    print(f"Of which the resolution (chosen minus train resolution, both fine-tuned): "
+    print(f"Of which the test size and crop (chosen minus train resolution, both fine-tuned): "
           f"{', '.join(f'{g:+.2f}' for g in res_only)}; mean {ms(res_only)} points.")
     if all(len(s["rows"]) > 4 for s in summaries):
         cal = [s["rows"][4][2] - s["rows"][0][2] for s in summaries]
