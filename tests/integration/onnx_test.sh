@@ -90,6 +90,10 @@ done
 # A ViT exported for any size: the position embedding resampled inside the graph (opset 18's
 # antialiased Resize), against fixres predict at another size.
 DYN=--dynamic-size check vit_demo_dyn 32 40 -- --weight-path "$WORK/runs/train/vit_demo"
+# ConvNeXt's graph has no size in it: exported for any size, run at 24 and 48 px.
+for s in 24 48; do
+  DYN=--dynamic-size check "convnext_demo_dyn$s" 32 $s -- --weight-path "$WORK/runs/train/convnext_demo"
+done
 if [ "$HAVE_TIMM" = 1 ]; then
   for a in deit_tiny_distilled_patch16_224 vit_medium_patch16_reg4_gap_256 convnext_tiny \
     vit_small_patch14_reg4_dinov2; do

@@ -23,8 +23,9 @@
 #    environment) and the split itself scored at every cell: the split as a set gives the split's
 #    top-1; a set's cell equals eval's top-1 and its report's ECE on that folder; top1_change and
 #    shift_ok follow their definitions and the choice is the best shift_ok cell
-#    (--max-shift-loss); bad names, duplicates, a rule without a set or without the train size, a
-#    missing folder refused with one line.
+#    (--max-shift-loss); bad names, duplicates, a rule without a set or without the train size
+#    (exit 2), a missing folder (exit 3), a folder of other classes (exit 2) refused with one
+#    line, before the sweep folder is made.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 REF="$SRC/tests/reference"
@@ -289,6 +290,10 @@ run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s10" --sizes 24 --train-size 24 --eval-
 expect_code 2; expect_err_lines 1; expect_err "--max-shift-loss"
 run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s10" --sizes 24 --train-size 24 --latency-batches 0 \
   --eval-set n="$WORK/nowhere"
-[ "$CODE" -ne 0 ] || bad "a missing --eval-set folder accepted"
-expect_err_lines 1; expect_err "nowhere"
+expect_code 3; expect_err_lines 1; expect_err "nowhere"
+[ -e "$WORK/s10" ] && bad "a refused sweep made its folder"
+mkdir -p "$WORK/other/zz" && cp "$(ls "$D/val"/*/* | head -1)" "$WORK/other/zz/"
+run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s10" --sizes 24 --train-size 24 --latency-batches 0 \
+  --eval-set other="$WORK/other"
+expect_code 2; expect_err_lines 1; expect_err "--eval-set other: .* has 1 classes other than the 3"
 finish
