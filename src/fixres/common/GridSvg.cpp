@@ -8,24 +8,19 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/HeatMapSvg.h"
+#include "fixres/common/PlotLabels.h"
 #include "fixres/common/SvgPlot.h"
 
 namespace fixres {
 namespace {
 
 constexpr int kCellW = 64, kCellH = 32, kFont = 12, kTitleFont = 14;
-constexpr double kCharWidth = 0.6;  // em per character, as SvgPlot estimates label widths
+using plot::textWidth;  // label widths estimated as the line charts estimate them
 
 std::string fixed(double v, int decimals) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
-}
-
-double textWidth(const std::string& s, int font) {
-  size_t glyphs = 0;
-  for (unsigned char c : s) glyphs += (c & 0xC0) != 0x80;
-  return static_cast<double>(glyphs) * kCharWidth * font;
 }
 
 struct Layout {

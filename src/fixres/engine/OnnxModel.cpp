@@ -12,36 +12,35 @@
 
 namespace fixres::engine::onnx {
 
-void Node::setInt(const std::string& n, int64_t v) {
+namespace {
+
+Attribute named(const std::string& name, Attribute::Type type) {
   Attribute a;
-  a.name = n;
-  a.type = Attribute::Type::kInt;
-  a.i = v;
-  attributes.push_back(std::move(a));
+  a.name = name;
+  a.type = type;
+  return a;
+}
+
+}  // namespace
+
+void Node::setInt(const std::string& n, int64_t v) {
+  attributes.push_back(named(n, Attribute::Type::kInt));
+  attributes.back().i = v;
 }
 
 void Node::setInts(const std::string& n, std::vector<int64_t> v) {
-  Attribute a;
-  a.name = n;
-  a.type = Attribute::Type::kInts;
-  a.ints = std::move(v);
-  attributes.push_back(std::move(a));
+  attributes.push_back(named(n, Attribute::Type::kInts));
+  attributes.back().ints = std::move(v);
 }
 
 void Node::setFloat(const std::string& n, float v) {
-  Attribute a;
-  a.name = n;
-  a.type = Attribute::Type::kFloat;
-  a.f = v;
-  attributes.push_back(std::move(a));
+  attributes.push_back(named(n, Attribute::Type::kFloat));
+  attributes.back().f = v;
 }
 
 void Node::setString(const std::string& n, std::string v) {
-  Attribute a;
-  a.name = n;
-  a.type = Attribute::Type::kString;
-  a.s = std::move(v);
-  attributes.push_back(std::move(a));
+  attributes.push_back(named(n, Attribute::Type::kString));
+  attributes.back().s = std::move(v);
 }
 
 namespace {

@@ -1,10 +1,12 @@
 // The sweep's further evaluation sets (--eval-set): parsing, each cell's top-1 and ECE on them,
 // and the rule that keeps the choice from losing more than --max-shift-loss points on any.
+#include <cctype>
 #include <cmath>
 #include <set>
 
 #include "fixres/common/Error.h"
 #include "fixres/engine/EvalReport.h"
+#include "fixres/engine/Metrics.h"
 #include "fixres/engine/Sweep.h"
 
 namespace fixres::engine {
@@ -35,7 +37,8 @@ std::vector<SetScore> scoreEvalSets(models::Model& model, const std::vector<Swee
     const Extraction x = extract(model, set.dataset, options, comm, /*embeddings=*/false);
     std::vector<torch::Tensor> t{torch::zeros({3}, torch::kDouble)};
     if (comm.rank() == 0 && x.labels.numel() > 0) {
-      const auto right = x.logits.argmax(1).eq(x.labels).sum().item<double>();
+      // top-1 by evaluate's own rule (Metrics.h), ties included
+      const auto right = static_cast<double>(correctInTopK(x.logits, x.labels, 1));
       const double n = static_cast<double>(x.labels.numel());
       t[0][0] = 100.0 * right / n;
       t[0][1] = 100.0 * reliability(x.logits, x.labels).ece;
