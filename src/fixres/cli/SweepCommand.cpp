@@ -7,10 +7,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunOptions.h"
+#include "fixres/common/StopSignal.h"
+#include "fixres/engine/ModelCard.h"
 #include "fixres/engine/Resolution.h"
 #include "fixres/engine/Sweep.h"
 #include "fixres/models/Registry.h"
@@ -96,6 +99,49 @@ std::string budgetText(const engine::SweepOptions& o) {
   return out;
 }
 
+// The train size: --train-size, else the one a model folder records (a run's --input-size, a hub
+// folder's input_size), else 224.
+int sweepTrainSize(const engine::SweepOptions& o, bool given) {
+  if (given || !engine::isModelFolder(o.model.weightPath)) return o.trainSize;
+  const engine::ModelCard card = engine::readModelFolder(o.model.weightPath);
+  return card.trainSize > 0 ? card.trainSize : o.trainSize;
+}
+
+// Every path the sweep reads, for the one output-vs-input check: the paths given (the weights,
+// --imnet-path, --config), the split, train/ for the fine-tuning and each --eval-set folder.
+std::vector<NamedPath> sweepInputs(const CLI::App& sub, const engine::SweepOptions& o) {
+  std::vector<NamedPath> inputs = givenInputs(sub, {"--out"});
+  inputs.push_back({"--imnet-path", o.imnetPath + "/" + o.split});
+  if (o.finetune) inputs.push_back({"--imnet-path", o.imnetPath + "/train"});
+  for (const auto& set : o.evalSets) inputs.push_back({"--eval-set " + set.name, set.path});
+  return inputs;
+}
+
+// The settings read from the flags, checked before anything is written.
+engine::SweepOptions sweepOptions(const CLI::App& sub, const SweepState& s, bool trainSizeGiven) {
+  engine::SweepOptions o = s.sweep;
+  FIXRES_CHECK(!o.model.weightPath.empty(), UsageError, "sweep needs --weight-path");
+  o.evalSets = engine::parseEvalSets(o.evalSetList);
+  checkOutputPath("--out", o.out, sweepInputs(sub, o));
+  o.trainSize = sweepTrainSize(o, trainSizeGiven);
+  o.sizes = o.sizeList.empty()
+                ? engine::sweepSizes(o.trainSize, models::outputStride(o.model.architectureName()))
+                : engine::parseSizeList(o.sizeList, "--sizes");
+  o.eval = s.eval.settings;
+  if (!o.cropList.empty()) o.cropPcts = engine::parseCropList(o.cropList);
+  o.numerics = s.eval.numerics;
+  FIXRES_CHECK(o.maxShiftLoss == 0 || !o.evalSets.empty(), UsageError,
+               "--max-shift-loss needs an --eval-set to measure the loss on");
+  FIXRES_CHECK(o.maxShiftLoss == 0 || std::count(o.sizes.begin(), o.sizes.end(), o.trainSize) > 0,
+               UsageError, "--max-shift-loss compares with the train size (", o.trainSize,
+               " px, --train-size): it must be among --sizes");
+  FIXRES_CHECK(o.latencyBatches > 0 || (o.maxLatencyMs == 0 && o.minThroughput == 0), UsageError,
+               "--max-latency-ms and --min-throughput need the speed measured: "
+               "--latency-batches must be at least 1");
+  o.validate();
+  return o;
+}
+
 }  // namespace
 
 Command addSweepCommand(CLI::App& parent) {
@@ -106,47 +152,35 @@ Command addSweepCommand(CLI::App& parent) {
   addConfigFile(*sub);
   addModelOptions(*sub, s->sweep.model);
   addShared(*sub, "--imnet-path", s->sweep.imnetPath)->required();
-  addShared(*sub, "--train-size", s->sweep.trainSize);
+  const CLI::Option* trainSize = addShared(*sub, "--train-size", s->sweep.trainSize);
   addSharedFlag(*sub, "--finetune", s->sweep.finetune);
   addSharedFlag(*sub, "--absolute-lr", s->sweep.absoluteLr);
   engine::SweepOptions::visitSettings(s->sweep, SettingsBinder{*sub});
   addEvalFlags(*sub, s->eval);
+  addSharedFlag(*sub, "--skip-bad-images", s->eval.settings.skipBadImages);
   addShared(*sub, "--seed", s->sweep.seed);
   addShared(*sub, "--out", s->sweep.out);
   addClusterOptions(*sub, s->cluster);
-  return {sub, [s]() -> int {
-            engine::SweepOptions o = s->sweep;
-            FIXRES_CHECK(!o.model.weightPath.empty(), UsageError, "sweep needs --weight-path");
-            // What it reads: the split, and train/ for the fine-tuning.
-            checkOutputPath("--out", o.out,
-                            {{"--imnet-path", o.imnetPath + "/" + o.split},
-                             {"--imnet-path", o.finetune ? o.imnetPath + "/train" : ""}});
-            o.sizes = o.sizeList.empty()
-                          ? engine::sweepSizes(o.trainSize,
-                                               models::outputStride(o.model.architectureName()))
-                          : engine::parseSizeList(o.sizeList, "--sizes");
-            o.eval = s->eval.settings;
-            if (!o.cropList.empty()) o.cropPcts = engine::parseCropList(o.cropList);
-            o.numerics = s->eval.numerics;
-            o.evalSets = engine::parseEvalSets(o.evalSetList);
-            FIXRES_CHECK(o.maxShiftLoss == 0 || !o.evalSets.empty(), UsageError,
-                         "--max-shift-loss needs an --eval-set to measure the loss on");
-            FIXRES_CHECK(
-                o.maxShiftLoss == 0 || std::count(o.sizes.begin(), o.sizes.end(), o.trainSize) > 0,
-                UsageError, "--max-shift-loss compares with the train size (", o.trainSize,
-                " px, --train-size): it must be among --sizes");
-            FIXRES_CHECK(o.latencyBatches > 0 || (o.maxLatencyMs == 0 && o.minThroughput == 0),
-                         UsageError,
-                         "--max-latency-ms and --min-throughput need the speed measured: "
-                         "--latency-batches must be at least 1");
-            o.validate();
+  return {sub, [s, sub, trainSize]() -> int {
+            const engine::SweepOptions o = sweepOptions(*sub, *s, trainSize->count() > 0);
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
+            installStopHandlers();
             const bool printing = rank.comm->rank() == 0;
             size_t printed = 0;
             const bool speed = o.latencyBatches > 0;
-            auto result = engine::runSweep(o, *rank.comm, rank.run, [&](const engine::SweepRow& r) {
-              if (printing) printSweepRow(o, r, printed++ == 0);
-            });
+            std::optional<FolderLock> lock;
+            auto result =
+                engine::runSweep(o, *rank.comm, rank.run, lock, [&](const engine::SweepRow& r) {
+                  if (printing) printSweepRow(o, r, printed++ == 0);
+                });
+            if (result.stopSignal != 0) {
+              if (printing)
+                std::fprintf(stderr,
+                             "sweep stopped by %s after %zu cell(s): nothing written but the "
+                             "fine-tuning checkpoints; rerun the same command to resume\n",
+                             stopSignalName(result.stopSignal), result.rows.size());
+              return 128 + result.stopSignal;
+            }
             if (!printing) return 0;
             printSweepSummary(o, result);
             engine::writeSweep(o, result);

@@ -231,6 +231,7 @@ ModelCard exportCard(const ModelSpec& spec, const CardOverrides& o) {
   card.architecture = info.name;
   card.numClasses = spec.numClasses;
   if (o.testSize > 0) card.testSize = o.testSize;
+  if (o.trainSize > 0) card.trainSize = o.trainSize;
   if (card.trainSize == 0) card.trainSize = card.testSize;
   if (o.resizeMode) card.resizeMode = o.resizeMode;
   if (!card.resizeMode) card.resizeMode = image::ResizeMode::kFixres;

@@ -71,6 +71,7 @@ std::string derivedLicense(const std::string& weightPath);
 // What an export records besides the spec's model: given values win over the model folder's.
 struct CardOverrides {
   int testSize = 0;                             // 0: the folder's, else the architecture's
+  int trainSize = 0;                            // 0: the folder's, else the architecture's
   std::optional<image::ResizeMode> resizeMode;  // none: the folder's, else fixres's rule
   std::optional<double> testCropPct;            // none: the folder's, else 0.875
   std::string classNamesFile;                   // "": the folder's names

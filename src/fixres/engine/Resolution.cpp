@@ -6,6 +6,7 @@
 #include <random>
 
 #include "fixres/common/Error.h"
+#include "fixres/engine/ModelSpec.h"
 
 namespace fixres::engine {
 namespace {
@@ -90,8 +91,10 @@ ResolutionAnalysis simulateResolution(int trainSize, int width, int height, doub
 std::vector<int> sweepSizes(int trainSize, int stride) {
   FIXRES_CHECK(trainSize >= 1 && stride >= 1, UsageError, "train size and stride must be positive");
   std::vector<int> sizes;
-  const int lo = std::max(stride, (trainSize * 3 / 5 + stride - 1) / stride * stride);
-  for (int v = lo; 5 * v <= 9 * trainSize; v += stride) sizes.push_back(v);
+  const auto up = [stride](int v) { return (v + stride - 1) / stride * stride; };
+  // Never under the smallest size a command takes (kImageSizes), nor over the largest.
+  const int lo = std::max({stride, up(trainSize * 3 / 5), up(static_cast<int>(kImageSizes.lo))});
+  for (int v = lo; 5 * v <= 9 * trainSize && v <= kImageSizes.hi; v += stride) sizes.push_back(v);
   if (std::find(sizes.begin(), sizes.end(), trainSize) == sizes.end()) {
     sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), trainSize), trainSize);
   }

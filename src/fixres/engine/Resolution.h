@@ -28,7 +28,8 @@ ResolutionAnalysis simulateResolution(int trainSize, int imageWidth, int imageHe
                                       uint64_t seed = 0, int multiple = 1);
 
 // Test resolutions for a sweep: the multiples of the network's output stride from 0.6x to 1.8x
-// the train size (rounded up at the low end), plus the train size itself if it is not one.
+// the train size (rounded up at the low end), plus the train size itself if it is not one; none
+// outside kImageSizes (ModelSpec.h), the sizes every command takes.
 // Other sizes make the strided convolutions reach the zero padding on the right and bottom
 // edges, which a model trained at a multiple never saw: accuracy drops for that reason alone.
 std::vector<int> sweepSizes(int trainSize, int stride);

@@ -23,6 +23,12 @@
 namespace fixres::engine {
 namespace {
 
+// `path` relative to `folder` when it lies inside it (as given, both under the same --out).
+std::string inFolder(const std::string& folder, const std::string& path) {
+  const auto rel = std::filesystem::path(path).lexically_relative(folder);
+  return rel.empty() || *rel.begin() == ".." ? path : rel.string();
+}
+
 // The index of the largest of `top1(row)` over the rows (the first of equals).
 template <typename Top1>
 size_t bestSweepRow(const std::vector<SweepRow>& rows, Top1 top1) {
@@ -59,18 +65,25 @@ EvalSettings cellSettings(const SweepOptions& o, double cropPct) {
 // The cells at `size`, one per crop fraction: the sweep's model evaluated at each and timed
 // once (the crop does not change the model's work), then with finetune the size's fine-tuning
 // run, its weights evaluated at each crop (the run's own evaluation where its crop is the cell's).
+// A stop signal ends it at the next batch or step: `stop` is set and the cells are incomplete.
 std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, models::Model& model,
                                  const std::shared_ptr<const data::Dataset>& dataset,
                                  const std::vector<SweepSetData>& sets,
-                                 distributed::Communicator& comm, const RunDevice& run) {
+                                 distributed::Communicator& comm, const RunDevice& run, int& stop) {
   std::vector<SweepRow> cells;
+  const auto options = [&](double crop, const Preprocessing& p) {
+    EvalOptions e = evalOptions(cellSettings(o, crop), size, p, run);
+    e.stopOnSignal = true;
+    return e;
+  };
   for (double crop : o.cropPcts) {
     SweepRow row;
     row.size = size;
     row.cropPct = crop;
-    const auto e = evalOptions(cellSettings(o, crop), size, o.model.preprocessing(), run);
+    const auto e = options(crop, o.model.preprocessing());
     row.plain = evaluate(model, dataset, e, comm);
     row.sets = scoreEvalSets(model, sets, e, comm);
+    if ((stop = agreedStopSignal(comm)) != 0) return cells;
     if (cells.empty()) measureSpeed(o, row, model, comm, run);
     row.imagesPerS = cells.empty() ? row.imagesPerS : cells.front().imagesPerS;
     row.latencyMs = cells.empty() ? row.latencyMs : cells.front().latencyMs;
@@ -80,7 +93,9 @@ std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, models::Model&
   const RunConfig c = o.finetuneRun(size);
   const auto lock = lockRunFolder(c.runDir, comm);
   Trainer trainer(c, comm, run);
-  const EvalResult tunedOwn = trainer.run().after;  // at the run's crop, FixRes's
+  const RunSummary summary = trainer.run();
+  if ((stop = summary.stopSignal) != 0) return cells;
+  const EvalResult tunedOwn = summary.after;  // at the run's crop, FixRes's
   ModelSpec tuned = o.model;
   tuned.weightPath = c.runDir + "/checkpoint.pth";
   std::optional<BuiltModel> built;
@@ -92,9 +107,10 @@ std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, models::Model&
     if (!built)
       built = buildModel(resolvedForSizes(tuned, {size}),
                          static_cast<int64_t>(dataset->classes().size()), run);
-    const auto e = evalOptions(cellSettings(o, row.cropPct), size, tuned.preprocessing(), run);
+    const auto e = options(row.cropPct, tuned.preprocessing());
     if (!own) row.finetuned = evaluate(built->model, dataset, e, comm);
     row.setsFinetuned = scoreEvalSets(built->model, sets, e, comm);
+    if ((stop = agreedStopSignal(comm)) != 0) return cells;
   }
   return cells;
 }
@@ -111,11 +127,12 @@ nlohmann::ordered_json chosenModelConfig(const SweepOptions& o, const SweepResul
   overrides.testSize = row.size;
   overrides.resizeMode = o.eval.resizeMode;
   overrides.testCropPct = row.cropPct;
+  overrides.trainSize = o.trainSize;
   ModelCard card = exportCard(spec, overrides);
   if (card.classNames.empty() && static_cast<int64_t>(classes.size()) == spec.numClasses)
     card.classNames = classes;
   auto j = timmHubConfig(card, *model);
-  j["fixres"]["weights"] = r.chosenWeights;
+  j["fixres"]["weights"] = "";  // placed by writeSweep
   nlohmann::ordered_json choice;
   choice["size"] = row.size;
   choice["crop_pct"] = row.cropPct;
@@ -202,6 +219,7 @@ RunConfig SweepOptions::finetuneRun(int size) const {
   c.batch = static_cast<int>(eval.batch);
   c.workers = eval.workers;
   c.testFlip = eval.testFlip;
+  c.skipBadImages = eval.skipBadImages;
   c.numerics = numerics;
   c.epochs = finetuneEpochs;
   c.iterationCap = finetuneIterations;
@@ -213,67 +231,48 @@ RunConfig SweepOptions::finetuneRun(int size) const {
   return c;
 }
 
-namespace {
-std::string canonicalPath(const std::string& path) {
-  std::error_code ec;
-  const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
-  return ec ? path : p.string();
-}
-
-// UsageError (exit 2) when `out` holds fine-tuning runs of other weights: they would resume, and
-// the sweep report another model's fine-tuned results as this one's.
-void checkSweepFolderWeights(const SweepOptions& o) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(o.out, ec)) return;
-  const std::string mine = canonicalPath(o.model.weightPath);
-  for (const auto& entry : std::filesystem::directory_iterator(o.out, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("finetune_", 0) != 0) continue;
-    std::string text, why;
-    nlohmann::json config;
-    if (!tryReadRegularFile(entry.path().string() + "/config.json", 64 << 20, "run config", &text,
-                            &why) ||
-        !parseJsonInput(text, &config, &why) || !config.is_object() ||
-        !config.contains("weight_path") || !config["weight_path"].is_string())
-      continue;  // not a run of a sweep: left for the run's own checks
-    const std::string theirs = config["weight_path"].get<std::string>();
-    FIXRES_CHECK(canonicalPath(theirs) == mine, UsageError, "--out ", o.out,
-                 " holds a sweep of other weights (", name, " fine-tuned ", theirs,
-                 "; this sweep: ", o.model.weightPath,
-                 "): give another --out, or remove that folder to start clean");
-  }
-}
-}  // namespace
-
 void SweepOptions::validate() const {
-  if (finetune) finetuneRun(sizes.front()).validate();
-  checkSweepFolderWeights(*this);
+  FIXRES_CHECK(!sizes.empty(), UsageError, "--sizes is empty");
+  model.forSizes({trainSize}, "--train-size");
+  model.forSizes(sizes, "--sizes");
+  if (finetune)
+    for (int size : sizes) finetuneRun(size).validate();
+  checkLatencyMemory(*this);
+  checkSweepFolder(*this);
 }
 
 SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, const RunDevice& run,
+                     std::optional<FolderLock>& lock,
                      const std::function<void(const SweepRow&)>& onRow) {
   std::shared_ptr<const data::Dataset> dataset = data::openDataset(o.imnetPath + "/" + o.split);
   if (o.finetune) data::openDataset(o.imnetPath + "/train");
-  // One set of weights at every size: the position embedding (transformers) follows each input.
-  ResolvedModel resolved = resolvedForSizes(o.model, {o.trainSize});
-  resolved.spec.dynamicImgSize = true;
-  auto model = buildModel(resolved, static_cast<int64_t>(dataset->classes().size()), run).model;
   std::vector<SweepSetData> sets;
   for (const EvalSetSpec& spec : o.evalSets) {
-    sets.push_back({spec, data::openDataset(spec.path)});
+    try {
+      sets.push_back({spec, data::openDataset(spec.path)});
+    } catch (const Error& e) {
+      throw Error(e.code(), "--eval-set " + spec.name + "=" + spec.path + ": " + e.what());
+    }
     FIXRES_CHECK(sets.back().dataset->classes() == dataset->classes(), UsageError, "--eval-set ",
                  spec.name, ": ", spec.path, " has ", sets.back().dataset->classes().size(),
                  " classes other than the ", dataset->classes().size(), " of ", o.imnetPath, "/",
                  o.split, " (the same class folder names are needed)");
   }
-  if (comm.rank() == 0) makeDirectories(o.out);
+  // Every input is open: the folder is made and held for this sweep alone (two sweeps into one
+  // folder would lose one's rows).
+  if (auto held = lockRunFolder(o.out, comm)) lock.emplace(std::move(*held));
+  // One set of weights at every size: the position embedding (transformers) follows each input.
+  ResolvedModel resolved = resolvedForSizes(o.model, {o.trainSize});
+  resolved.spec.dynamicImgSize = true;
+  auto model = buildModel(resolved, static_cast<int64_t>(dataset->classes().size()), run).model;
   SweepResult result;
   result.suggested = suggestResolution(o.trainSize).suggested;
   for (int size : o.sizes) {
-    for (SweepRow& row : sweepCells(o, size, model, dataset, sets, comm, run)) {
+    for (SweepRow& row : sweepCells(o, size, model, dataset, sets, comm, run, result.stopSignal)) {
       result.rows.push_back(row);
       if (onRow) onRow(result.rows.back());
     }
+    if (result.stopSignal != 0) return result;
   }
   result.bestPlain = bestSweepRow(result.rows, [](const SweepRow& r) { return r.plain.top1; });
   if (o.finetune)
@@ -287,10 +286,7 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
   result.chosen = chooseWithinBudget(result.rows, o.finetune, o.maxLatencyMs, o.minThroughput);
   if (result.chosen && comm.rank() == 0) {
     const SweepRow& row = result.rows[*result.chosen];
-    result.chosenWeights =
-        std::filesystem::absolute(o.finetune ? row.finetunedWeights : localWeightFile(o.model))
-            .lexically_normal()
-            .string();
+    result.chosenSource = o.finetune ? row.finetunedWeights : localWeightFile(o.model);
     if (o.model.useEma && !o.finetune)
       log::warn("sweep: ", o.out,
                 "/config.json not written: the sweep evaluated --use-ema weights, which a model "
@@ -312,7 +308,7 @@ nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
     if (o.finetune) {
       row["top1_finetuned"] = r.finetuned.top1;
       row["top5_finetuned"] = r.finetuned.top5;
-      row["finetuned_weights"] = r.finetunedWeights;
+      row["finetuned_weights"] = inFolder(o.out, r.finetunedWeights);
     }
     if (!o.evalSets.empty()) row["sets"] = evalSetsJson(o, result, r);
     if (o.maxShiftLoss > 0) row["shift_ok"] = r.shiftOk;
@@ -359,12 +355,12 @@ nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
       result.chosen ? nlohmann::json(result.rows[*result.chosen].size) : nlohmann::json();
   if (result.chosen) {
     doc["chosen_crop_pct"] = result.rows[*result.chosen].cropPct;
-    doc["chosen_weights"] = result.chosenWeights;
+    doc["chosen_weights"] = result.chosenWeights;  // relative to the sweep folder
   }
   return doc;
 }
 
-void writeSweep(const SweepOptions& o, const SweepResult& result) {
+void writeSweep(const SweepOptions& o, SweepResult& result) {
   // A file this sweep does not write is removed, so that a folder reused by a sweep that chose
   // nothing (or timed nothing) holds no earlier sweep's choice.
   const auto writeOrRemove = [&](const std::string& name, bool write, const auto& text) {
@@ -377,6 +373,11 @@ void writeSweep(const SweepOptions& o, const SweepResult& result) {
   writeFileAtomic(o.out + "/sweep.svg", sweepSvg(o, result));
   writeFileAtomic(o.out + "/sweep_grid.svg", sweepGridSvg(o, result));
   writeOrRemove("sweep_speed.svg", o.latencyBatches > 0, [&] { return sweepSpeedSvg(o, result); });
+  if (!result.modelConfig.empty()) {
+    // The weights inside the folder before the card that names them.
+    result.chosenWeights = placeChosenWeights(o.out, result.chosenSource);
+    result.modelConfig["fixres"]["weights"] = result.chosenWeights;
+  }
   writeOrRemove("config.json", !result.modelConfig.empty(),
                 [&] { return jsonText(result.modelConfig, 2) + "\n"; });
   writeFileAtomic(o.out + "/sweep.json", jsonText(sweepJson(o, result), 2) + "\n");

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "fixres/common/FolderLock.h"
 #include "fixres/common/Setting.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Evaluator.h"
@@ -147,10 +148,31 @@ struct SweepOptions {
   int timedBatch() const { return latencyBatch > 0 ? latencyBatch : static_cast<int>(eval.batch); }
   // The fine-tuning run at `size`, in out/finetune_<size>.
   RunConfig finetuneRun(int size) const;
-  // With finetune: everything a fine-tuning run needs (RunConfig::validate), checked before the
-  // first evaluation.
+  // Every check that can be made before work starts, so that a refusal leaves nothing behind:
+  // every size for the architecture (its minimum, a ViT's patch multiple), with finetune every
+  // size's fine-tuning run (RunConfig::validate), the timed batch's memory (checkLatencyMemory)
+  // and what the folder holds (checkSweepFolder).
   void validate() const;
 };
+
+// UsageError (exit 2) when `o.out` holds fine-tuning runs (`finetune_<size>/`) of other weights,
+// or, with finetune, of other settings (epochs, iterations, learning rate, ...): they would resume,
+// and the sweep report another model's or another budget's results in one table.
+void checkSweepFolder(const SweepOptions& o);
+
+// The timed batch's input at the largest size times this must fit in the machine's memory.
+inline constexpr double kLatencyMemoryFactor = 16;
+// UsageError naming --latency-batch (or --batch) when it does not, before anything is allocated.
+void checkLatencyMemory(const SweepOptions& o);
+
+// The chosen weights as the sweep folder `out` names them: their path relative to it when they lie
+// inside (a fine-tuning run's checkpoint), else `out`/weights<ext>, a hard link to `source` (a
+// copy across file systems), so that the folder copied or moved elsewhere is still whole.
+std::string placeChosenWeights(const std::string& out, const std::string& source);
+
+// The stop signal every rank of `comm` agrees on (a collective): SIGTERM when any rank got SIGTERM
+// or SIGHUP, else SIGINT when any got it, else 0.
+int agreedStopSignal(distributed::Communicator& comm);
 
 // "0.875,1.0": fractions in kCropFractions; UsageError naming --crop-pcts otherwise.
 std::vector<double> parseCropList(const std::string& text);
@@ -184,7 +206,12 @@ struct SweepResult {
   // equals; without a budget the best. None when no size meets the budget.
   std::optional<size_t> chosen;
   std::optional<size_t> shiftBaseline;  // with eval sets: the train size's cell at the first crop
-  std::string chosenWeights;  // its weight file (the fine-tuning run's checkpoint with finetune)
+  // Its weight file (the fine-tuning run's checkpoint with finetune), relative to the sweep
+  // folder once writeSweep placed it there; chosenSource is where it came from.
+  std::string chosenWeights, chosenSource;
+  // The stop signal that ended the sweep before its last cell (0: it ran to the end): nothing is
+  // written then, and a rerun resumes the fine-tuning runs from their checkpoints.
+  int stopSignal = 0;
   // config.json of the sweep folder, the chosen model's card (ModelCard.h): timm's hub layout
   // with fixres.weights naming the weight file. Empty when nothing was chosen.
   nlohmann::ordered_json modelConfig;
@@ -225,9 +252,11 @@ void markShiftRule(std::vector<SweepRow>& rows, size_t baseline, const SweepOpti
 
 // Evaluates options.model at every size (and with finetune, fine-tunes it there in a locked run
 // folder, then evaluates the result); a collective of every rank of `comm`. Rank 0 creates
-// options.out. `onRow` is called on every rank as each row is complete.
+// options.out once the data sets are open and locks it (FolderLock: one sweep per folder) for as
+// long as `lock` is kept. `onRow` is called on every rank as each row is complete. A stop signal
+// ends it at the next batch or step (result.stopSignal).
 SweepResult runSweep(const SweepOptions& options, distributed::Communicator& comm,
-                     const RunDevice& run,
+                     const RunDevice& run, std::optional<FolderLock>& lock,
                      const std::function<void(const SweepRow&)>& onRow = nullptr);
 
 // sweep.json's document, sweep.svg's plot and sweep_speed.svg's plot (top-1 against images per
@@ -239,8 +268,9 @@ std::string sweepSpeedSvg(const SweepOptions& options, const SweepResult& result
 // fine-tuning, the chosen cell marked, cells outside the budget hatched (common/GridSvg.h).
 std::string sweepGridSvg(const SweepOptions& options, const SweepResult& result);
 // Writes options.out/sweep.svg, sweep_grid.svg, sweep_speed.svg (when speed was measured),
-// config.json (when a size was chosen), then sweep.json (each atomically); an earlier sweep's
-// sweep_speed.svg or config.json that this one does not write is removed.
-void writeSweep(const SweepOptions& options, const SweepResult& result);
+// the chosen weights (placeChosenWeights) and config.json (when a size was chosen), then
+// sweep.json (each atomically); an earlier sweep's sweep_speed.svg or config.json that this one
+// does not write is removed.
+void writeSweep(const SweepOptions& options, SweepResult& result);
 
 }  // namespace fixres::engine

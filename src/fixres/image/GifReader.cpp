@@ -154,6 +154,9 @@ std::string gifLzw(const uint8_t* d, size_t n, const GifFrame& f, std::vector<ui
     previous = code;
     firstOfPrevious = first;
   }
+  // The frame is whole, but a data block the file cuts short is still a truncated file (Pillow
+  // reads each block whole).
+  if (block > 0 && pos + block > n) return "image file is truncated (GIF image data)";
   return {};
 }
 
@@ -171,8 +174,12 @@ std::string gifDecode(const uint8_t* d, size_t n, int width, int height, uint8_t
   std::string error = gifHeader(d, n, f);
   if (!error.empty()) return error;
   if (f.screenWidth != width || f.screenHeight != height) return "the GIF header changed";
+  // An empty frame (0 wide or 0 high) is refused, as Pillow 12 refuses it.
+  if (f.width == 0 || f.height == 0)
+    return "broken GIF data (a frame of " + std::to_string(f.width) + "x" +
+           std::to_string(f.height) + " pixels)";
   std::vector<uint8_t> frame(size_t(f.width) * f.height);
-  if (!frame.empty() && !(error = gifLzw(d, n, f, frame)).empty()) return error;
+  if (!(error = gifLzw(d, n, f, frame)).empty()) return error;
   // The screen: the transparent index (Pillow fills the first frame with it) or 0.
   std::vector<uint8_t> screen(size_t(width) * height,
                               uint8_t(f.transparent < 0 ? 0 : f.transparent));

@@ -32,6 +32,7 @@ struct ArchInfo {
   const ArchitectureFamily* family = nullptr;  // set by the registry
   int outputStride = 32;                       // total downsampling of the last feature map
   int minInputSize = 1;   // the smallest image side it takes (unpadded downsampling: its stride)
+  int sizeMultiple = 1;   // every image side must be a multiple of it (a ViT's patch size)
   int defaultSize = 224;  // the resolution its published weights were trained at
   int testSize = 224;     // the resolution their published accuracy is measured at
   double cropFraction = 0.875;  // test crop / resized image side (224 / 256)

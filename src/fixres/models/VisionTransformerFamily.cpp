@@ -79,6 +79,8 @@ std::optional<ArchInfo> findVit(const std::string& name) {
   ArchInfo info;
   info.name = e->name;
   info.outputStride = static_cast<int>(e->patch);
+  info.minInputSize = info.outputStride;
+  info.sizeMultiple = info.outputStride;
   info.defaultSize = e->size;
   info.testSize = e->size;
   info.bicubic = true;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fixres/common/Error.h"
+#include "fixres/engine/ModelSpec.h"
 
 namespace fixres::engine {
 namespace {
@@ -57,6 +58,19 @@ TEST(Resolution, SweepSizesAreStrideMultiplesAroundTheTrainSize) {
   // The lowest size is at least one stride.
   EXPECT_EQ(sweepSizes(8, 8).front(), 8);
   EXPECT_THROW(sweepSizes(0, 8), UsageError);
+}
+
+// Never a size that no command takes (kImageSizes, [8, 4096]): a 4 px-patch ViT trained at 8 had
+// 4 in its default sizes, and a sweep that chose it wrote a model folder predict refused.
+TEST(Resolution, SweepSizesStayWithinTheSizesEveryCommandTakes) {
+  // 0.6 x 8 = 4.8 -> 8 (the smallest size taken, a multiple of 4); 1.8 x 8 = 14.4 -> 12.
+  EXPECT_EQ(sweepSizes(8, 4), (std::vector<int>{8, 12}));
+  // Stride 3: 8 rounds up to 9.
+  EXPECT_EQ(sweepSizes(10, 3).front(), 9);
+  // 1.8 x 4000 = 7200, cut at 4096: the last multiple of 32 is 4096 itself.
+  const auto big = sweepSizes(4000, 32);
+  EXPECT_EQ(big.back(), 4096);
+  for (int size : big) EXPECT_TRUE(kImageSizes.contains(size)) << size;
 }
 
 }  // namespace
