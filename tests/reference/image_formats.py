@@ -224,6 +224,10 @@ write("greytable.gif", gif((6, 5), (0, 0, 6, 5), rng.integers(0, 16, 30), [0, 0,
 write("truncated.gif", read("photo.gif")[: len(read("photo.gif")) // 2])
 early = gif((6, 6), (0, 0, 6, 6), rng.integers(0, 4, 18), colours, 1)
 write("early_end.gif", early)
+# A frame 0 pixels wide (a 0x16 frame, with one stray code) and a file cut inside the data block
+# that ends the frame (every pixel decodable): both refused by Pillow 9.4 and 12.
+write("empty_frame.gif", gif((6, 16), (0, 0, 0, 16), [1], colours, 1))
+write("cut_block.gif", gif((40, 40), (0, 0, 40, 40), rng.integers(0, 4, 1600), colours, 1)[:-5])
 
 manifest = [f"pil {PIL.__version__}"]
 # Indices past a GIF's colour table: black in Pillow 12 (what fixres reads), grey in Pillow 9.4.
