@@ -25,7 +25,7 @@ build: configure
 # $(PREFIX)/share/doc/fixres.
 install: deps
 	@$(MAKE) --no-print-directory build
-	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+	cmake --install "$(BUILD_DIR)" --prefix "$(PREFIX)"
 
 test: deps
 	@$(MAKE) --no-print-directory build

@@ -175,4 +175,12 @@ run "$FIXRES" bench nosuch
 expect_code 2; expect_err "unknown subcommand 'nosuch' of fixres bench \(one of: train, eval"
 run "$FIXRES" --threads 2
 expect_code 2; expect_err "fixres needs a subcommand \(one of: "
+# A bucket under one byte is refused by its row, naming the flag, before any work.
+run "$FIXRES" bench train --bucket-mb 1e-45
+expect_code 2; expect_err_lines 1; expect_err "--bucket-mb.*1e-45"
+# --license goes into ONNX and JSON metadata, which must be UTF-8.
+run "$FIXRES" export --architecture resnet_tiny --num-classes 3 --weight-path /dev/null \
+  --format onnx --out "$WORK/l.onnx" --license "$(printf 'mit\xff')"
+expect_code 2; expect_err_lines 1; expect_err "^fixres: error: --license must be UTF-8 text"
+[ -e "$WORK/l.onnx" ] && bad "an export with a non-UTF-8 --license wrote its file"
 finish

@@ -19,7 +19,11 @@ want=$("$FIXRES" version | head -1)
 [ "$(head -1 "$OUT")" = "$want" ] || bad "the installed fixres says $(head -1 "$OUT"), the build's $want"
 # The Makefile's default prefix and an explicit one (dry run: nothing installed).
 run make -n -C "$SRC" --no-print-directory install BUILD_DIR="$BUILD" HOME=/home/someone
-expect_code 0; expect_out "cmake --install $BUILD --prefix /home/someone/\.local$"
+expect_code 0; expect_out "cmake --install \"$BUILD\" --prefix \"/home/someone/\.local\"$"
 run make -n -C "$SRC" --no-print-directory install BUILD_DIR="$BUILD" PREFIX=/opt/fixres
-expect_code 0; expect_out "cmake --install $BUILD --prefix /opt/fixres$"
+expect_code 0; expect_out "cmake --install \"$BUILD\" --prefix \"/opt/fixres\"$"
+# The Makefile itself with a prefix holding a space (the build is up to date: nothing rebuilt).
+run make -C "$SRC" --no-print-directory install BUILD_DIR="$BUILD" PREFIX="$WORK/my prefix"
+expect_code 0
+[ -x "$WORK/my prefix/bin/fixres" ] || bad "make install PREFIX with a space installed nothing there"
 finish

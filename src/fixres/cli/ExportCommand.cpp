@@ -7,6 +7,7 @@
 #include "fixres/cli/Flags.h"
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/engine/Export.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
@@ -50,6 +51,9 @@ Command addExportCommand(CLI::App& parent) {
                          "--dynamic-size is for --format onnx");
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "export needs --weight-path");
             checkOutputPath("--out", s->out, givenInputs(*sub, {"--out"}));
+            // Written into metadata that must be UTF-8 (ONNX's protobuf strings, JSON).
+            FIXRES_CHECK(validUtf8(s->card.license) == s->card.license, UsageError,
+                         "--license must be UTF-8 text, got '", validUtf8(s->card.license), "'");
             // The classifier's size: given, the model folder's, the file's, else ImageNet's.
             if (s->model.numClasses == 0) s->model.numClasses = engine::classifierSizeIn(s->model);
             if (s->model.numClasses == 0) s->model.numClasses = 1000;

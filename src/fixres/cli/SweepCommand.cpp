@@ -108,9 +108,10 @@ int sweepTrainSize(const engine::SweepOptions& o, bool given) {
 }
 
 // Every path the sweep reads, for the one output-vs-input check: the paths given (the weights,
-// --imnet-path, --config), the split, train/ for the fine-tuning and each --eval-set folder.
+// --config), the split, train/ for the fine-tuning and each --eval-set folder. --imnet-path itself
+// only holds the splits: a sweep folder beside them is no harm, one that holds them is refused.
 std::vector<NamedPath> sweepInputs(const CLI::App& sub, const engine::SweepOptions& o) {
-  std::vector<NamedPath> inputs = givenInputs(sub, {"--out"});
+  std::vector<NamedPath> inputs = givenInputs(sub, {"--out", "--imnet-path"});
   inputs.push_back({"--imnet-path", o.imnetPath + "/" + o.split});
   if (o.finetune) inputs.push_back({"--imnet-path", o.imnetPath + "/train"});
   for (const auto& set : o.evalSets) inputs.push_back({"--eval-set " + set.name, set.path});

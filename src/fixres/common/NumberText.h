@@ -1,4 +1,5 @@
-// Numbers as the shortest text that reads back to the same value (std::to_chars).
+// Numbers as the shortest text that reads back to the same value (std::to_chars), and the item of
+// a list of numbers as a reader takes it.
 #pragma once
 
 #include <charconv>
@@ -23,6 +24,13 @@ inline std::string shortestText(double v) {
 // The same as a double holding that decimal: what JSON writers print as that text.
 inline double shortestDouble(float v) {
   return std::stod(shortestText(v));
+}
+
+// `text` without its leading and trailing spaces and tabs: a list's item ("0.875, 1.0") as read.
+inline std::string trimmed(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
 }
 
 }  // namespace fixres

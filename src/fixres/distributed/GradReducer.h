@@ -48,8 +48,9 @@ struct ReducerOptions {
               "hooks: half the bytes on the wire, gradients rounded to 16 bits)"},
       o.compression, gradCompressionNames());
     v(Setting{"bucket_mb", "--bucket-mb", "Cluster",
-              "Size of the gradient all-reduce buckets in MB (DDP's bucket_cap_mb)",
-              Range::reals(0, 1024, /*loOpen=*/true)},
+              "Size of the gradient all-reduce buckets in MB (DDP's bucket_cap_mb; at least one "
+              "byte, 2^-20 MB)",
+              Range::reals(1.0 / (1 << 20), 1024)},
       o.bucketMb);
   }
 };

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/NumberText.h"
 
 namespace fixres::engine {
 
@@ -13,6 +14,7 @@ std::vector<int> parseSizeList(const std::string& text, const std::string& flag)
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
+    item = trimmed(item);  // "224, 288" and "224 ,288" alike
     size_t used = 0;
     int v = 0;
     try {

@@ -12,6 +12,7 @@
 #include "fixres/common/Files.h"
 #include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
+#include "fixres/common/NumberText.h"
 #include "fixres/data/Dataset.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
@@ -192,6 +193,7 @@ std::vector<double> parseCropList(const std::string& text) {
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
+    item = trimmed(item);  // "0.875, 1.0" and "0.875 ,1.0" alike
     size_t used = 0;
     double v = NAN;
     try {

@@ -27,6 +27,10 @@ TEST(ModelResolution, SizeListsTakeTheImageSizesRange) {
       EXPECT_NE(std::string(e.what()).find("--input-size"), std::string::npos) << e.what();
     }
   }
+  // Spaces around an item are the item's (both sides alike; " 224" was taken, "224 " refused).
+  EXPECT_EQ(parseSizeList(" 224, 288 ", "--sizes"), (std::vector<int>{224, 288}));
+  EXPECT_EQ(parseSizeList("224 ,288", "--sizes"), (std::vector<int>{224, 288}));
+  EXPECT_THROW(parseSizeList("224, ,288", "--sizes"), UsageError);
   EXPECT_FALSE(kImageSizes.contains(7));
   EXPECT_TRUE(kImageSizes.contains(4096));
 }

@@ -168,4 +168,15 @@ TEST(SweepChoice, EvalSetEntriesAreNamePathPairs) {
   EXPECT_THROW(parseEvalSets({std::string(65, 'n') + "=x"}), fixres::UsageError);
 }
 
+// --crop-pcts: spaces around an item are the item's, on either side (" 0.9" was taken and "0.9 "
+// refused); an empty item is refused.
+TEST(SweepChoice, CropListItemsReadAlikeWhateverTheirSpaces) {
+  const std::vector<double> want{0.9, 1.0};
+  EXPECT_EQ(fixres::engine::parseCropList(" 0.9,1.0"), want);
+  EXPECT_EQ(fixres::engine::parseCropList("0.9 ,1.0 "), want);
+  EXPECT_EQ(fixres::engine::parseCropList("0.9, 1.0"), want);
+  EXPECT_THROW(fixres::engine::parseCropList("0.9, ,1.0"), fixres::UsageError);
+  EXPECT_THROW(fixres::engine::parseCropList("0.9 1.0"), fixres::UsageError);
+}
+
 }  // namespace
