@@ -16,6 +16,10 @@
 # 3. both builds write the same file: run on the second build (make test-cuda) with the default
 #    build's binary at build/bin/fixres, the two exports of the same weights are byte for byte
 #    equal (FIXRES_COMPARE_FIXRES names another binary).
+# 4. external data: --external-data keeps every tensor of 1 KiB or more in OUT.data (as a model
+#    over 2 GiB does by itself): ONNX's package reads it back equal to the inline export bit for
+#    bit (tests/reference/onnx_external_check.py), ONNX Runtime gives predict's logits, the pair
+#    moved elsewhere still loads, and an inline export to the same path removes the data file.
 # ONNX Runtime comes from the project's PyPI environment (.venv-torch2, requirements-torch2.txt):
 # without it, part 1 stops after ONNX's checker.
 set -u
@@ -165,6 +169,32 @@ if [ -x "$OTHER" ] && [ "$(cd "$(dirname "$OTHER")" && pwd)" != "$(cd "$(dirname
 elif [ "$(cd "$(dirname "$FIXRES")" && pwd)" != "$SRC/build/bin" ]; then
   skip_check debian-build "no other build at $OTHER: the two builds' ONNX files not compared"
 fi
+
+# --- 4. external data (ONNX's layout for models over 2 GiB, chosen by itself there; forced here) --
+R18=(--architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" --format onnx --input-size 64)
+run "$FIXRES" export "${R18[@]}" --external-data --out "$WORK/r18ext.onnx"
+expect_code 0; expect_file "$WORK/r18ext.onnx.data"
+if [ "$HAVE_ONNX" = 1 ]; then
+  run /usr/bin/python3 "$REF/onnx_external_check.py" "$WORK/r18.onnx" "$WORK/r18ext.onnx"
+  expect_code 0; expect_out "^ok: [0-9]+ of [0-9]+ tensors external, equal to the inline export$"
+fi
+if [ "$HAVE_ORT" = 1 ]; then  # ONNX Runtime reads the tensors beside the model: predict's logits
+  run "$ORT_PY" "$REF/onnx_check.py" "$WORK/r18ext.onnx" "$WORK/r18.json" 64
+  expect_code 0; expect_out "relative L2 error"
+fi
+# Moved with its data file, the model still loads (the location is relative).
+mkdir -p "$WORK/moved" && mv "$WORK/r18ext.onnx" "$WORK/r18ext.onnx.data" "$WORK/moved/"
+if [ "$HAVE_ONNX" = 1 ]; then
+  run /usr/bin/python3 "$REF/onnx_external_check.py" "$WORK/r18.onnx" "$WORK/moved/r18ext.onnx"
+  expect_code 0
+fi
+# The same path exported inline: the earlier data file goes.
+run "$FIXRES" export "${R18[@]}" --out "$WORK/moved/r18ext.onnx"
+expect_code 0
+[ -e "$WORK/moved/r18ext.onnx.data" ] && bad "an inline export left the earlier export's data file"
+run "$FIXRES" export --architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" \
+  --external-data --out "$WORK/r18y.pth"
+expect_code 2; expect_err_lines 1; expect_err "--external-data is for --format onnx"
 
 # --- 2. bad input ---------------------------------------------------------------------------------
 run "$FIXRES" export "${W[@]}" --format onnx --dynamic-size --out "$WORK/tfdyn.onnx"

@@ -49,6 +49,8 @@ Command addExportCommand(CLI::App& parent) {
             const bool onnx = s->output.format == engine::ExportLayout::kOnnx;
             FIXRES_CHECK(onnx || !s->output.dynamicSize, UsageError,
                          "--dynamic-size is for --format onnx");
+            FIXRES_CHECK(onnx || !s->output.externalData, UsageError,
+                         "--external-data is for --format onnx");
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "export needs --weight-path");
             checkOutputPath("--out", s->out, givenInputs(*sub, {"--out"}));
             // Written into metadata that must be UTF-8 (ONNX's protobuf strings, JSON).
@@ -70,7 +72,7 @@ Command addExportCommand(CLI::App& parent) {
                                          {card.testSize > 0 ? card.testSize : s->card.testSize}),
                 s->model.numClasses, cpu);
             size_t n = engine::exportModel(*built.model, s->output.format, card, s->out,
-                                           s->output.dynamicSize);
+                                           s->output.dynamicSize, s->output.externalData);
             std::cout << "exported " << n << (onnx ? " nodes of " : " tensors of ")
                       << s->model.architectureName() << " as "
                       << choiceName(engine::exportLayouts(), s->output.format) << " -> " << s->out;

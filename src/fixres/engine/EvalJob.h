@@ -85,6 +85,7 @@ struct EvalRequest {
 struct EvalOutcome {
   nlohmann::json results = nlohmann::json::array();
   double bestTop1 = 0;
+  int64_t bestCount = 0;  // the images behind bestTop1
   std::optional<ClassReport> lastReport;
   int signal = 0;  // the stop signal that ended it, 0 when every size was evaluated
 };

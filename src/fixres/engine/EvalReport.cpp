@@ -195,26 +195,47 @@ std::optional<RecordedTop1> recordedTop1(const std::string& weightPath) {
   return best;
 }
 
-bool nearChance(double top1, size_t classes) {
-  if (classes < 2) return false;
-  const double chance = 100.0 / static_cast<double>(classes);
-  return top1 <= std::min(3 * chance, chance + 0.25 * (100 - chance));
+double binomialAtMost(int64_t k, int64_t n, double p) {
+  if (k >= n) return 1.0;
+  if (k < 0) return 0.0;
+  if (p <= 0) return 1.0;
+  if (p >= 1) return 0.0;
+  // Sum of the probabilities of 0..k successes, in logs (n may be in the millions).
+  const double lp = std::log(p), lq = std::log1p(-p), ln = std::lgamma(n + 1.0);
+  double sum = 0;
+  for (int64_t i = 0; i <= k; ++i)
+    sum += std::exp(ln - std::lgamma(i + 1.0) - std::lgamma(double(n - i) + 1.0) + double(i) * lp +
+                    double(n - i) * lq);
+  return std::min(1.0, sum);
 }
 
-bool highAboveChance(double top1, size_t classes) {
-  if (classes < 2) return false;
+bool farBelowRecord(double top1, int64_t images, size_t classes, double recorded) {
+  if (classes < 2 || images <= 0) return false;
   const double chance = 100.0 / static_cast<double>(classes);
-  return top1 >= chance + 0.4 * (100 - chance);
+  if (recorded <= chance) return false;
+  const double halfway = (chance + (recorded - chance) / 2) / 100.0;
+  const auto right = static_cast<int64_t>(std::llround(top1 / 100.0 * double(images)));
+  return binomialAtMost(right, images, halfway) < kClassOrderAlpha;
 }
 
-std::string classOrderMessage(double top1, size_t classes, const RecordedTop1& recorded,
+bool mappingShownWrong(const std::vector<std::string>& modelNames,
+                       const std::vector<std::string>& datasetNames) {
+  for (size_t i = 0; i < std::min(modelNames.size(), datasetNames.size()); ++i)
+    if (modelNames[i] != datasetNames[i]) return true;
+  return false;
+}
+
+std::string classOrderMessage(double top1, int64_t images, size_t classes,
+                              const RecordedTop1& recorded,
                               const std::vector<std::string>& modelNames,
                               const std::vector<std::string>& datasetNames,
                               const ClassReport* report) {
   char head[256];
   std::snprintf(head, sizeof head,
-                "top-1 %.2f %% is near chance (%.2f %% with %zu classes) although %.2f %% is ",
-                top1, 100.0 / static_cast<double>(classes), classes, recorded.top1);
+                "top-1 %.2f %% of %lld images is near chance (%.2f %% with %zu classes) although "
+                "%.2f %% is ",
+                top1, static_cast<long long>(images), 100.0 / static_cast<double>(classes), classes,
+                recorded.top1);
   std::string m = head + recorded.what + ": the class order may not match the weights'";
   if (!modelNames.empty() && modelNames != datasetNames) {
     m += "; first mismatching classes:";

@@ -42,9 +42,9 @@ const ChoiceTable<ExportLayout>& exportLayouts() {
 }
 
 size_t exportModel(models::ModelImpl& model, ExportLayout layout, const ModelCard& card,
-                   const std::string& out, bool dynamicSize) {
+                   const std::string& out, bool dynamicSize, bool externalData) {
   if (layout == ExportLayout::kTimmHub) return exportTimmHub(model, card, out);
-  if (layout == ExportLayout::kOnnx) return exportOnnx(model, card, out, dynamicSize);
+  if (layout == ExportLayout::kOnnx) return exportOnnx(model, card, out, dynamicSize, externalData);
   return exportWeights(model, layout, out);
 }
 

@@ -31,6 +31,7 @@ inline constexpr Setting kExportFormatSetting{
 struct ExportOptions {
   ExportLayout format = ExportLayout::kFixres;
   bool dynamicSize = false;
+  bool externalData = false;
 
   template <typename Self, typename V>
   static void visitSettings(Self& o, V&& v) {
@@ -43,6 +44,15 @@ struct ExportOptions {
               SettingRole::kInvocation,
               "export"},
       o.dynamicSize);
+    v(Setting{"",
+              "--external-data",
+              "Output",
+              "With --format onnx: the tensors in OUT.data beside the model (ONNX's external "
+              "data, as torch.onnx writes models over 2 GB; chosen by itself over 2 GiB)",
+              {},
+              SettingRole::kInvocation,
+              "export"},
+      o.externalData);
   }
 };
 
@@ -57,9 +67,9 @@ size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::s
 // Writes `model` in `layout` at `out`: a state dict (exportWeights), a hub folder (exportTimmHub)
 // or an ONNX model (OnnxExport.h, dynamic batch; dynamic height and width with dynamicSize);
 // `card` gives the hub folder's and the ONNX model's test size and preprocessing. Returns the
-// number of tensors (ONNX: nodes).
+// number of tensors (ONNX: nodes). externalData: the ONNX tensors in a file beside the model.
 size_t exportModel(models::ModelImpl& model, ExportLayout layout, const ModelCard& card,
-                   const std::string& out, bool dynamicSize = false);
+                   const std::string& out, bool dynamicSize = false, bool externalData = false);
 // A timm hub folder at `dir` (new, or an empty folder; UsageError naming it, before anything is
 // written, when it holds anything or is a file): model.safetensors with timm's names, then
 // config.json (timmHubConfig(card, model)), each atomic, so a folder with a config.json is whole.

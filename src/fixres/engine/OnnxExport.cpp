@@ -2,6 +2,7 @@
 #include "fixres/engine/OnnxExport.h"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
@@ -22,6 +23,8 @@ namespace {
 // Opset 13; 18 for a graph with dynamic height and width, whose transformers resample their
 // position embedding with Resize's antialias (new in 18; ReduceMean's axes are then an input).
 constexpr int64_t kOpset = 13, kDynamicOpset = 18;
+// The largest message protobuf readers accept (2 GiB - 1).
+constexpr uint64_t kProtobufLimit = std::numeric_limits<int32_t>::max();
 
 class OnnxGraphWriter : public models::GraphWriter {
  public:
@@ -357,7 +360,7 @@ onnx::ValueInfo tensorType(const std::string& name, const std::vector<std::strin
 }  // namespace
 
 size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::string& path,
-                  bool dynamicSize) {
+                  bool dynamicSize, bool externalData) {
   model.eval();
   torch::NoGradGuard noGrad;
   onnx::Model m;
@@ -395,6 +398,14 @@ size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::st
     m.metadata.emplace_back("fixres.class_names", jsonText(nlohmann::json(card.classNames)));
   if (!card.license.empty()) m.metadata.emplace_back("license", card.license);
   onnx::checkModel(m);
+  const std::string data = path + ".data";
+  std::error_code ignored;
+  if (externalData || onnx::serializedSize(m) > kProtobufLimit) {
+    onnx::moveToExternalData(m, std::filesystem::path(data).filename().string());
+    onnx::writeExternalData(m, data);
+  } else {
+    std::filesystem::remove(data, ignored);  // an earlier export's, which this model does not use
+  }
   writeFileAtomic(path, onnx::serialize(m));
   return g.nodes.size();
 }

@@ -18,8 +18,11 @@ namespace fixres::engine {
 // dynamicSize, "height" and "width" as the last two. metadata_props: fixres.preprocessing (the
 // card's test size, crop, resize rule, interpolation, mean and std as JSON), the class names
 // (JSON) and the license. UsageError before anything is written when the family cannot describe
-// its graph. Returns the number of graph nodes.
+// its graph. A model whose message would pass protobuf's 2 GiB, or any with externalData, keeps
+// its tensors of 1 KiB or more in `path`.data beside it (ONNX's external data, a location relative
+// to the model, offsets aligned to 4 KiB), written before the model; otherwise a `path`.data an
+// earlier export left is removed. Returns the number of graph nodes.
 size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::string& path,
-                  bool dynamicSize);
+                  bool dynamicSize, bool externalData = false);
 
 }  // namespace fixres::engine

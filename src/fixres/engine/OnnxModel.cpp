@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "fixres/common/AtomicFile.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/ProtoWire.h"
 
@@ -84,7 +85,19 @@ void encode(S& s, const Tensor& t) {  // TensorProto
   for (int64_t d : t.dims) intField(s, 1, d);
   intField(s, 2, static_cast<int32_t>(t.dataType));
   bytesField(s, 8, t.name);
-  bytesField(s, 9, t.raw);
+  if (t.location.empty()) {
+    bytesField(s, 9, t.raw);
+    return;
+  }
+  const std::pair<const char*, std::string> entries[] = {{"location", t.location},
+                                                         {"offset", std::to_string(t.offset)},
+                                                         {"length", std::to_string(t.raw.size())}};
+  for (const auto& [key, value] : entries)  // StringStringEntryProto
+    messageField(s, 13, [&](auto& e) {
+      bytesField(e, 1, std::string(key));
+      bytesField(e, 2, value);
+    });
+  intField(s, 14, 1);  // data_location: EXTERNAL
 }
 
 template <class S>
@@ -172,6 +185,39 @@ void checkModel(const Model& m) {
   for (const auto& v : m.graph.outputs)
     FIXRES_CHECK(defined.count(v.name), InternalError, "ONNX model: graph output '", v.name,
                  "' is never produced");
+}
+
+uint64_t serializedSize(const Model& m) {
+  proto::Size size;
+  encode(size, m);
+  return size.n;
+}
+
+uint64_t moveToExternalData(Model& m, const std::string& location, size_t minBytes) {
+  constexpr uint64_t kAlign = 4096;
+  uint64_t end = 0;
+  for (Tensor& t : m.graph.initializers) {
+    if (t.raw.size() < minBytes) continue;
+    t.location = location;
+    t.offset = (end + kAlign - 1) / kAlign * kAlign;
+    end = t.offset + t.raw.size();
+  }
+  return end;
+}
+
+void writeExternalData(const Model& m, const std::string& path) {
+  AtomicFile file(path);
+  uint64_t at = 0;
+  const std::string zeros(4096, '\0');
+  for (const Tensor& t : m.graph.initializers) {
+    if (t.location.empty()) continue;
+    FIXRES_CHECK(t.offset >= at && t.offset - at <= zeros.size(), InternalError,
+                 "ONNX external data: tensors out of order");
+    file.write(zeros.data(), t.offset - at);
+    file.write(t.raw.data(), t.raw.size());
+    at = t.offset + t.raw.size();
+  }
+  FIXRES_CHECK(file.commit(), OutputError, "cannot write ", path, ": ", file.reason());
 }
 
 std::string serialize(const Model& m) {

@@ -45,6 +45,11 @@ struct Tensor {
   DataType dataType = DataType::kFloat;
   std::vector<int64_t> dims;  // none: a scalar
   std::string raw;            // little-endian values, row-major (TensorProto.raw_data)
+  // External data (ONNX's layout for models over 2 GiB): with a location, `raw` is stored at
+  // `offset` of that file, relative to the model's folder, and the message names it instead of
+  // holding it (TensorProto.external_data: location, offset, length; data_location EXTERNAL).
+  std::string location;
+  uint64_t offset = 0;
 };
 
 // A dimension of a graph input or output: a fixed size, or a symbolic one (`param` not empty).
@@ -82,8 +87,17 @@ struct Model {
 // at least one opset. InternalError naming the first violation.
 void checkModel(const Model& model);
 
-// The model's bytes in protobuf's wire format. InternalError when they would pass 2 GiB, the
-// largest message protobuf readers accept.
+// The model's bytes in protobuf's wire format. UsageError when they would pass 2 GiB, the
+// largest message protobuf readers accept (moveToExternalData avoids it).
 std::string serialize(const Model& model);
+// The model's size in that format.
+uint64_t serializedSize(const Model& model);
+
+// The initializers of at least `minBytes` bytes (ONNX's convention: 1 KiB) given `location`, at
+// offsets aligned to 4 KiB in the order they come. Returns the external file's size.
+uint64_t moveToExternalData(Model& model, const std::string& location, size_t minBytes = 1024);
+// Writes the external file of `model` (its tensors with a location, at their offsets, zeros
+// between) to `path` atomically; OutputError naming it on a write failure.
+void writeExternalData(const Model& model, const std::string& path);
 
 }  // namespace fixres::engine::onnx
