@@ -44,9 +44,6 @@ ModelSpec ModelSpec::forSizes(const std::vector<int>& sizes, const char* flag) c
     FIXRES_CHECK(size <= 0 || size >= a.minInputSize, UsageError, flag, " ", size, ": ", a.name,
                  " takes images of at least ", a.minInputSize,
                  " px (each downsampling needs 2 px or more)");
-    FIXRES_CHECK(size <= 0 || size % a.sizeMultiple == 0, UsageError, flag, " ", size, ": ", a.name,
-                 " takes images whose sides are multiples of its patch size ", a.sizeMultiple,
-                 " px");
   }
   if (!sizes.empty()) s.runSize = sizes.front();
   for (int size : sizes)

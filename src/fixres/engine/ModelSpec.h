@@ -134,7 +134,7 @@ struct ModelSpec {
 
   // This spec for a command that feeds the model images of `sizes`: runSize the first, and a
   // dynamic position embedding when they differ. UsageError naming `flag` and the size for one
-  // under the architecture's minimum or (a ViT) not a multiple of its patch size.
+  // under the architecture's minimum.
   ModelSpec forSizes(const std::vector<int>& sizes, const char* flag = "--input-size") const;
   // The registry name: efficientNetModel for "EfficientNet", else architecture. UsageError when
   // --EfficientNet-models is missing or given with another architecture.

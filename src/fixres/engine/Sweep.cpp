@@ -237,6 +237,13 @@ void SweepOptions::validate() const {
   FIXRES_CHECK(!sizes.empty(), UsageError, "--sizes is empty");
   model.forSizes({trainSize}, "--train-size");
   model.forSizes(sizes, "--sizes");
+  // A dynamic embedding evaluates any size (its grid truncated, as timm's), but the folder a sweep
+  // writes and each fine-tuning run are built at one size, which must be on the patch grid.
+  const models::ArchInfo a = model.info();
+  for (int size : sizes)
+    FIXRES_CHECK(size % a.sizeMultiple == 0, UsageError, "--sizes ", size, ": ", a.name,
+                 " takes images whose sides are multiples of its patch size ", a.sizeMultiple,
+                 " px");
   if (finetune)
     for (int size : sizes) finetuneRun(size).validate();
   checkLatencyMemory(*this);
