@@ -133,6 +133,17 @@ if [ "$HAVE_TIMM" = 1 ] && [ "$HAVE_ORT" = 1 ] && "$ORT_PY" -c "import timm" 2>/
     expect_code 0; cat "$OUT"
     rm -f "$WORK/$a.pth" "$WORK/$a-dyn.onnx"
   done
+  # Weights of a model trained at 64 px (a 4x4 grid) exported at 96: every size is resampled from
+  # the weights' own grid, once, as timm's model built for 64 px resamples it.
+  a=vit_tiny_patch16_224
+  run "$ORT_PY" "$REF/onnx_vit_dynamic_check.py" --make-weights=64 "$a" "$WORK/vit64.pth"
+  expect_code 0
+  run "$FIXRES" export --architecture "$a" --num-classes 10 --weight-path "$WORK/vit64.pth" \
+    --format onnx --dynamic-size --input-size 96 --out "$WORK/vit64-dyn.onnx"
+  expect_code 0
+  run "$ORT_PY" "$REF/onnx_vit_dynamic_check.py" --img-size=64 "$WORK/vit64-dyn.onnx" "$a" \
+    "$WORK/vit64.pth" 48x48 80x80 48x112
+  expect_code 0; cat "$OUT"
 else
   skip_check timm-pypi "no timm in $ORT_PY or no timm source: the dynamic ViT exports against timm"
 fi

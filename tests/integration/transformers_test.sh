@@ -80,6 +80,24 @@ run "$FIXRES" finetune "${COMMON[@]}" --architecture convnext_demo --input-size 
   --finetune-scope head-pos --job-id cn-pos
 expect_code 2; expect_err "^fixres: error: --finetune-scope head-pos: a convnext model has no position embedding"
 
+# Several sizes resample from the weights' own grid (16 px: 4x4), once: the order of the sizes
+# changes nothing, and each equals an evaluation at that size alone (resampled as it loads).
+for sizes in 24,32 32,24 32; do
+  run "$FIXRES" eval --imnet-path "$D" --architecture vit_demo --weight-path "$CK" \
+    --input-size "$sizes" --workers 1 --json "$WORK/order-$sizes.json"
+  expect_code 0
+done
+"$PY" - "$WORK/order-24,32.json" "$WORK/order-32,24.json" "$WORK/order-32.json" <<'EOF2' ||
+import json, sys
+def losses(path):
+    d = json.load(open(path))
+    return {r["input_size"]: r["loss"] for r in d["results"]}
+a, b, c = (losses(p) for p in sys.argv[1:])
+for size in (24, 32):
+    assert abs(a[size] - b[size]) <= 1e-6 * abs(a[size]), (size, a, b)
+assert abs(a[32] - c[32]) <= 1e-6 * abs(c[32]), (a, c)
+EOF2
+  bad "a ViT evaluated at several sizes depends on their order"
 # Bad input. An image size that is not a multiple of the patch size (4 px): exit 2 naming it.
 run "$FIXRES" eval --imnet-path "$D" --architecture vit_demo --weight-path "$CK" --input-size 30 \
   --workers 1

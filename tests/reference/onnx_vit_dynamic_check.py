@@ -9,6 +9,11 @@ onnx_vit_dynamic_check.py MODEL ARCH WEIGHTS HxW...
     N(0, 1) images through it and through MODEL in ONNX Runtime (CPU): relative L2 error of the
     logits below 1e-4 (printed). MODEL's height and width axes must be symbolic. Exit 1 on a
     failure.
+onnx_vit_dynamic_check.py --img-size=N MODEL ARCH WEIGHTS HxW...
+    The same with timm's model built for N px images (its position embedding on N's grid): the
+    weights of a model trained at N, which the export must resample from their own grid.
+onnx_vit_dynamic_check.py --make-weights=N ARCH WEIGHTS
+    Writes timm's random weights (seed 0, 10 classes) of ARCH built for N px images to WEIGHTS.
 """
 import sys
 
@@ -18,9 +23,19 @@ import timm
 import torch
 
 torch.set_num_threads(1)
-path, arch, weights = sys.argv[1], sys.argv[2], sys.argv[3]
-sizes = [tuple(int(v) for v in s.split("x")) for s in sys.argv[4:]]
-model = timm.create_model(arch, pretrained=False, num_classes=10, dynamic_img_size=True)
+args = sys.argv[1:]
+if args[0].startswith("--make-weights="):
+    torch.manual_seed(0)
+    n = int(args[0].split("=")[1])
+    made = timm.create_model(args[1], pretrained=False, num_classes=10, img_size=n)
+    torch.save(made.state_dict(), args[2])
+    sys.exit(0)
+kwargs = {}
+if args[0].startswith("--img-size="):
+    kwargs["img_size"] = int(args.pop(0).split("=")[1])
+path, arch, weights = args[0], args[1], args[2]
+sizes = [tuple(int(v) for v in s.split("x")) for s in args[3:]]
+model = timm.create_model(arch, pretrained=False, num_classes=10, dynamic_img_size=True, **kwargs)
 model.load_state_dict(torch.load(weights, map_location="cpu"), strict=True)
 model.eval()
 sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])

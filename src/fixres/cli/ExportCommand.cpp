@@ -67,6 +67,8 @@ Command addExportCommand(CLI::App& parent) {
               if (sub->get_option("--crop-pct")->count() > 0) s->card.testCropPct = s->eval.cropPct;
               card = engine::exportCard(s->model, s->card);
             }
+            // A dynamic graph resamples a position embedding from the weights' own grid.
+            if (s->output.dynamicSize) s->model.dynamicImgSize = true;
             auto built = engine::buildModel(
                 engine::resolvedForSizes(s->model,
                                          {card.testSize > 0 ? card.testSize : s->card.testSize}),

@@ -3,15 +3,54 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
+#include "fixres/models/Family.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightCache.h"
+#include "fixres/models/WeightSource.h"
 
 namespace fixres::engine {
+
+namespace {
+
+// The state dict of weight file `file`, its tensors read lazily (shapes, no data); none when the
+// file holds no dict.
+std::optional<c10::impl::GenericDict> lazyStateDict(const std::string& file, bool useEma) {
+  auto content = models::openWeightSource(file)->read(/*lazy=*/true);
+  if (!content.isGenericDict()) return std::nullopt;
+  auto dict = content.toGenericDict();
+  for (const char* entry : {useEma ? "model_ema" : "model", "state_dict"}) {
+    auto it = dict.find(entry);
+    if (it != dict.end() && it->value().isGenericDict()) {
+      dict = it->value().toGenericDict();
+      break;
+    }
+  }
+  return dict;
+}
+
+// The image side the file's entries are laid out for (ArchitectureFamily::fileImageSize), 0
+// when none says.
+int fileImageSize(models::ModelImpl& model, const std::string& file, bool useEma) {
+  const auto size = model.family().fileImageSize;
+  if (size == nullptr) return 0;
+  const auto dict = lazyStateDict(file, useEma);
+  if (!dict) return 0;
+  for (const auto& e : *dict) {
+    if (!e.key().isString() || !e.value().isTensor()) continue;
+    std::string name = e.key().toStringRef();
+    if (name.rfind("module.", 0) == 0) name = name.substr(7);
+    if (const int side = size(model, name, e.value().toTensor().sizes()); side > 0) return side;
+  }
+  return 0;
+}
+
+}  // namespace
 
 image::TransformOptions transformOptions(image::TransformKind kind, int size,
                                          image::ResizeMode resizeMode, const Preprocessing& p) {
@@ -107,6 +146,16 @@ BuiltModel buildModel(const ResolvedModel& resolved, int64_t datasetClasses, con
   if (layout > 0) mo.imageSize = {layout, layout};
   mo.dynamicImgSize = spec.dynamicImgSize;
   out.model = models::createModel(spec.architectureName(), mo);
+  // Fed several sizes without --img-size: laid out as the weights are, so that each size is
+  // resampled from their own grid, once (as timm's dynamic_img_size), whatever the order of the
+  // sizes or the size an export is made at.
+  if (spec.dynamicImgSize && spec.imgSize <= 0 && !weightFile.empty()) {
+    const int side = fileImageSize(*out.model, weightFile, spec.useEma);
+    if (side > 0 && side != layout) {
+      mo.imageSize = {side, side};
+      out.model = models::createModel(spec.architectureName(), mo);
+    }
+  }
   if (!weightFile.empty()) {
     auto lo = models::loadOptionsFor(*out.model, spec.skipClassifier);
     if (spec.useEma) lo.entry = "model_ema";
@@ -136,16 +185,9 @@ int64_t classifierSizeIn(const ModelSpec& spec, std::string* why) {
   mo.numClasses = 1;
   const std::string weight =
       models::createModel(spec.architectureName(), mo)->classifierPrefix() + "weight";
-  auto content = models::openWeightSource(file)->read(/*lazy=*/true);
-  if (!content.isGenericDict()) return 0;
-  auto dict = content.toGenericDict();
-  for (const char* entry : {spec.useEma ? "model_ema" : "model", "state_dict"}) {
-    auto it = dict.find(entry);
-    if (it != dict.end() && it->value().isGenericDict()) {
-      dict = it->value().toGenericDict();
-      break;
-    }
-  }
+  const auto lazy = lazyStateDict(file, spec.useEma);
+  if (!lazy) return 0;
+  const auto& dict = *lazy;
   for (const std::string& key : {weight, "module." + weight}) {
     auto it = dict.find(key);
     if (it != dict.end() && it->value().isTensor() && it->value().toTensor().dim() == 2)

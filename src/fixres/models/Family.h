@@ -114,6 +114,12 @@ struct ArchitectureFamily {
                at::IntArrayRef fileShape) = nullptr;
   at::Tensor (*fit)(const ModelImpl& model, const std::string& name, const at::Tensor& file,
                     const std::string& source) = nullptr;
+  // The square image side a weight file's entry `name` of `fileShape` is laid out for (a
+  // transformer's position embedding: its patch grid times the patch), 0 when the entry says
+  // nothing of it. A model fed several sizes is built at that side, so that every size resamples
+  // from the file's own grid, once, as timm's dynamic_img_size does. nullptr: no such entry.
+  int (*fileImageSize)(const ModelImpl& model, const std::string& name,
+                       at::IntArrayRef fileShape) = nullptr;
   // A sentence saying why a file of these keys does not fit `model` (register tokens the model
   // lacks, ...), "" when the family has nothing particular to say; nullptr: nothing.
   std::string (*explainMismatch)(const ModelImpl& model,

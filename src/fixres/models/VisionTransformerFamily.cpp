@@ -211,6 +211,13 @@ at::Tensor vitFit(const ModelImpl& model, const std::string& name, const at::Ten
   return resampleAbsPosEmbed(file, m.grid(), {side, side}, prefix);
 }
 
+int vitFileImageSize(const ModelImpl& model, const std::string& name, at::IntArrayRef fileShape) {
+  const auto& m = familyModel<VisionTransformerImpl>(model);
+  if (name != "pos_embed" || fileShape.size() != 3 || fileShape[2] != m.config().embedDim) return 0;
+  const int64_t side = squareGridSide(fileShape[1] - m.embeddedPrefixTokens());
+  return side > 0 ? static_cast<int>(side * m.config().patchSize) : 0;
+}
+
 std::string vitExplain(const ModelImpl& model, const std::vector<std::string>& keys) {
   const auto& m = familyModel<VisionTransformerImpl>(model);
   const auto has = [&](const char* k) {
@@ -258,6 +265,7 @@ const ArchitectureFamily& vitFamily() {
     f.headLayer = vitHeadLayer;
     f.fits = vitFits;
     f.fit = vitFit;
+    f.fileImageSize = vitFileImageSize;
     f.explainMismatch = vitExplain;
     return f;
   }();
