@@ -78,8 +78,8 @@ write("truncated.bmp", read("rgb24.bmp")[:4000])
 # line, end of bitmap; a gray-ramp palette (Pillow's mode L: an index past it is its gray
 # level), a top-down file, and data ending before the last pixel. (No delta escape: Pillow 9.4
 # reads two bytes too many there; DecodeSafetyTest checks it against the specification.)
-def rle_bmp(name, width, height, bits, compression, palette, rle):
-    colors = len(palette) // 4
+def rle_bmp(name, width, height, bits, compression, palette, rle, colors=None):
+    colors = colors or len(palette) // 4
     header = struct.pack("<IiiHHIIiiII", 40, width, height, 1, bits, compression, len(rle), 2835, 2835, colors, 0)
     offset = 14 + 40 + len(palette)
     write(name, b"BM" + struct.pack("<IHHI", offset + len(rle), 0, 0, offset) + header + palette + rle)
@@ -90,6 +90,10 @@ gray_ramp = b"".join(bytes([i, i, i, 0]) for i in range(16))
 rle_bmp("rle8_grayramp.bmp", 4, 2, 8, 1, gray_ramp, bytes([4, 3, 0, 0, 2, 200, 2, 15, 0, 1]))
 rle_bmp("rle4.bmp", 7, 3, 4, 2, colour[:64], bytes([7, 0x1E, 0, 0, 0, 5, 0x23, 0x45, 0x60, 0, 3, 0x7F, 0, 0, 8, 0xAB, 0, 1]))
 rle_bmp("rle8_truncated.bmp", 4, 4, 8, 1, colour, bytes([4, 1, 0, 0, 4, 2]))
+# 300 palette entries declared: a file holding 20 of them (the RLE data read as further entries,
+# 23 in all) is read by Pillow 9.4 and 12; one holding all 300 is refused ("invalid palette size").
+rle_bmp("rle8_short_palette.bmp", 5, 3, 8, 1, colour[:80], bytes([5, 1, 0, 0, 3, 7, 2, 19, 0, 0, 5, 4, 0, 1]), colors=300)
+rle_bmp("rle8_palette300.bmp", 5, 3, 8, 1, colour + colour[:176], bytes([5, 1, 0, 0, 3, 7, 2, 255, 0, 0, 5, 4, 0, 1]), colors=300)
 write("rgb565.bmp", b"BM" + struct.pack("<IHHI", 14 + 40 + 12 + len(pixels), 0, 0, 14 + 40 + 12) + header + masks + pixels)
 
 # ---- WebP: lossy and lossless, with and without alpha, an animation (its first frame is read).

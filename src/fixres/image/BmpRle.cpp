@@ -98,8 +98,9 @@ std::string rleBmpSize(const uint8_t* d, size_t n, int* width, int* height) {
     return "run-length encoded BMP of " + std::to_string(h.bits) + " bits per pixel";
   if (h.width == 0 || h.height == 0 || h.width > INT32_MAX || h.height > INT32_MAX)
     return "the BMP file has no valid image size";
-  // Pillow checks every palette entry against a gray ramp of bytes: more than 256 fail there.
-  if (h.colors == 0 || h.colors > 256)
+  // Pillow (9.4 and 12) takes a declared palette of 1 to 65536 entries; what the file holds of it
+  // must be 256 entries at most (rleBmpDecode).
+  if (h.colors == 0 || h.colors > 65536)
     return "unsupported BMP palette size (" + std::to_string(h.colors) + ")";
   *width = int(h.width);
   *height = int(h.height);
@@ -111,15 +112,20 @@ std::string rleBmpDecode(const uint8_t* d, size_t n, int width, int height, uint
   std::vector<uint8_t> data;
   data.reserve(size_t(width) * height);
   if (!rleIndices(d, n, h, data)) return "image file is truncated (not enough RLE image data)";
-  // The palette: `colors` BGRX entries after the header, as many as the file holds.
+  // The palette: `colors` BGRX entries after the header, as many as the file holds (Pillow reads
+  // the declared size from there, whatever follows). It is a gray ramp, and ignored, when every
+  // declared entry is present and entry i is (i mod 256) three times, as Pillow 12 checks it.
   const uint64_t paletteAt = 14 + uint64_t(h.headerSize);
   const uint64_t entries = std::min<uint64_t>(h.colors, paletteAt < n ? (n - paletteAt) / 4 : 0);
+  // More than 256 entries present: Pillow refuses the palette ("invalid palette size").
+  if (entries > 256) return "invalid BMP palette size (" + std::to_string(entries) + " entries)";
   uint8_t rgb[256][3] = {};
   bool grayRamp = entries == h.colors;
   for (uint64_t i = 0; i < entries; ++i) {
     const uint8_t* e = d + paletteAt + 4 * i;
     rgb[i][0] = e[2], rgb[i][1] = e[1], rgb[i][2] = e[0];
-    grayRamp = grayRamp && e[0] == i && e[1] == i && e[2] == i;
+    const uint8_t ramp = static_cast<uint8_t>(i & 255);
+    grayRamp = grayRamp && e[0] == ramp && e[1] == ramp && e[2] == ramp;
   }
   for (int y = 0; y < height; ++y) {
     const uint8_t* row = data.data() + size_t(h.topDown ? y : height - 1 - y) * width;
