@@ -22,6 +22,9 @@ if [ -x "$SRC/.venv-torch2/bin/python" ] && "$SRC/.venv-torch2/bin/python" -c "i
   SH=" [0-9.]+ \\|"
   expect_out "^On the shifted test set \(Gaussian noise, severity 3\) the chosen setting scores [0-9.]+ against [0-9.]+ .*: the choice (held|did not hold) \([-+][0-9.]+ points\)\.$"
   expect_file "$WORK/out/test_ft_best_noise.json"
+  # The answer beside the problem: the row of the choice --max-shift-loss made, clean and shifted.
+  expect_out "^\| chosen within --max-shift-loss 2, fine-tuned \| (16|24|32|40) \| (0.875|1) \| [0-9.]+ \| [0-9.]+ \|$"
+  expect_out "Chosen within --max-shift-loss 2 on the shifted held-out split: (16|24|32|40) px at crop (0.875|1), [0-9.]+ clean and [0-9.]+ shifted \([-+][0-9.]+ points"
 else
   skip_check imagecorruptions "no imagecorruptions in .venv-torch2: the shifted column"
 fi

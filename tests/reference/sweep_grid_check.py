@@ -7,7 +7,8 @@ sweep_grid_check.py FOLDER
     the column labels are the sizes in the rows' order, the row labels the crop fractions of
     crop_pcts; every (crop, size) cell's data-value is that row's top-1 (top1_finetuned in the
     second panel) within 5e-5 and its text the value to one decimal; a higher top-1 never gets a
-    lighter fill; the hatched cells are exactly those outside sweep.json's budget (latency_ms <=
+    lighter fill; the colours span the lower Tukey fence of the panel's values (Q1 - 1.5 IQR) to
+    its best, every value at or under the fence has the lightest fill, and the legend names both; the hatched cells are exactly those outside sweep.json's budget (latency_ms <=
     max_latency_ms, images_per_s >= min_throughput, shift_ok with max_shift_loss) and a boundary line runs between each
     allowed and ruled-out neighbour; exactly one cell is marked, in the last panel, at
     (chosen, chosen_crop_pct), or none when chosen is null. Prints "grid of R x C cells, P
@@ -15,6 +16,8 @@ sweep_grid_check.py FOLDER
 """
 import json
 import sys
+
+import numpy as np
 import xml.etree.ElementTree as ET
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -72,6 +75,21 @@ for p, panel in enumerate(panels):
     for a in fills:
         for b in fills:
             assert not (a[0] > b[0] and a[1] > b[1]), f"panel {p}: {a} is lighter than {b}"
+    # The colours span the lower Tukey fence (Q1 - 1.5 IQR, numpy's linear quantiles) to the best:
+    # every value at or under it has the lightest fill, and the legend says so.
+    vals = sorted(v for v, _ in fills)
+    q1, q3 = (float(np.quantile(vals, q)) for q in (0.25, 0.75))
+    lo, hi = max(vals[0], q1 - 1.5 * (q3 - q1)), vals[-1]
+    legend = [t for t in panel.iter(f"{NS}text") if t.get("class") == "legend"]
+    assert len(legend) == 1, f"panel {p}: {len(legend)} legends"
+    assert abs(float(legend[0].get("data-lo")) - lo) <= 5e-5, (legend[0].get("data-lo"), lo)
+    assert abs(float(legend[0].get("data-hi")) - hi) <= 5e-5, (legend[0].get("data-hi"), hi)
+    clipped = " or less" if vals[0] < lo else ""
+    assert legend[0].text == f"colours: {lo:.1f}{clipped} (lightest) to {hi:.1f} (darkest)", legend[0].text
+    lightest = max(l for _, l in fills)
+    for v, l in fills:
+        if v <= lo and hi > lo:
+            assert l == lightest, f"panel {p}: {v} at or under the fence {lo} is not the lightest"
     ruled = {(int(c.get("data-row")), int(c.get("data-column")))
              for c in panel.iter(f"{NS}rect") if c.get("class") == "over-budget"}
     want_ruled = {k for k, r in cell_of.items() if budget and not allowed(r)}

@@ -30,7 +30,13 @@ struct Layout {
   double y(size_t r) const { return top + static_cast<double>(r * kCellH); }
 };
 
-Layout layoutOf(const GridSvgOptions& o) {
+// "colours: 82.1 or less (lightest) to 88.0 (darkest)": the scale of the cells.
+std::string legendText(const ColourRange& r) {
+  return "colours: " + fixed(r.lo, 1) + (r.clipped ? " or less" : "") + " (lightest) to " +
+         fixed(r.hi, 1) + " (darkest)";
+}
+
+Layout layoutOf(const GridSvgOptions& o, double legendWidth) {
   Layout l;
   l.rows = o.rowNames.size();
   l.cols = o.columnNames.size();
@@ -41,9 +47,9 @@ Layout layoutOf(const GridSvgOptions& o) {
   const double gridW = l.left + static_cast<double>(l.cols * kCellW) + 16;
   double notes = 0;
   notes = 32 + std::max({textWidth(o.title, kTitleFont), textWidth(o.markNote, kFont),
-                         textWidth("hatched: " + o.ruledOutNote, kFont)});
+                         textWidth("hatched: " + o.ruledOutNote, kFont), legendWidth});
   l.width = std::max({gridW, notes, 320.0});
-  l.height = l.y(l.rows) + 12 + 2.0 * (kFont + 6) + 8;
+  l.height = l.y(l.rows) + 12 + 3.0 * (kFont + 6) + 8;
   return l;
 }
 
@@ -65,16 +71,40 @@ void writeLabels(std::ostringstream& s, const Layout& l, const GridSvgOptions& o
       << "</text>\n";
 }
 
+}  // namespace
+
+ColourRange colourRange(const std::vector<double>& values) {
+  std::vector<double> v;
+  for (double x : values)
+    if (std::isfinite(x)) v.push_back(x);
+  ColourRange r;
+  if (v.empty()) return r;
+  std::sort(v.begin(), v.end());
+  // The q-quantile interpolated between order statistics (numpy's default, "linear").
+  const auto quantile = [&v](double q) {
+    const double at = q * static_cast<double>(v.size() - 1);
+    const size_t i = static_cast<size_t>(std::floor(at));
+    const double f = at - static_cast<double>(i);
+    return i + 1 < v.size() ? v[i] + f * (v[i + 1] - v[i]) : v[i];
+  };
+  const double q1 = quantile(0.25), q3 = quantile(0.75);
+  r.hi = v.back();
+  r.lo = std::max(v.front(), q1 - 1.5 * (q3 - q1));
+  r.clipped = v.front() < r.lo;
+  return r;
+}
+
+namespace {
+
 void writeCells(std::ostringstream& s, const Layout& l, const std::vector<double>& v,
                 const GridSvgOptions& o) {
-  double lo = INFINITY, hi = -INFINITY;
-  for (double x : v)
-    if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+  const ColourRange range = colourRange(v);
+  const double lo = range.lo, hi = range.hi;
   for (size_t r = 0; r < l.rows; ++r)
     for (size_t c = 0; c < l.cols; ++c) {
       const double x = v[r * l.cols + c];
       const bool has = std::isfinite(x);
-      const double t = !has ? 0 : hi > lo ? (x - lo) / (hi - lo) : 0.5;
+      const double t = !has ? 0 : hi > lo ? std::max(0.0, (x - lo) / (hi - lo)) : 0.5;
       s << "<rect class=\"cell\" data-row=\"" << r << "\" data-column=\"" << c << "\" data-value=\""
         << (has ? fixed(x, 4) : "nan") << "\" x=\"" << l.x(c) << "\" y=\"" << l.y(r)
         << "\" width=\"" << kCellW << "\" height=\"" << kCellH << "\" fill=\""
@@ -125,7 +155,9 @@ std::string valueGridSvg(const std::vector<double>& values, const GridSvgOptions
                            o.markedColumn >= 0 && static_cast<size_t>(o.markedColumn) < cols),
                UsageError, "value grid: the marked cell ", o.markedRow, ",", o.markedColumn,
                " is outside ", rows, " x ", cols);
-  const Layout l = layoutOf(o);
+  const ColourRange range = colourRange(values);
+  const std::string legend = std::isfinite(range.lo) ? legendText(range) : "";
+  const Layout l = layoutOf(o, textWidth(legend, kFont));
   std::ostringstream s;
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << l.width << "\" height=\"" << l.height
     << "\" font-family=\"sans-serif\">\n"
@@ -147,9 +179,15 @@ std::string valueGridSvg(const std::vector<double>& values, const GridSvgOptions
       << "\" fill=\"#2ca02c\">" << svgEscape(o.markNote) << "</text>\n";
     noteY += kFont + 6;
   }
-  if (std::count(o.allowed.begin(), o.allowed.end(), false) > 0)
+  if (std::count(o.allowed.begin(), o.allowed.end(), false) > 0) {
     s << "<text class=\"note\" x=\"16\" y=\"" << noteY << "\" font-size=\"" << kFont
       << "\">hatched: " << svgEscape(o.ruledOutNote) << "</text>\n";
+    noteY += kFont + 6;
+  }
+  if (!legend.empty())
+    s << "<text class=\"legend\" data-lo=\"" << fixed(range.lo, 4) << "\" data-hi=\""
+      << fixed(range.hi, 4) << "\" x=\"16\" y=\"" << noteY << "\" font-size=\"" << kFont << "\">"
+      << svgEscape(legend) << "</text>\n";
   s << "</svg>\n";
   return s.str();
 }

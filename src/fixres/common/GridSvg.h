@@ -13,6 +13,7 @@
 // tests and scripts. The output is deterministic.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,18 @@ struct GridSvgOptions {
   std::string markNote;                   // written under the grid when a cell is marked
 };
 
-// `values`: rows x columns, row-major (rows = rowNames.size()). UsageError when the sizes
+// The values the colours span: from the lower Tukey fence (Q1 - 1.5 IQR, quantiles interpolated
+// as numpy's default) or the lowest value if higher, to the highest. Values under it (an outlier
+// such as a size far off the train size) all get the lightest colour, so the colours tell apart
+// the cells that decide; `clipped` says some did. NaN: ignored; lo = hi = NaN when none is finite.
+struct ColourRange {
+  double lo = NAN, hi = NAN;
+  bool clipped = false;
+};
+ColourRange colourRange(const std::vector<double>& values);
+
+// `values`: rows x columns, row-major (rows = rowNames.size()). The cells are coloured over
+// colourRange(values), written under the grid as a legend. UsageError when the sizes
 // disagree, there is no row or column, or the marked cell is outside the grid.
 std::string valueGridSvg(const std::vector<double>& values, const GridSvgOptions& options);
 
