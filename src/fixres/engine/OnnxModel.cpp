@@ -92,10 +92,11 @@ void encode(S& s, const Tensor& t) {  // TensorProto
   const std::pair<const char*, std::string> entries[] = {{"location", t.location},
                                                          {"offset", std::to_string(t.offset)},
                                                          {"length", std::to_string(t.raw.size())}};
-  for (const auto& [key, value] : entries)  // StringStringEntryProto
+  // StringStringEntryProto (pairs, not structured bindings: C++17 lambdas cannot capture those)
+  for (const auto& entry : entries)
     messageField(s, 13, [&](auto& e) {
-      bytesField(e, 1, std::string(key));
-      bytesField(e, 2, value);
+      bytesField(e, 1, std::string(entry.first));
+      bytesField(e, 2, entry.second);
     });
   intField(s, 14, 1);  // data_location: EXTERNAL
 }
@@ -134,15 +135,15 @@ void encode(S& s, const Model& m) {  // ModelProto
   bytesField(s, 2, m.producerName);
   bytesField(s, 3, m.producerVersion);
   messageField(s, 7, [&](auto& sub) { encode(sub, m.graph); });
-  for (const auto& [domain, version] : m.opsets)
+  for (const auto& opset : m.opsets)
     messageField(s, 8, [&](auto& sub) {
-      bytesField(sub, 1, domain);
-      intField(sub, 2, version);
+      bytesField(sub, 1, opset.first);
+      intField(sub, 2, opset.second);
     });
-  for (const auto& [key, value] : m.metadata)
+  for (const auto& entry : m.metadata)
     messageField(s, 14, [&](auto& sub) {
-      bytesField(sub, 1, key);
-      bytesField(sub, 2, value);
+      bytesField(sub, 1, entry.first);
+      bytesField(sub, 2, entry.second);
     });
 }
 
