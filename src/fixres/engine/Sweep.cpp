@@ -386,6 +386,8 @@ void writeSweep(const SweepOptions& o, SweepResult& result) {
     // The weights inside the folder before the card that names them.
     result.chosenWeights = placeChosenWeights(o.out, result.chosenSource);
     result.modelConfig["fixres"]["weights"] = result.chosenWeights;
+  } else if (result.chosen) {  // no model folder (--use-ema weights): sweep.json names the source
+    result.chosenWeights = inFolder(o.out, result.chosenSource);
   }
   writeOrRemove("config.json", !result.modelConfig.empty(),
                 [&] { return jsonText(result.modelConfig, 2) + "\n"; });
