@@ -203,6 +203,12 @@ fi
 run "$FIXRES" export "${R18[@]}" --out "$WORK/moved/r18ext.onnx"
 expect_code 0
 [ -e "$WORK/moved/r18ext.onnx.data" ] && bad "an inline export left the earlier export's data file"
+# The data file beside the model is an output too: never written over an input.
+cp "$WORK/r18.pth" "$WORK/in.onnx.data"
+run "$FIXRES" export --architecture resnet18 --num-classes 10 --weight-path "$WORK/in.onnx.data" \
+  --format onnx --input-size 64 --external-data --out "$WORK/in.onnx"
+expect_code 2; expect_err_lines 1; expect_err "an output must not overwrite an input"
+cmp -s "$WORK/r18.pth" "$WORK/in.onnx.data" || bad "an export wrote its data file over its weights"
 run "$FIXRES" export --architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" \
   --external-data --out "$WORK/r18y.pth"
 expect_code 2; expect_err_lines 1; expect_err "--external-data is for --format onnx"

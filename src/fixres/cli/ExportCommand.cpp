@@ -53,6 +53,8 @@ Command addExportCommand(CLI::App& parent) {
                          "--external-data is for --format onnx");
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "export needs --weight-path");
             checkOutputPath("--out", s->out, givenInputs(*sub, {"--out"}));
+            // An ONNX export may write OUT.data beside it (external data): never over an input.
+            if (onnx) checkOutputPath("--out", s->out + ".data", givenInputs(*sub, {"--out"}));
             // Written into metadata that must be UTF-8 (ONNX's protobuf strings, JSON).
             FIXRES_CHECK(validUtf8(s->card.license) == s->card.license, UsageError,
                          "--license must be UTF-8 text, got '", validUtf8(s->card.license), "'");
