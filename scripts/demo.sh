@@ -155,6 +155,7 @@ if best != train or crop != 0.875:
 else:
     gain_line = (f"FixRes gain: {gain:+.2f} points, from fine-tuning at the train resolution alone: "
                  f"no test resolution other than {train} px won on the held-out split")
+safe_line = ""  # the row --max-shift-loss chose, on its own line
 if shifted:
     d = ft_best[4] - base[4]
     held_line = (f"On the shifted test set (Gaussian noise, severity 3) the chosen setting scores "
@@ -162,10 +163,10 @@ if shifted:
                  f"fine-tuning: the choice {'held' if d >= 0 else 'did not hold'} ({d:+.2f} points).")
     if shift_rule:
         safe = rows[-1]
-        held_line += (f" Chosen within --max-shift-loss {sweep['budget']['max_shift_loss']:g} on the "
-                      f"shifted held-out split: {safe[1]} px at crop {safe[3]:g}, {safe[2]:.2f} "
-                      f"clean and {safe[4]:.2f} shifted ({safe[4] - base[4]:+.2f} points against "
-                      f"the train resolution without fine-tuning).")
+        safe_line = (f"Chosen within --max-shift-loss {sweep['budget']['max_shift_loss']:g} on the "
+                     f"shifted held-out split: {safe[1]} px at crop {safe[3]:g}, {safe[2]:.2f} "
+                     f"clean and {safe[4]:.2f} shifted ({safe[4] - base[4]:+.2f} points against "
+                     f"the train resolution without fine-tuning).")
 else:
     held_line = "(No shifted test set: make torch2-env installs imagecorruptions.)"
 report = f"""# fixres demo: FixRes on Fashion-MNIST (seed {seed})
@@ -175,7 +176,7 @@ split: {best} px, crop {crop:g} (apparent-size suggestion {sweep['suggested_size
 
 {table}
 
-{gain_line}. {held_line} Run time {secs} s.
+{gain_line}. {held_line} {safe_line + " " if safe_line else ""}Run time {secs} s.
 
 ![top-1 vs test resolution](sweep/sweep.svg) ![top-1 over size and crop](sweep/sweep_grid.svg)
 
@@ -194,6 +195,8 @@ print()
 print(table)
 print("\n" + gain_line)
 print(held_line)
+if safe_line:
+    print(safe_line)
 print(f"ECE {100 * rep['ece']:.2f} % -> {100 * rep['temperature']['ece']:.2f} % at temperature {rep['temperature']['value']:.3f}")
 print(f"plot:   {out}/sweep/sweep.svg")
 print(f"report: {out}/report.md")
