@@ -141,7 +141,25 @@ run "$FIXRES" launch --nproc-per-node 3 -- version
 expect_code 0; expect_err "^launch: starting 3 rank\(s\) of "
 [ "$(grep -c "launch: starting" "$ERR")" -eq 1 ] || bad "the start is not said in one line"
 
-# 10. The help states the rule, with the subcommands as declared (the last one included).
+# 10. What a rank started ends with it. A failing rank's sibling stops as a whole process group
+# (the shell and its `sleep` child, which holds the output pipe): the job ends at once, not when
+# the sleep would. Ranks that succeeded but left a child holding their output: the launcher
+# relays what they wrote, waits the grace period, then kills the leftover (no process left).
+start=$(date +%s)
+run "$FIXRES" launch --nproc-per-node 2 --grace-seconds 5 -- /bin/sh -c '[ "$RANK" = 1 ] && exit 3; sleep 60'
+expect_code 3
+[ $(($(date +%s) - start)) -lt 30 ] || bad "a stopped rank's child kept the job alive"
+LEFT="$WORK_ABS/leftover.sh"
+echo 'sleep 60' >"$LEFT"
+start=$(date +%s)
+run "$FIXRES" launch --nproc-per-node 2 --grace-seconds 1 -- /bin/sh -c \
+  "echo \"out \$RANK\"; (/bin/sh '$LEFT' &); echo \"done \$RANK\""
+expect_code 0; expect_out "^done 0$"; expect_out "^\[rank 1\] done 1$"
+[ $(($(date +%s) - start)) -lt 30 ] || bad "a rank's leftover child kept the launcher waiting"
+sleep 0.5
+pgrep -f "$LEFT" >/dev/null && bad "a rank's leftover child outlived the launcher"
+
+# 11. The help states the rule, with the subcommands as declared (the last one included).
 run "$FIXRES" launch --help
 expect_code 0; expect_out "PATH"; expect_out "train, finetune"; expect_out "sweep"
 

@@ -192,6 +192,7 @@ class Generation {
         signalRunning(ranks_, SIGKILL);
         stopDeadline_ = Clock::time_point::max();
       }
+      if (!anyRunning(ranks_)) endLeftovers();
     }
     if (decided_) return end_;
     return waitForOtherNodes();
@@ -200,6 +201,22 @@ class Generation {
  private:
   Clock::time_point graceDeadline() const {
     return Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.graceSeconds * 1000));
+  }
+
+  // Every rank has exited but something a rank started holds its output open (a shell's child,
+  // a daemon): it has the grace period to finish writing, then its group is killed, and a
+  // second later the pipes are closed whatever holds them.
+  void endLeftovers() {
+    const auto now = Clock::now();
+    if (leftoverDeadline_ == Clock::time_point::max()) {
+      leftoverDeadline_ = graceDeadline();
+    } else if (now > leftoverDeadline_ && !leftoversKilled_) {
+      killLeftovers(ranks_);
+      leftoversKilled_ = true;
+      leftoverDeadline_ = now + std::chrono::seconds(1);
+    } else if (now > leftoverDeadline_) {
+      closeLeftovers(ranks_);
+    }
   }
 
   // SIGTERM to every rank now, SIGKILL to those still running after the grace period.
@@ -330,6 +347,8 @@ class Generation {
   bool stopping_ = false;
   bool decided_ = false;  // end_ says how the generation ends
   Clock::time_point stopDeadline_ = Clock::time_point::max();
+  Clock::time_point leftoverDeadline_ = Clock::time_point::max();
+  bool leftoversKilled_ = false;
   Clock::time_point nextPoll_;
 };
 

@@ -91,19 +91,31 @@ pid_t spawn(const LaunchOptions& o, const RankProcess& c, int worldSize,
     (void)!::write(STDERR_FILENO, msg.data(), msg.size());
     ::_exit(1);
   }
+  // The child sets its group too: whichever runs first, the group exists before a signal.
+  if (pid > 0) ::setpgid(pid, pid);
   return pid;
+}
+
+// `sig` to rank c's process group (the rank and what it started), to the rank alone where the
+// group cannot be signalled.
+void signalGroup(const RankProcess& c, int sig) {
+  if (::kill(-c.pid, sig) != 0) ::kill(c.pid, sig);
+}
+
+void closePipes(RankProcess& c) {
+  for (int* fd : {&c.outFd, &c.errFd}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
 }
 
 // Ends the ranks started so far (pid > 0) at once, waits for them, closes their pipes.
 void killAndReap(std::vector<RankProcess>& children) {
   for (auto& c : children)
-    if (c.pid > 0) ::kill(c.pid, SIGKILL);
+    if (c.pid > 0) signalGroup(c, SIGKILL);
   for (auto& c : children) {
     if (c.pid > 0) ::waitpid(c.pid, nullptr, 0);
-    for (int* fd : {&c.outFd, &c.errFd}) {
-      if (*fd >= 0) ::close(*fd);
-      *fd = -1;
-    }
+    closePipes(c);
   }
 }
 
@@ -148,6 +160,12 @@ std::vector<RankProcess> startRanks(const LaunchOptions& o, int worldSize,
   return children;
 }
 
+bool anyRunning(const std::vector<RankProcess>& ranks) {
+  for (auto& c : ranks)
+    if (c.running) return true;
+  return false;
+}
+
 bool anyOpen(const std::vector<RankProcess>& ranks) {
   for (auto& c : ranks)
     if (c.running || c.outFd >= 0 || c.errFd >= 0) return true;
@@ -188,9 +206,24 @@ void relayOutput(std::vector<RankProcess>& ranks, int timeoutMs) {
 void signalRunning(std::vector<RankProcess>& ranks, int sig) {
   for (auto& c : ranks) {
     if (c.running) {
-      ::kill(c.pid, SIGCONT);  // a stopped rank must wake to die
-      ::kill(c.pid, sig);
+      signalGroup(c, SIGCONT);  // a stopped rank must wake to die
+      signalGroup(c, sig);
     }
+  }
+}
+
+void killLeftovers(std::vector<RankProcess>& ranks) {
+  for (auto& c : ranks)  // an open pipe: a process of the group holds it, the group id is in use
+    if (!c.running && (c.outFd >= 0 || c.errFd >= 0)) signalGroup(c, SIGKILL);
+}
+
+void closeLeftovers(std::vector<RankProcess>& ranks) {
+  for (auto& c : ranks) {
+    if (c.running) continue;
+    const std::string tag = "[rank " + std::to_string(c.globalRank) + "] ";
+    if (c.outFd >= 0) emit(STDOUT_FILENO, c.globalRank == 0 ? "" : tag, c.outBuf, "", 0, true);
+    if (c.errFd >= 0) emit(STDERR_FILENO, tag, c.errBuf, "", 0, true);
+    closePipes(c);
   }
 }
 

@@ -32,6 +32,9 @@ void reserveFileDescriptors(int ranks);
 std::vector<RankProcess> startRanks(const LaunchOptions& o, int worldSize,
                                     const std::string& localStore, int generation);
 
+// True while a rank runs.
+bool anyRunning(const std::vector<RankProcess>& ranks);
+
 // True while a rank runs or one of its pipes is open.
 bool anyOpen(const std::vector<RankProcess>& ranks);
 
@@ -39,8 +42,15 @@ bool anyOpen(const std::vector<RankProcess>& ranks);
 // a line at a time with the rank's prefix; closes a pipe at its end (flushing a last line).
 void relayOutput(std::vector<RankProcess>& ranks, int timeoutMs);
 
-// Sends `sig` to every rank still running (SIGCONT first: a stopped rank must wake to die).
+// Sends `sig` to the process group of every rank still running (SIGCONT first: a stopped rank
+// must wake to die): what a rank started (a shell's children, helpers) stops with it.
 void signalRunning(std::vector<RankProcess>& ranks, int sig);
+
+// Ranks that have exited while a process they started still holds their output pipes: SIGKILL to
+// their process groups (killLeftovers); their pipes closed, a last partial line relayed
+// (closeLeftovers, for a holder that left the group). Bound the launcher's wait for output.
+void killLeftovers(std::vector<RankProcess>& ranks);
+void closeLeftovers(std::vector<RankProcess>& ranks);
 
 // The exit code of a waitpid status: the process's own, or 128 + the signal that killed it.
 int exitCodeOfStatus(int status);
