@@ -122,6 +122,8 @@ void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n, bool normaliz
     addSharedChoice(app, "--normalize-on", n.normalizeOn, engine::numericsChoices().normalizeOn);
     addSharedChoice(app, "--decode-on", n.decodeOn, engine::numericsChoices().decodeOn);
   }
+  if (sharedFlag("--runtime").offeredTo(commandName(app)))
+    addSharedChoice(app, "--runtime", n.runtime, engine::numericsChoices().runtime);
 }
 
 void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetPath, bool& cpu) {

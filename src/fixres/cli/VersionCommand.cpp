@@ -8,10 +8,16 @@
 #include "fixres/common/Runtime.h"
 #include "fixres/distributed/ProcessGroupCommunicator.h"
 #include "fixres/engine/OnnxExport.h"
+#include "fixres/engine/OpenVinoSession.h"
 #include "fixres/image/Codec.h"
 
 namespace fixres::cli {
 namespace {
+
+std::string runtimesLine() {
+  const std::string ov = engine::openVinoVersion();
+  return "libtorch" + (engine::openVinoBuiltIn() ? " openvino " + ov : " (built without OpenVINO)");
+}
 
 std::string cudaLine() {
   const int n = cudaDeviceCount();
@@ -33,6 +39,7 @@ Command addVersionCommand(CLI::App& parent) {
                       << "collectives " << distributed::collectivesDescription() << "\n"
                       << "cuda " << cudaLine() << "\n"
                       << "images " << image::builtFormats() << "\n"
+                      << "runtimes " << runtimesLine() << "\n"
                       << "exports fixres torchvision timm timm-hub onnx\n"
 #if FIXRES_WITH_CURL
                       << "downloads libcurl\n"

@@ -9,6 +9,7 @@
 #include "fixres/common/Files.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
+#include "fixres/engine/OpenVinoModel.h"
 #include "fixres/models/Family.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightCache.h"
@@ -171,6 +172,8 @@ BuiltModel buildModel(const ResolvedModel& resolved, int64_t datasetClasses, con
   }
   out.model->to(run.device);
   if (run.numerics.channelsLast) useChannelsLast(*out.model);
+  if (run.numerics.runtime == Runtime::kOpenVino)
+    out.model = openVinoModel(out.model, spec.architectureName(), run.numerics.precision);
   return out;
 }
 

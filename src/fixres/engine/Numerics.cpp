@@ -6,6 +6,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/data/GpuJpeg.h"
+#include "fixres/engine/OpenVinoSession.h"
 
 namespace fixres::engine {
 
@@ -14,15 +15,43 @@ const NumericsChoices& numericsChoices() {
   using M = MemoryFormatChoice;
   using N = NormalizeOnChoice;
   using D = DecodeOnChoice;
+  using R = RuntimeChoice;
   static const NumericsChoices kChoices{
       {"precision",
        {{"auto", P::kAuto}, {"fp32", P::kFp32}, {"bf16", P::kBf16}, {"fp16", P::kFp16}}},
       {"memory format",
        {{"auto", M::kAuto}, {"contiguous", M::kContiguous}, {"channels-last", M::kChannelsLast}}},
       {"normalisation place", {{"auto", N::kAuto}, {"cpu", N::kCpu}, {"device", N::kDevice}}},
-      {"decoding place", {{"auto", D::kAuto}, {"cpu", D::kCpu}, {"gpu", D::kGpu}}}};
+      {"decoding place", {{"auto", D::kAuto}, {"cpu", D::kCpu}, {"gpu", D::kGpu}}},
+      {"runtime", {{"libtorch", R::kLibTorch}, {"openvino", R::kOpenVino}, {"auto", R::kAuto}}}};
   return kChoices;
 }
+
+namespace {
+
+void resolveRuntime(const NumericsOptions& o, bool cuda, Numerics& n) {
+  if (o.runtime == RuntimeChoice::kLibTorch) return;
+  if (o.runtime == RuntimeChoice::kAuto) {
+    // Never a lower precision than asked: auto with bf16 takes OpenVINO only where it has bf16.
+    if (!cuda && openVinoBuiltIn() && openVinoSupports(n.precision)) n.runtime = Runtime::kOpenVino;
+  } else {
+    FIXRES_CHECK(openVinoBuiltIn(), UsageError,
+                 "--runtime openvino: this build has no OpenVINO runtime (make torch2-env installs "
+                 "OpenVINO; reconfigure the build to find it)");
+    FIXRES_CHECK(
+        !cuda, UsageError,
+        "--runtime openvino runs on the CPU: add --cpu, or use --runtime libtorch on CUDA");
+    FIXRES_CHECK(n.precision != Precision::kFp16, UsageError,
+                 "--runtime openvino runs --precision fp32 or bf16, not fp16");
+    FIXRES_CHECK(openVinoSupports(n.precision), UsageError,
+                 "--precision bf16 --runtime openvino: this CPU has no bf16 in OpenVINO (its CPU "
+                 "plugin does not list BF16); use --precision fp32");
+    n.runtime = Runtime::kOpenVino;
+  }
+  if (n.runtime == Runtime::kOpenVino) n.channelsLast = false;  // OpenVINO takes NCHW
+}
+
+}  // namespace
 
 Numerics resolveNumerics(const NumericsOptions& o, const torch::Device& device) {
   const bool cuda = device.is_cuda();
@@ -47,6 +76,7 @@ Numerics resolveNumerics(const NumericsOptions& o, const torch::Device& device) 
   if (o.decodeOn == DecodeOnChoice::kGpu) n.gpuDecode = Numerics::GpuDecode::kRequired;
   if (o.decodeOn == DecodeOnChoice::kAuto && noGpuJpeg.empty())
     n.gpuDecode = Numerics::GpuDecode::kWherePossible;
+  resolveRuntime(o, cuda, n);
   return n;
 }
 

@@ -15,12 +15,17 @@ enum class PrecisionChoice { kAuto, kFp32, kBf16, kFp16 };
 enum class MemoryFormatChoice { kAuto, kContiguous, kChannelsLast };
 enum class NormalizeOnChoice { kAuto, kCpu, kDevice };
 enum class DecodeOnChoice { kAuto, kCpu, kGpu };
+enum class RuntimeChoice { kLibTorch, kOpenVino, kAuto };
+// The runtime a model is run with (docs/runtimes.md): LibTorch, or OpenVINO on the CPU from
+// fixres's own ONNX graph (OpenVinoModel.h). Training and calibration always run LibTorch.
+enum class Runtime { kLibTorch, kOpenVino };
 
 struct NumericsChoices {
   ChoiceTable<PrecisionChoice> precision;        // auto, fp32, bf16, fp16
   ChoiceTable<MemoryFormatChoice> memoryFormat;  // auto, contiguous, channels-last
   ChoiceTable<NormalizeOnChoice> normalizeOn;    // auto, cpu, device
   ChoiceTable<DecodeOnChoice> decodeOn;          // auto, cpu, gpu
+  ChoiceTable<RuntimeChoice> runtime;            // libtorch, openvino, auto
 };
 const NumericsChoices& numericsChoices();
 
@@ -30,6 +35,7 @@ struct NumericsOptions {
   MemoryFormatChoice memoryFormat = MemoryFormatChoice::kAuto;
   NormalizeOnChoice normalizeOn = NormalizeOnChoice::kAuto;
   DecodeOnChoice decodeOn = DecodeOnChoice::kAuto;
+  RuntimeChoice runtime = RuntimeChoice::kLibTorch;
 
   template <typename Self, typename V>
   static void visitSettings(Self& n, V&& v) {
@@ -50,6 +56,16 @@ struct NumericsOptions {
               "normalised on the GPU, for the transforms that allow it (torch, val; the others "
               "stay on the CPU, an error with gpu)"},
       n.decodeOn, numericsChoices().decodeOn);
+    v(Setting{"",
+              "--runtime",
+              "Numerics",
+              "libtorch, openvino (the model compiled by OpenVINO from fixres's ONNX graph, on the "
+              "CPU; --precision fp32 or bf16) or auto (OpenVINO in fp32 where the build has it and "
+              "the model runs on the CPU, else LibTorch): what runs the model",
+              {},
+              SettingRole::kInvocation,
+              "eval,predict,extract,sweep,bench eval"},
+      n.runtime, numericsChoices().runtime);
   }
 };
 
@@ -61,10 +77,12 @@ struct Numerics {
   // JPEGs decoded on the GPU where the transform allows it (auto), or everywhere (required:
   // --decode-on gpu, an error for a transform without a GPU path).
   enum class GpuDecode { kNo, kWherePossible, kRequired } gpuDecode = GpuDecode::kNo;
+  Runtime runtime = Runtime::kLibTorch;
 };
 
 // UsageError naming --precision for fp16 on a device without fp16 autocast (LibTorch's CPU
-// autocast supports bf16 only).
+// autocast supports bf16 only); naming --runtime for openvino on CUDA or in a build without it,
+// and for bf16 on a CPU whose OpenVINO plugin lacks it. With OpenVINO the inputs stay NCHW.
 Numerics resolveNumerics(const NumericsOptions& options, const torch::Device& device);
 
 // Where a rank's model runs and with which numerics: what the model, the loader and the batch

@@ -285,6 +285,14 @@ class OnnxGraphWriter : public models::GraphWriter {
 
   const Value& logits() const { return logits_; }
 
+  // The classifier's input when the logits are one Gemm's output (the model's embedding, as
+  // forwardWithEmbedding returns it); "" otherwise (a distilled ViT's two heads).
+  Value embedding() const {
+    for (const onnx::Node& n : g_->nodes)
+      if (n.opType == "Gemm" && n.output() == logits_) return n.inputs.front();
+    return "";
+  }
+
  private:
   onnx::Node* node(const std::string& op, const std::vector<Value>& inputs) {
     onnx::Node& n = g_->nodes.emplace_back();
@@ -357,10 +365,10 @@ onnx::ValueInfo tensorType(const std::string& name, const std::vector<std::strin
   return v;
 }
 
-}  // namespace
-
-size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::string& path,
-                  bool dynamicSize, bool externalData) {
+// The graph, its inputs and outputs (the embedding as a second output on request, where the model
+// has one) and the metadata, checked.
+onnx::Model buildOnnx(models::ModelImpl& model, const ModelCard& card, bool dynamicSize,
+                      bool withEmbedding) {
   model.eval();
   torch::NoGradGuard noGrad;
   onnx::Model m;
@@ -378,6 +386,8 @@ size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::st
       tensorType("input", {"batch", "", dynamicSize ? "height" : "", dynamicSize ? "width" : ""},
                  {1, 3, s, s}));
   g.outputs.push_back(tensorType(writer.logits(), {"batch", ""}, {1, classes}));
+  if (withEmbedding && !writer.embedding().empty())
+    g.outputs.push_back(tensorType(writer.embedding(), {"batch", ""}, {1, model.embeddingDim()}));
   // The preprocessing, as the hub config writes it.
   const auto hub = timmHubConfig(card, model);
   m.metadata.emplace_back("fixres.preprocessing",
@@ -398,6 +408,23 @@ size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::st
     m.metadata.emplace_back("fixres.class_names", jsonText(nlohmann::json(card.classNames)));
   if (!card.license.empty()) m.metadata.emplace_back("license", card.license);
   onnx::checkModel(m);
+  return m;
+}
+
+}  // namespace
+
+std::string onnxBytes(models::ModelImpl& model, const ModelCard& card, bool dynamicSize,
+                      bool withEmbedding) {
+  const onnx::Model m = buildOnnx(model, card, dynamicSize, withEmbedding);
+  FIXRES_CHECK(onnx::serializedSize(m) <= kProtobufLimit, UsageError, card.architecture,
+               ": the ONNX graph passes protobuf's 2 GiB; it cannot be handed over in memory");
+  return onnx::serialize(m);
+}
+
+size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::string& path,
+                  bool dynamicSize, bool externalData) {
+  onnx::Model m = buildOnnx(model, card, dynamicSize, false);
+  const onnx::Graph& g = m.graph;
   const std::string data = path + ".data";
   std::error_code ignored;
   if (externalData || onnx::serializedSize(m) > kProtobufLimit) {

@@ -25,4 +25,10 @@ namespace fixres::engine {
 size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::string& path,
                   bool dynamicSize, bool externalData = false);
 
+// The same model as bytes in memory (what OpenVINO reads: OpenVinoModel.h), with the embedding (the
+// classifier's input) as a second output "where the logits are one Gemm's output" when
+// withEmbedding. UsageError as exportOnnx, and for a graph over protobuf's 2 GiB.
+std::string onnxBytes(models::ModelImpl& model, const ModelCard& card, bool dynamicSize,
+                      bool withEmbedding);
+
 }  // namespace fixres::engine

@@ -1,0 +1,48 @@
+// OpenVINO, fixres's second inference runtime (--runtime openvino, docs/runtimes.md): a model
+// given as ONNX bytes (fixres's own export, OnnxExport.h) compiled for the CPU at a precision, run
+// on CPU tensors. The only place OpenVINO is named: its implementation is built where CMake finds
+// the OpenVINO SDK (the openvino wheel of the project's environment), a refusal otherwise.
+#pragma once
+
+#include <torch/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fixres/engine/Precision.h"
+
+namespace fixres::engine {
+
+// True in a build with OpenVINO; its version ("2026.4.0"), "" without.
+bool openVinoBuiltIn();
+std::string openVinoVersion();
+
+// Whether this CPU runs OpenVINO at `precision` (fp32 always; bf16 where the CPU plugin lists
+// BF16). False in a build without OpenVINO.
+bool openVinoSupports(Precision precision);
+
+class OpenVinoSession {
+ public:
+  virtual ~OpenVinoSession() = default;
+  // The model's outputs, in its order, for x (N x 3 x H x W, float32, on the CPU; made contiguous
+  // here): float32 tensors of their own.
+  virtual std::vector<torch::Tensor> run(const torch::Tensor& x) = 0;
+};
+
+// Reads `onnxBytes` and compiles it for the CPU with `threads` inference threads and `precision`
+// as OpenVINO's inference precision hint (fp32 is asked for explicitly: OpenVINO's own default is
+// bf16 on CPUs that have it). UsageError naming --runtime in a build without OpenVINO, naming
+// --precision for fp16 or a precision this CPU lacks; WeightsError naming `what` when OpenVINO
+// cannot read or compile the model.
+std::unique_ptr<OpenVinoSession> compileOpenVino(const std::string& onnxBytes, Precision precision,
+                                                 int threads, const std::string& what);
+
+// Converts `onnxBytes` to OpenVINO's IR, `xmlPath` and the .bin beside it (the weights in fp32),
+// with `info` in the model's runtime info (under "fixres"). UsageError in a build without
+// OpenVINO; OutputError naming the file that cannot be written.
+void writeOpenVinoIr(const std::string& onnxBytes, const std::string& xmlPath,
+                     const std::map<std::string, std::string>& info);
+
+}  // namespace fixres::engine

@@ -1,0 +1,36 @@
+// A build without OpenVINO: the runtime is named and refused (OpenVinoSession.h).
+#include "fixres/common/Error.h"
+#include "fixres/engine/OpenVinoSession.h"
+
+namespace fixres::engine {
+namespace {
+
+[[noreturn]] void unavailable(const char* what) {
+  FIXRES_FAIL(UsageError, what,
+              ": this build has no OpenVINO runtime (make torch2-env installs OpenVINO; "
+              "reconfigure the build to find it)");
+}
+
+}  // namespace
+
+bool openVinoBuiltIn() {
+  return false;
+}
+std::string openVinoVersion() {
+  return "";
+}
+bool openVinoSupports(Precision) {
+  return false;
+}
+
+std::unique_ptr<OpenVinoSession> compileOpenVino(const std::string&, Precision, int,
+                                                 const std::string&) {
+  unavailable("--runtime openvino");
+}
+
+void writeOpenVinoIr(const std::string&, const std::string&,
+                     const std::map<std::string, std::string>&) {
+  unavailable("export --format openvino");
+}
+
+}  // namespace fixres::engine
