@@ -17,7 +17,7 @@ expect_out "^cuda "; expect_out "^threads [0-9]+"
 
 # Benchmarks end with one "<number> <unit>" line (bench/ reads it).
 run "$FIXRES" --threads 1 bench eval --architecture resnet_tiny --input-size 16 --batch 2 --steps 2 --warmup 1
-expect_code 0; expect_out "^bench eval resnet_tiny size 16 batch 2, 1 threads, cpu, fp32, contiguous"
+expect_code 0; expect_out "^bench eval resnet_tiny size 16 batch 2, 1 threads, cpu, libtorch, fp32, contiguous"
 expect_out "^[0-9]+\.[0-9]+ img/s$"
 run "$FIXRES" bench eval --architecture resnet_tiny --memory-format nhwc
 expect_code 2; expect_err_lines 1; expect_err "--memory-format"

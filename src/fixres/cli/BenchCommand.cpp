@@ -132,9 +132,10 @@ Command addBenchEval(CLI::App& bench) {
         auto setup = benchModel(b, run);
         const auto t =
             engine::timeEvalBatches(setup.first, setup.second, b.loop.warmup, b.loop.steps, run);
-        std::printf("bench eval %s size %d batch %d, %d threads, %s, %s, %s: %.4f s/batch\n",
+        std::printf("bench eval %s size %d batch %d, %d threads, %s, %s, %s, %s: %.4f s/batch\n",
                     b.model.architecture.c_str(), b.inputSize, b.batch, torch::get_num_threads(),
-                    run.device.str().c_str(), engine::precisionName(run.numerics.precision),
+                    run.device.str().c_str(), engine::runtimeName(run.numerics.runtime),
+                    engine::precisionName(run.numerics.precision),
                     run.numerics.channelsLast ? "channels-last" : "contiguous",
                     t.seconds / b.loop.steps);
         FIXRES_CHECK(std::isfinite(t.checksum), InternalError, "non-finite logits in bench eval");

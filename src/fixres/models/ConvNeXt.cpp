@@ -56,7 +56,10 @@ LayerNorm2dImpl::LayerNorm2dImpl(int64_t channels, double eps) : eps_(eps) {
 }
 
 torch::Tensor LayerNorm2dImpl::forward(const torch::Tensor& x) {
-  return torch::layer_norm(x.permute({0, 2, 3, 1}), {weight.size(0)}, weight, bias, eps_)
+  // Under bf16 autocast the input comes from a bf16 convolution: normalised in the weights' type,
+  // as autocast's float32 ops are (LibTorch 1.13's CPU autocast lets layer_norm mix them).
+  return torch::layer_norm(x.permute({0, 2, 3, 1}).to(weight.scalar_type()), {weight.size(0)},
+                           weight, bias, eps_)
       .permute({0, 3, 1, 2});
 }
 
@@ -93,7 +96,9 @@ torch::Tensor ConvNeXtBlockImpl::forward(const torch::Tensor& x) {
   if (convMlp_) {
     y = mlp(norm2d(y)) * gamma.reshape({1, -1, 1, 1});
   } else {
-    y = mlp(normLast(y.permute({0, 2, 3, 1}))).mul(gamma).permute({0, 3, 1, 2});
+    y = mlp(normLast(y.permute({0, 2, 3, 1}).to(gamma.scalar_type())))
+            .mul(gamma)
+            .permute({0, 3, 1, 2});
   }
   return cnDropPath(y, dropPath_, is_training()) + x;
 }

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# --runtime (docs/runtimes.md): OpenVINO runs the model compiled from fixres's own ONNX graph.
+# 1. Every family that describes its graph (ResNet, a torchvision ResNeXt, EfficientNet with and
+#    without TF "same" padding, PNASNet, a ViT, a distilled ViT with two heads, ConvNeXt): predict's
+#    logits in OpenVINO fp32 equal LibTorch's within 1e-4 relative L2 (a float32 sum in another
+#    order: about 1e-6 is what we see); in bf16, where the CPU has it, within 5e-2 (8 mantissa
+#    bits), with the top-1 agreement printed.
+# 2. eval of several sizes (a ViT fed 32 and 40 px, resampled from its weights' grid): OpenVINO's
+#    top-1 and loss equal LibTorch's; extract's embeddings (the graph's second output) equal too.
+# 3. Refusals, one line, exit 2, nothing written: fp16, a command that trains or calibrates;
+#    without OpenVINO in the build, `--runtime openvino` names the runtime and `auto` runs LibTorch.
+set -u
+source "$(dirname "$0")/lib.sh" "$@"
+REF="$SRC/tests/reference"
+D="$WORK/data"
+"$PY" "$REF/make_image_folder.py" "$D" --classes 3 --train 8 --val 4 --size 72 >/dev/null || bad "data"
+P=(--workers 1 --output-type logit --results-format json)
+"$PY" "$REF/export_check.py" make-tv resnext50_32x4d "$WORK/rx50.pth" || bad "resnext weights"
+RX=(--architecture resnext50_32x4d --num-classes 10 --weight-path "$WORK/rx50.pth")
+
+run "$FIXRES" version
+expect_code 0; expect_out "^runtimes libtorch"
+if ! grep -q "^runtimes libtorch openvino" "$OUT"; then
+  # 3, without OpenVINO: the runtime named, nothing written; auto is LibTorch.
+  run "$FIXRES" predict "$D/val" "${RX[@]}" --input-size 32 \
+    --runtime openvino "${P[@]}" --out "$WORK/no.json"
+  expect_code 2; expect_err_lines 1; expect_err "^fixres: error: --runtime openvino: this build has no OpenVINO"
+  [ -e "$WORK/no.json" ] && bad "a refused run wrote its output"
+  run "$FIXRES" predict "$D/val" "${RX[@]}" --input-size 32 \
+    --runtime auto "${P[@]}" --out "$WORK/auto.json"
+  expect_code 0
+  skip_check openvino "this build has no OpenVINO (make torch2-env, then reconfigure): the comparisons"
+  finish
+fi
+BF16=1
+run "$FIXRES" predict "$D/val" "${RX[@]}" --input-size 32 \
+  --runtime openvino --precision bf16 "${P[@]}" --out "$WORK/bf.json"
+if [ "$CODE" -eq 2 ] && grep -q "this CPU has no bf16" "$ERR"; then
+  BF16=0; echo "this CPU has no bf16 in OpenVINO: the bf16 comparisons are left out"
+fi
+
+# One training step from random weights for each other family (its BatchNorm statistics moved
+# once): the run folder is the model.
+trained() {  # trained ARCH SIZE
+  run "$FIXRES" train --imnet-path "$D" --architecture "$1" --workers 1 --input-size "$2" \
+    --batch 4 --epochs 1 --iteration-cap 1 --shared-folder-path "$WORK/runs" --job-id "$1"
+  expect_code 0
+}
+# 1. compare NAME SIZE TOPK -- model flags: LibTorch fp32 against OpenVINO fp32 (and bf16).
+compare() {
+  local name=$1 size=$2 k=$3; shift 4
+  run "$FIXRES" predict "$D/val" "$@" --input-size "$size" --topk "$k" "${P[@]}" --out "$WORK/$name.lt.json"
+  expect_code 0
+  run "$FIXRES" predict "$D/val" "$@" --input-size "$size" --topk "$k" "${P[@]}" --runtime openvino \
+    --out "$WORK/$name.ov.json"
+  expect_code 0
+  run "$PY" "$REF/runtime_agreement.py" "$WORK/$name.lt.json" "$WORK/$name.ov.json" --bound 1e-4
+  expect_code 0; echo "$name fp32: $(cat "$OUT")"
+  [ "$BF16" = 1 ] || return 0
+  run "$FIXRES" predict "$D/val" "$@" --input-size "$size" --topk "$k" "${P[@]}" --runtime openvino \
+    --precision bf16 --out "$WORK/$name.bf.json"
+  expect_code 0
+  run "$FIXRES" predict "$D/val" "$@" --input-size "$size" --topk "$k" "${P[@]}" --precision bf16 \
+    --out "$WORK/$name.ltbf.json"
+  expect_code 0
+  run "$PY" "$REF/runtime_agreement.py" "$WORK/$name.lt.json" "$WORK/$name.bf.json" --bound 5e-2 \
+    --or-as-far-as "$WORK/$name.ltbf.json"
+  expect_code 0; echo "$name bf16: $(cat "$OUT")"
+}
+compare rx50 64 10 -- "${RX[@]}"
+for a in resnet_tiny pnasnet5large vit_demo deit_tiny_distilled_patch16_224 convnext_demo; do
+  trained "$a" 32
+  compare "$a" 32 3 -- --weight-path "$WORK/runs/train/$a"
+done
+# EfficientNet after one step has BatchNorm statistics far from its activations' (logits in the
+# thousands, where a float32 sum in another order moves them by percents): calibrated at the
+# size compared first (fixres calibrate), as a user would before testing at a new size.
+for a in efficientnet_b0:64 tf_efficientnet_b0:64 tf_efficientnet_b0:75; do
+  arch=${a%:*}; s=${a#*:}
+  [ -d "$WORK/runs/train/$arch" ] || trained "$arch" 32
+  run "$FIXRES" calibrate --dataset-path "$D/train" --weight-path "$WORK/runs/train/$arch" \
+    --input-size "$s" --workers 1 --out "$WORK/$arch$s.pth"
+  expect_code 0
+  compare "$arch$s" "$s" 3 -- --architecture "$arch" --num-classes 3 --weight-path "$WORK/$arch$s.pth"
+done
+
+# 2. eval at two sizes and extract's embeddings.
+E=(eval --imnet-path "$D" --weight-path "$WORK/runs/train/vit_demo" --input-size 32,40 --workers 1)
+run "$FIXRES" "${E[@]}"
+expect_code 0; cp "$OUT" "$WORK/eval.lt"
+run "$FIXRES" "${E[@]}" --runtime openvino
+expect_code 0; cp "$OUT" "$WORK/eval.ov"
+run "$PY" - "$WORK/eval.lt" "$WORK/eval.ov" <<'PY'
+import sys
+def rows(p):  # size -> (top-1, top-5, loss, images)
+    return {l.split()[0]: [float(v) for v in l.split()[1:5]] for l in open(p) if l.split() and l.split()[0].isdigit()}
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+assert a.keys() == b.keys() == {"32", "40"}, (a, b)
+for s in a:
+    assert a[s][0] == b[s][0] and a[s][3] == b[s][3], (s, a[s], b[s])
+    assert abs(a[s][2] - b[s][2]) <= 1e-4 * max(1, abs(a[s][2])), (s, a[s], b[s])
+print("eval at 32 and 40 px: the same top-1 and loss in both runtimes")
+PY
+expect_code 0; cat "$OUT"
+X=(extract --dataset-path "$D" --weight-path "$WORK/runs/train/resnet_tiny" --input-size 32 --workers 1)
+run "$FIXRES" "${X[@]}" --save-path "$WORK/x.lt"
+expect_code 0
+run "$FIXRES" "${X[@]}" --save-path "$WORK/x.ov" --runtime openvino
+expect_code 0
+run "$PY" - "$WORK/x.lt" "$WORK/x.ov" <<'PY'
+import glob, os, sys
+import numpy as np
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.npy"))):
+    a, b = np.load(f), np.load(os.path.join(sys.argv[2], os.path.basename(f)))
+    assert a.shape == b.shape and a.size > 0, (f, a.shape, b.shape)
+    err = np.linalg.norm(b.astype(np.float64) - a) / max(np.linalg.norm(a.astype(np.float64)), 1e-12)
+    assert err <= 1e-4, (f, err)
+    print(os.path.basename(f), a.shape, f"relative L2 error {err:.2g}")
+PY
+expect_code 0; cat "$OUT"
+
+# 3. Refusals.
+run "$FIXRES" predict "$D/val" --weight-path "$WORK/runs/train/resnet_tiny" --input-size 32 \
+  --runtime openvino --precision fp16 "${P[@]}" --out "$WORK/fp16.json"
+expect_code 2; expect_err_lines 1; expect_err "^fixres: error: .*fp16"
+[ -e "$WORK/fp16.json" ] && bad "a refused run wrote its output"
+for cmd in "train --imnet-path $D --architecture resnet_tiny" "calibrate --dataset-path $D/train --weight-path $WORK/runs/train/resnet_tiny --out $WORK/c.pth"; do
+  run "$FIXRES" $cmd --runtime openvino
+  expect_code 2; expect_err "runtime"
+done
+finish
