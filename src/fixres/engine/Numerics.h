@@ -19,7 +19,9 @@ enum class RuntimeChoice { kLibTorch, kOpenVino, kAuto };
 // The runtime a model is run with (docs/runtimes.md): LibTorch, or OpenVINO on the CPU from
 // fixres's own ONNX graph (OpenVinoModel.h). Training and calibration always run LibTorch.
 enum class Runtime { kLibTorch, kOpenVino };
-inline const char* runtimeName(Runtime r) { return r == Runtime::kOpenVino ? "openvino" : "libtorch"; }
+inline const char* runtimeName(Runtime r) {
+  return r == Runtime::kOpenVino ? "openvino" : "libtorch";
+}
 
 struct NumericsChoices {
   ChoiceTable<PrecisionChoice> precision;        // auto, fp32, bf16, fp16
