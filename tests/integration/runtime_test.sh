@@ -119,6 +119,48 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.npy"))):
 PY
 expect_code 0; cat "$OUT"
 
+# 4. export --format openvino: OpenVINO's IR (a fixed size, and a ViT with dynamic height and
+# width), read by OpenVINO's Python API with the preprocessing in its runtime info, equal to ONNX
+# Runtime on the ONNX export (both from the project's environment; skipped without it).
+ENV_PY="$SRC/.venv-torch2/bin/python"
+for m in resnet_tiny:32: vit_demo:32:--dynamic-size; do
+  IFS=: read -r a s dyn <<<"$m"
+  run "$FIXRES" export --weight-path "$WORK/runs/train/$a" --format openvino --input-size "$s" \
+    $dyn --out "$WORK/ir/$a.xml"
+  expect_code 0; expect_out "exported [0-9]+ nodes of $a as openvino -> .*$a.xml \(test size $s px\)"
+  expect_file "$WORK/ir/$a.bin"
+  run "$FIXRES" export --weight-path "$WORK/runs/train/$a" --format onnx --input-size "$s" \
+    $dyn --out "$WORK/ir/$a.onnx"
+  expect_code 0
+  if [ -x "$ENV_PY" ] && "$ENV_PY" -c "import openvino, onnxruntime" 2>/dev/null; then
+    sizes=$s; [ -n "$dyn" ] && sizes="32 48"
+    run "$ENV_PY" "$REF/openvino_ir_check.py" "$WORK/ir/$a.xml" "$WORK/ir/$a.onnx" $sizes
+    expect_code 0; expect_out "^ok $a"; cat "$OUT"
+  else
+    skip_check openvino-python "no openvino and onnxruntime in $ENV_PY (make torch2-env): the IR read back"
+  fi
+done
+run "$FIXRES" export --weight-path "$WORK/runs/train/resnet_tiny" --format openvino --out "$WORK/ir/model.bin"
+expect_code 2; expect_err_lines 1; expect_err "must end in .xml"
+[ -e "$WORK/ir/model.bin" ] && bad "a refused export wrote a file"
+
+# 5. The sweep in a runtime: its cells' top-1 as LibTorch's, and sweep.json says what ran.
+cp -r "$D/val" "$D/holdout"
+S=(sweep --imnet-path "$D" --split holdout --weight-path "$WORK/runs/train/resnet_tiny" --train-size 32
+  --sizes 24,32 --workers 1 --latency-batches 1)
+run "$FIXRES" "${S[@]}" --out "$WORK/sw.lt"
+expect_code 0
+run "$FIXRES" "${S[@]}" --out "$WORK/sw.ov" --runtime openvino
+expect_code 0
+run "$PY" - "$WORK/sw.lt/sweep.json" "$WORK/sw.ov/sweep.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert (a["runtime"], a["precision"], b["runtime"], b["precision"]) == ("libtorch", "fp32", "openvino", "fp32"), (a["runtime"], b["runtime"])
+assert [(r["size"], r["top1"]) for r in a["rows"]] == [(r["size"], r["top1"]) for r in b["rows"]], (a["rows"], b["rows"])
+print("sweep: the same top-1 per size in both runtimes; sweep.json names the runtime and precision")
+PY
+expect_code 0; cat "$OUT"
+
 # 3. Refusals.
 run "$FIXRES" predict "$D/val" --weight-path "$WORK/runs/train/resnet_tiny" --input-size 32 \
   --runtime openvino --precision fp16 "${P[@]}" --out "$WORK/fp16.json"

@@ -47,14 +47,19 @@ Command addExportCommand(CLI::App& parent) {
   engine::EvalSettings::visitSettings(s->eval, SettingsBinder{*sub});
   return {sub, [s, sub]() -> int {
             const bool onnx = s->output.format == engine::ExportLayout::kOnnx;
-            FIXRES_CHECK(onnx || !s->output.dynamicSize, UsageError,
-                         "--dynamic-size is for --format onnx");
+            const bool openvino = s->output.format == engine::ExportLayout::kOpenVino;
+            FIXRES_CHECK(onnx || openvino || !s->output.dynamicSize, UsageError,
+                         "--dynamic-size is for --format onnx or openvino");
             FIXRES_CHECK(onnx || !s->output.externalData, UsageError,
                          "--external-data is for --format onnx");
             FIXRES_CHECK(!s->model.weightPath.empty(), UsageError, "export needs --weight-path");
             checkOutputPath("--out", s->out, givenInputs(*sub, {"--out"}));
             // An ONNX export may write OUT.data beside it (external data): never over an input.
             if (onnx) checkOutputPath("--out", s->out + ".data", givenInputs(*sub, {"--out"}));
+            // OpenVINO's IR: OUT.xml and OUT.bin beside it.
+            if (openvino && s->out.size() > 4)
+              checkOutputPath("--out", s->out.substr(0, s->out.size() - 4) + ".bin",
+                              givenInputs(*sub, {"--out"}));
             // Written into metadata that must be UTF-8 (ONNX's protobuf strings, JSON).
             FIXRES_CHECK(validUtf8(s->card.license) == s->card.license, UsageError,
                          "--license must be UTF-8 text, got '", validUtf8(s->card.license), "'");
@@ -64,7 +69,7 @@ Command addExportCommand(CLI::App& parent) {
             engine::RunDevice cpu;
             const bool hub = s->output.format == engine::ExportLayout::kTimmHub;
             engine::ModelCard card;  // the hub folder's and the ONNX model's test settings
-            if (hub || onnx) {
+            if (hub || onnx || openvino) {
               if (sub->get_option("--resize-mode")->count() > 0) s->card.resizeMode = s->resizeMode;
               if (sub->get_option("--crop-pct")->count() > 0) s->card.testCropPct = s->eval.cropPct;
               card = engine::exportCard(s->model, s->card);
@@ -77,10 +82,10 @@ Command addExportCommand(CLI::App& parent) {
                 s->model.numClasses, cpu);
             size_t n = engine::exportModel(*built.model, s->output.format, card, s->out,
                                            s->output.dynamicSize, s->output.externalData);
-            std::cout << "exported " << n << (onnx ? " nodes of " : " tensors of ")
+            std::cout << "exported " << n << (onnx || openvino ? " nodes of " : " tensors of ")
                       << s->model.architectureName() << " as "
                       << choiceName(engine::exportLayouts(), s->output.format) << " -> " << s->out;
-            if (hub || onnx) std::cout << " (test size " << card.testSize << " px)";
+            if (hub || onnx || openvino) std::cout << " (test size " << card.testSize << " px)";
             std::cout << std::endl;
             return 0;
           }};

@@ -24,7 +24,8 @@ CalibrationResult runCalibration(const CalibrationJob& job, int* size) {
   o.maxImages = job.maxImages;
   const CalibrationResult r = calibrate(built.model, dataset, o);
   built.model->to(torch::kCPU);
-  if (job.layout == ExportLayout::kTimmHub || job.layout == ExportLayout::kOnnx) {
+  if (job.layout == ExportLayout::kTimmHub || job.layout == ExportLayout::kOnnx ||
+      job.layout == ExportLayout::kOpenVino) {
     // The hub folder and the ONNX model record the resolution just calibrated for, and its
     // resize rule.
     ModelSpec spec = job.model.spec;

@@ -11,6 +11,7 @@
 #include "fixres/common/FolderLock.h"
 #include "fixres/common/JsonInput.h"
 #include "fixres/engine/OnnxExport.h"
+#include "fixres/engine/OpenVinoModel.h"
 #include "fixres/models/Family.h"
 #include "fixres/models/SafetensorsFile.h"
 #include "fixres/models/WeightIO.h"
@@ -37,7 +38,8 @@ const ChoiceTable<ExportLayout>& exportLayouts() {
                                                     {"torchvision", ExportLayout::kTorchvision},
                                                     {"timm", ExportLayout::kTimm},
                                                     {"timm-hub", ExportLayout::kTimmHub},
-                                                    {"onnx", ExportLayout::kOnnx}}};
+                                                    {"onnx", ExportLayout::kOnnx},
+                                                    {"openvino", ExportLayout::kOpenVino}}};
   return kTable;
 }
 
@@ -45,12 +47,14 @@ size_t exportModel(models::ModelImpl& model, ExportLayout layout, const ModelCar
                    const std::string& out, bool dynamicSize, bool externalData) {
   if (layout == ExportLayout::kTimmHub) return exportTimmHub(model, card, out);
   if (layout == ExportLayout::kOnnx) return exportOnnx(model, card, out, dynamicSize, externalData);
+  if (layout == ExportLayout::kOpenVino) return exportOpenVino(model, card, out, dynamicSize);
   return exportWeights(model, layout, out);
 }
 
 size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::string& path) {
-  FIXRES_CHECK(layout != ExportLayout::kTimmHub && layout != ExportLayout::kOnnx, InternalError,
-               "timm-hub and onnx are not state dicts");
+  FIXRES_CHECK(layout != ExportLayout::kTimmHub && layout != ExportLayout::kOnnx &&
+                   layout != ExportLayout::kOpenVino,
+               InternalError, "timm-hub, onnx and openvino are not state dicts");
   auto sd = models::stateDict(model);
   c10::Dict<std::string, at::Tensor> out;
   for (const auto& e : sd) {

@@ -12,16 +12,18 @@
 
 namespace fixres::engine {
 
-enum class ExportLayout { kFixres, kTorchvision, kTimm, kTimmHub, kOnnx };
-const ChoiceTable<ExportLayout>& exportLayouts();  // fixres, torchvision, timm, timm-hub, onnx
+enum class ExportLayout { kFixres, kTorchvision, kTimm, kTimmHub, kOnnx, kOpenVino };
+// fixres, torchvision, timm, timm-hub, onnx, openvino
+const ChoiceTable<ExportLayout>& exportLayouts();
 // --format, the row of every command that writes weights (export, calibrate).
 inline constexpr Setting kExportFormatSetting{
     "",
     "--format",
     "Output",
     "Layout written: fixres (the reference's loader), torchvision, timm (state dicts), "
-    "timm-hub (a folder: model.safetensors and timm's config.json with the test size), or onnx "
-    "(an ONNX model at the test size with its preprocessing)",
+    "timm-hub (a folder: model.safetensors and timm's config.json with the test size), onnx "
+    "(an ONNX model at the test size with its preprocessing) or openvino (OpenVINO's IR, OUT.xml "
+    "and OUT.bin, the preprocessing in its runtime info; builds with OpenVINO)",
     {},
     SettingRole::kInvocation,
     "export,calibrate"};
@@ -39,7 +41,8 @@ struct ExportOptions {
     v(Setting{"",
               "--dynamic-size",
               "Output",
-              "With --format onnx: height and width as dynamic axes (else the test size)",
+              "With --format onnx or openvino: height and width as dynamic axes (else the test "
+              "size)",
               {},
               SettingRole::kInvocation,
               "export"},
@@ -68,6 +71,8 @@ size_t exportWeights(models::ModelImpl& model, ExportLayout layout, const std::s
 // or an ONNX model (OnnxExport.h, dynamic batch; dynamic height and width with dynamicSize);
 // `card` gives the hub folder's and the ONNX model's test size and preprocessing. Returns the
 // number of tensors (ONNX: nodes). externalData: the ONNX tensors in a file beside the model.
+// openvino: the ONNX graph converted by OpenVINO to its IR (out: the .xml; the .bin beside it),
+// the ONNX metadata in the IR's runtime info under "fixres" (exportOpenVino, OpenVinoModel.h).
 size_t exportModel(models::ModelImpl& model, ExportLayout layout, const ModelCard& card,
                    const std::string& out, bool dynamicSize = false, bool externalData = false);
 // A timm hub folder at `dir` (new, or an empty folder; UsageError naming it, before anything is

@@ -365,6 +365,37 @@ onnx::ValueInfo tensorType(const std::string& name, const std::vector<std::strin
   return v;
 }
 
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> onnxMetadata(models::ModelImpl& model,
+                                                              const ModelCard& card,
+                                                              bool dynamicSize) {
+  std::vector<std::pair<std::string, std::string>> metadata;
+  const int64_t s = card.testSize;
+  // The preprocessing, as the hub config writes it.
+  const auto hub = timmHubConfig(card, model);
+  metadata.emplace_back("fixres.preprocessing",
+                        jsonText(nlohmann::ordered_json{
+                            {"input_size", s},
+                            {"dynamic_size", dynamicSize},
+                            {"crop_pct", card.testCropPct},
+                            {"crop_mode", "center"},
+                            {"resize_mode", hub["fixres"]["resize_mode"]},
+                            {"resize_rule", hub["fixres"]["resize_rule"]},
+                            {"interpolation", hub["pretrained_cfg"]["interpolation"]},
+                            {"mean", hub["pretrained_cfg"]["mean"]},
+                            {"std", hub["pretrained_cfg"]["std"]},
+                            {"input", "RGB, N x 3 x H x W float32, (pixel / 255 - mean) / std"},
+                            {"output", "logits, N x classes"}}));
+  metadata.emplace_back("fixres.architecture", card.architecture);
+  if (!card.classNames.empty())
+    metadata.emplace_back("fixres.class_names", jsonText(nlohmann::json(card.classNames)));
+  if (!card.license.empty()) metadata.emplace_back("license", card.license);
+  return metadata;
+}
+
+namespace {
+
 // The graph, its inputs and outputs (the embedding as a second output on request, where the model
 // has one) and the metadata, checked.
 onnx::Model buildOnnx(models::ModelImpl& model, const ModelCard& card, bool dynamicSize,
@@ -388,25 +419,8 @@ onnx::Model buildOnnx(models::ModelImpl& model, const ModelCard& card, bool dyna
   g.outputs.push_back(tensorType(writer.logits(), {"batch", ""}, {1, classes}));
   if (withEmbedding && !writer.embedding().empty())
     g.outputs.push_back(tensorType(writer.embedding(), {"batch", ""}, {1, model.embeddingDim()}));
-  // The preprocessing, as the hub config writes it.
-  const auto hub = timmHubConfig(card, model);
-  m.metadata.emplace_back("fixres.preprocessing",
-                          jsonText(nlohmann::ordered_json{
-                              {"input_size", s},
-                              {"dynamic_size", dynamicSize},
-                              {"crop_pct", card.testCropPct},
-                              {"crop_mode", "center"},
-                              {"resize_mode", hub["fixres"]["resize_mode"]},
-                              {"resize_rule", hub["fixres"]["resize_rule"]},
-                              {"interpolation", hub["pretrained_cfg"]["interpolation"]},
-                              {"mean", hub["pretrained_cfg"]["mean"]},
-                              {"std", hub["pretrained_cfg"]["std"]},
-                              {"input", "RGB, N x 3 x H x W float32, (pixel / 255 - mean) / std"},
-                              {"output", "logits, N x classes"}}));
-  m.metadata.emplace_back("fixres.architecture", card.architecture);
-  if (!card.classNames.empty())
-    m.metadata.emplace_back("fixres.class_names", jsonText(nlohmann::json(card.classNames)));
-  if (!card.license.empty()) m.metadata.emplace_back("license", card.license);
+  for (auto& [key, value] : onnxMetadata(model, card, dynamicSize))
+    m.metadata.emplace_back(key, value);
   onnx::checkModel(m);
   return m;
 }
@@ -414,8 +428,9 @@ onnx::Model buildOnnx(models::ModelImpl& model, const ModelCard& card, bool dyna
 }  // namespace
 
 std::string onnxBytes(models::ModelImpl& model, const ModelCard& card, bool dynamicSize,
-                      bool withEmbedding) {
+                      bool withEmbedding, size_t* nodes) {
   const onnx::Model m = buildOnnx(model, card, dynamicSize, withEmbedding);
+  if (nodes != nullptr) *nodes = m.graph.nodes.size();
   FIXRES_CHECK(onnx::serializedSize(m) <= kProtobufLimit, UsageError, card.architecture,
                ": the ONNX graph passes protobuf's 2 GiB; it cannot be handed over in memory");
   return onnx::serialize(m);

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fixres/engine/ModelCard.h"
 #include "fixres/models/Model.h"
@@ -25,10 +27,17 @@ namespace fixres::engine {
 size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::string& path,
                   bool dynamicSize, bool externalData = false);
 
+// The metadata_props an export carries: fixres.preprocessing (JSON), fixres.architecture,
+// fixres.class_names (JSON, when known), license (when given).
+std::vector<std::pair<std::string, std::string>> onnxMetadata(models::ModelImpl& model,
+                                                              const ModelCard& card,
+                                                              bool dynamicSize);
+
 // The same model as bytes in memory (what OpenVINO reads: OpenVinoModel.h), with the embedding (the
 // classifier's input) as a second output "where the logits are one Gemm's output" when
 // withEmbedding. UsageError as exportOnnx, and for a graph over protobuf's 2 GiB.
+// `nodes`, when given, receives the number of graph nodes.
 std::string onnxBytes(models::ModelImpl& model, const ModelCard& card, bool dynamicSize,
-                      bool withEmbedding);
+                      bool withEmbedding, size_t* nodes = nullptr);
 
 }  // namespace fixres::engine

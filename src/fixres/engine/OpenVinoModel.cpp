@@ -81,6 +81,23 @@ class OpenVinoModelImpl final : public models::ModelImpl {
 
 }  // namespace
 
+size_t exportOpenVino(models::ModelImpl& model, const ModelCard& card, const std::string& xmlPath,
+                      bool dynamicSize) {
+  FIXRES_CHECK(
+      xmlPath.size() > 4 && xmlPath.compare(xmlPath.size() - 4, 4, ".xml") == 0, UsageError,
+      "--format openvino writes OUT.xml and OUT.bin: --out must end in .xml, got ", xmlPath);
+  FIXRES_CHECK(openVinoBuiltIn(), UsageError,
+               "export --format openvino: this build has no OpenVINO runtime (make torch2-env "
+               "installs OpenVINO; reconfigure the build to find it)");
+  std::map<std::string, std::string> info;
+  for (const auto& [key, value] : onnxMetadata(model, card, dynamicSize))
+    info[key.rfind("fixres.", 0) == 0 ? key.substr(7) : key] = value;
+  size_t nodes = 0;  // the ONNX graph's, as export --format onnx counts them
+  const std::string bytes = onnxBytes(model, card, dynamicSize, /*withEmbedding=*/false, &nodes);
+  writeOpenVinoIr(bytes, xmlPath, info);
+  return nodes;
+}
+
 models::Model openVinoModel(models::Model base, const std::string& architecture,
                             Precision precision) {
   return std::make_shared<OpenVinoModelImpl>(std::move(base), architecture, precision);

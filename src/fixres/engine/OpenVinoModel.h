@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "fixres/engine/ModelCard.h"
 #include "fixres/engine/Precision.h"
 #include "fixres/models/Model.h"
 
@@ -17,5 +18,13 @@ namespace fixres::engine {
 // errors of compileOpenVino (OpenVinoSession.h) at the first forward pass of each size.
 models::Model openVinoModel(models::Model base, const std::string& architecture,
                             Precision precision);
+
+// `export --format openvino`: the model's ONNX graph (OnnxExport.h) at card.testSize (height and
+// width dynamic with dynamicSize) converted by OpenVINO to its IR: `xmlPath` and the .bin beside
+// it, fp32 weights, the ONNX metadata in the runtime info under "fixres" (preprocessing,
+// architecture, class_names, license). UsageError in a build without OpenVINO or for a path that
+// does not end in .xml. Returns the number of ONNX graph nodes converted.
+size_t exportOpenVino(models::ModelImpl& model, const ModelCard& card, const std::string& xmlPath,
+                      bool dynamicSize);
 
 }  // namespace fixres::engine

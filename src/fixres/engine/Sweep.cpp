@@ -275,6 +275,8 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
   resolved.spec.dynamicImgSize = true;
   auto model = buildModel(resolved, static_cast<int64_t>(dataset->classes().size()), run).model;
   SweepResult result;
+  result.runtime = runtimeName(run.numerics.runtime);
+  result.precision = precisionName(run.numerics.precision);
   result.suggested = suggestResolution(o.trainSize).suggested;
   for (int size : o.sizes) {
     for (SweepRow& row : sweepCells(o, size, model, dataset, sets, comm, run, result.stopSignal)) {
@@ -334,7 +336,9 @@ nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
                         {"rows", rows},
                         {"crop_pcts", o.cropPcts},
                         {"best_plain", result.rows[result.bestPlain].size},
-                        {"best_plain_crop_pct", result.rows[result.bestPlain].cropPct}};
+                        {"best_plain_crop_pct", result.rows[result.bestPlain].cropPct},
+                        {"runtime", result.runtime},
+                        {"precision", result.precision}};
   if (o.finetune) {
     doc["best_finetuned"] = result.rows[result.bestFinetuned].size;
     doc["best_finetuned_crop_pct"] = result.rows[result.bestFinetuned].cropPct;

@@ -212,6 +212,9 @@ struct SweepResult {
   // The stop signal that ended the sweep before its last cell (0: it ran to the end): nothing is
   // written then, and a rerun resumes the fine-tuning runs from their checkpoints.
   int stopSignal = 0;
+  // What ran and timed the model in every cell (--runtime, --precision resolved): "libtorch" or
+  // "openvino", "fp32" or "bf16".
+  std::string runtime, precision;
   // config.json of the sweep folder, the chosen model's card (ModelCard.h): timm's hub layout
   // with fixres.weights naming the weight file. Empty when nothing was chosen.
   nlohmann::ordered_json modelConfig;
