@@ -4,9 +4,11 @@
 # `fixres bench eval` with --runtime libtorch and openvino, each in fp32 and bf16 (LibTorch: its
 # bf16 autocast, channels-last; OpenVINO: its inference precision hint), against OpenVINO and ONNX
 # Runtime in Python on fixres's own ONNX export and PyTorch eager (bench/peers/runtime_peer.py, the
-# project environment's Python). Then end to end on a JPEG folder: `fixres predict` (whole process)
-# with OpenVINO against PIL preprocessing + OpenVINO in Python, top-5, same batch and precision.
+# project environment's Python). Then end to end on a JPEG folder: `fixres predict` with OpenVINO
+# against PIL preprocessing + OpenVINO in Python, top-5, same batch and precision, both timed as
+# whole processes (start-up, weights, compiling included), and the Python loop alone beside it.
 # Medians of BENCH_REPEATS (3) timings; n/a where a runtime or bf16 is missing.
+# Random weights: torchvision's ResNet-50, seeded (bench/gpu/check.py).
 # Usage: runtime_bench.sh [BUILD_DIR]; BENCH_THREADS (nproc), BENCH_IMAGES (160), BENCH_STEPS (10)
 set -euo pipefail
 BUILD=${1:-build}
@@ -24,8 +26,9 @@ fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-"$FIXRES" -q export --architecture resnet50 --num-classes 1000 --format onnx --input-size 224 \
-  --out "$WORK/r50.onnx" >/dev/null
+/usr/bin/python3 "$HERE/gpu/check.py" weights "$WORK/r50.pth" 1000 >/dev/null  # torchvision's, seeded
+"$FIXRES" -q export --architecture resnet50 --num-classes 1000 --weight-path "$WORK/r50.pth" \
+  --format onnx --input-size 224 --out "$WORK/r50.onnx" >/dev/null
 ours() {  # ours RUNTIME PRECISION BATCH: img/s, median of REPEATS
   local f r
   f=$(mktemp)
@@ -61,22 +64,28 @@ echo "| PyTorch eager, fp32 / bf16 autocast, channels-last | $(peer torch-fp32 1
 cat "$WORK"/img/*/* >/dev/null
 echo
 echo "## end to end: $IMAGES JPEGs (500x375), top-5, batch 16, $THREADS threads; img/s, median of $REPEATS"
-echo "| precision | fixres predict, OpenVINO (whole process) | PIL + OpenVINO Python | ratio |"
-echo "|---|---|---|---|"
+echo "| precision | fixres predict, OpenVINO | PIL + OpenVINO Python | ratio | PIL + OpenVINO Python, loop only | ratio |"
+echo "|---|---|---|---|---|---|"
 for p in fp32 bf16; do
-  of=$(mktemp); pf=$(mktemp)
+  of=$(mktemp); pf=$(mktemp); wf=$(mktemp)
   for _ in $(seq 1 "$REPEATS"); do
     t0=$(date +%s.%N)
     if "$FIXRES" -q --threads "$THREADS" predict "$WORK/img" --architecture resnet50 --num-classes 1000 \
+      --weight-path "$WORK/r50.pth" \
       --input-size 224 --crop-pct 0.875 --resize-mode shorter --batch 16 --workers "$THREADS" --topk 5 \
       --runtime openvino --precision $p --out "$WORK/ours.csv" 2>/dev/null; then
       t1=$(date +%s.%N)
       awk -v n="$IMAGES" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", n / (b - a) }' >>"$of"
     fi
-    "$PEER_PY" "$HERE/peers/runtime_peer.py" e2e "$WORK/r50.onnx" "$WORK/img" --threads "$THREADS" \
-      --batch 16 --precision "$([ $p = fp32 ] && echo f32 || echo bf16)" 2>/dev/null >>"$pf" || true
+    t0=$(date +%s.%N)
+    if "$PEER_PY" "$HERE/peers/runtime_peer.py" e2e "$WORK/r50.onnx" "$WORK/img" --threads "$THREADS" \
+      --batch 16 --precision "$([ $p = fp32 ] && echo f32 || echo bf16)" 2>/dev/null >>"$pf"; then
+      t1=$(date +%s.%N)
+      awk -v n="$IMAGES" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", n / (b - a) }' >>"$wf"
+    fi
   done
   o=$([ -s "$of" ] && median <"$of" || echo n/a); q=$([ -s "$pf" ] && median <"$pf" || echo n/a)
-  echo "| $p | $o | $q | $(ratio "$o" "$q") |"
-  rm -f "$of" "$pf"
+  w=$([ -s "$wf" ] && median <"$wf" || echo n/a)
+  echo "| $p | $o | $w | $(ratio "$o" "$w") | $q | $(ratio "$o" "$q") |"
+  rm -f "$of" "$pf" "$wf"
 done
