@@ -32,6 +32,12 @@ if ! grep -q "^runtimes libtorch openvino" "$OUT"; then
   skip_check openvino "this build has no OpenVINO (make torch2-env, then reconfigure): the comparisons"
   finish
 fi
+cp "$OUT" "$WORK/version.txt"
+ENV_PY="$SRC/.venv-torch2/bin/python"
+# The OpenVINO built in is the pinned wheel's (the one Python imports in the same environment).
+if [ -x "$ENV_PY" ] && want=$("$ENV_PY" -c "import openvino; print(openvino.__version__.split('-')[0])" 2>/dev/null); then
+  grep -qx "runtimes libtorch openvino $want" "$WORK/version.txt" || bad "fixres version names another OpenVINO than $want"
+fi
 BF16=1
 run "$FIXRES" predict "$D/val" "${RX[@]}" --input-size 32 \
   --runtime openvino --precision bf16 "${P[@]}" --out "$WORK/bf.json"
@@ -122,7 +128,6 @@ expect_code 0; cat "$OUT"
 # 4. export --format openvino: OpenVINO's IR (a fixed size, and a ViT with dynamic height and
 # width), read by OpenVINO's Python API with the preprocessing in its runtime info, equal to ONNX
 # Runtime on the ONNX export (both from the project's environment; skipped without it).
-ENV_PY="$SRC/.venv-torch2/bin/python"
 for m in resnet_tiny:32: vit_demo:32:--dynamic-size; do
   IFS=: read -r a s dyn <<<"$m"
   run "$FIXRES" export --weight-path "$WORK/runs/train/$a" --format openvino --input-size "$s" \
