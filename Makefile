@@ -2,6 +2,9 @@
 BUILD_DIR ?= build
 PRESET    ?= release
 JOBS      ?= $(shell nproc)
+# CTest runs one test more than there are cores: the tests wait on the processes they start
+# (ranks, pipes, polls), and a third test on 2 cores cut the suite's time by 7 %.
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 PREFIX    ?= $(HOME)/.local
 FIXRES    := $(BUILD_DIR)/bin/fixres
 CXX_SOURCES = $(shell git ls-files '*.cpp' '*.h')
@@ -30,7 +33,7 @@ install: deps
 test: deps
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory format-check
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE long
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(TEST_JOBS) -LE long
 
 # The second build (docs/pytorch2.md): LibTorch inside PyTorch 2.11.0 (CUDA 13) from PyPI, in a
 # project-local environment (.venv-torch2, requirements-torch2.txt), built into build-cuda/ with
@@ -49,7 +52,7 @@ build-cuda: deps
 	scripts/build-cuda.sh --build-dir $(CUDA_BUILD_DIR) --jobs $(JOBS)
 
 test-cuda: build-cuda
-	cd $(CUDA_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE long
+	cd $(CUDA_BUILD_DIR) && ctest --output-on-failure -j $(TEST_JOBS) -LE long
 
 test-long: deps
 	@scripts/install-deps.sh --fuzz

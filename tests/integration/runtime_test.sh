@@ -148,6 +148,13 @@ done
 run "$FIXRES" export --weight-path "$WORK/runs/train/resnet_tiny" --format openvino --out "$WORK/ir/model.bin"
 expect_code 2; expect_err_lines 1; expect_err "must end in .xml"
 [ -e "$WORK/ir/model.bin" ] && bad "a refused export wrote a file"
+# calibrate writes the IR of the model it calibrated, and refuses a bad name before calibrating.
+C=(calibrate --dataset-path "$D/train" --weight-path "$WORK/runs/train/resnet_tiny" --input-size 32
+  --workers 1 --format openvino)
+run "$FIXRES" "${C[@]}" --out "$WORK/ir/cal.bin"
+expect_code 2; expect_err_lines 1; expect_err "must end in .xml"
+run "$FIXRES" "${C[@]}" --out "$WORK/ir/cal.xml"
+expect_code 0; expect_out "^calibrated [0-9]+ BatchNorm layers"; expect_file "$WORK/ir/cal.bin"
 
 # 5. The sweep in a runtime: its cells' top-1 as LibTorch's, and sweep.json says what ran.
 cp -r "$D/val" "$D/holdout"

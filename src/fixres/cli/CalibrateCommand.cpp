@@ -9,6 +9,7 @@
 #include "fixres/common/Log.h"
 #include "fixres/engine/CalibrationJob.h"
 #include "fixres/engine/OnnxExport.h"
+#include "fixres/engine/OpenVinoModel.h"
 
 namespace fixres::cli {
 
@@ -35,6 +36,9 @@ Command addCalibrateCommand(CLI::App& parent) {
   addShared(*sub, "--out", j.out)->required();
   return {sub, [s, sub]() -> int {
             checkOutputPath("--out", s->job.out, givenInputs(*sub, {"--out"}));
+            if (s->job.layout == engine::ExportLayout::kOpenVino)  // OUT.xml and OUT.bin
+              checkOutputPath("--out", engine::openVinoBinPath(s->job.out),
+                              givenInputs(*sub, {"--out"}));
             engine::CalibrationJob job = s->job;
             job.model =
                 modelRequest(*sub, s->model, {s->job.inputSize}, s->eval.settings.resizeMode);

@@ -13,6 +13,7 @@
 #include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/OnnxExport.h"
+#include "fixres/engine/OpenVinoModel.h"
 
 namespace fixres::cli {
 namespace {
@@ -57,8 +58,8 @@ Command addExportCommand(CLI::App& parent) {
             // An ONNX export may write OUT.data beside it (external data): never over an input.
             if (onnx) checkOutputPath("--out", s->out + ".data", givenInputs(*sub, {"--out"}));
             // OpenVINO's IR: OUT.xml and OUT.bin beside it.
-            if (openvino && s->out.size() > 4)
-              checkOutputPath("--out", s->out.substr(0, s->out.size() - 4) + ".bin",
+            if (openvino)
+              checkOutputPath("--out", engine::openVinoBinPath(s->out),
                               givenInputs(*sub, {"--out"}));
             // Written into metadata that must be UTF-8 (ONNX's protobuf strings, JSON).
             FIXRES_CHECK(validUtf8(s->card.license) == s->card.license, UsageError,

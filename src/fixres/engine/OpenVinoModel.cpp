@@ -24,12 +24,7 @@ class OpenVinoModelImpl final : public models::ModelImpl {
         precision_(precision) {}
 
   std::pair<torch::Tensor, torch::Tensor> forwardWithEmbedding(torch::Tensor x) override {
-    FIXRES_CHECK(x.dim() == 4 && x.device().is_cpu(), InternalError,
-                 "the OpenVINO runtime takes N x 3 x H x W CPU batches");
-    const std::pair<int64_t, int64_t> key{x.size(2), x.size(3)};
-    auto it = sessions_.find(key);
-    if (it == sessions_.end()) it = sessions_.emplace(key, compile(key.first, key.second)).first;
-    std::vector<torch::Tensor> out = it->second->run(x);
+    std::vector<torch::Tensor> out = session(x).run(x);
     torch::Tensor embedding = out.size() > 1 ? out[1] : torch::Tensor();
     if (!embedding.defined()) {
       // A model whose logits are not one linear layer's output (a distilled ViT's two heads):
@@ -40,12 +35,7 @@ class OpenVinoModelImpl final : public models::ModelImpl {
     return {out[0], embedding};
   }
 
-  torch::Tensor forward(torch::Tensor x) override {
-    const std::pair<int64_t, int64_t> key{x.size(2), x.size(3)};
-    auto it = sessions_.find(key);
-    if (it == sessions_.end()) it = sessions_.emplace(key, compile(key.first, key.second)).first;
-    return it->second->run(x).front();
-  }
+  torch::Tensor forward(torch::Tensor x) override { return session(x).run(x).front(); }
 
   int64_t embeddingDim() const override { return base_->embeddingDim(); }
   const models::ArchitectureFamily& family() const override { return base_->family(); }
@@ -58,6 +48,16 @@ class OpenVinoModelImpl final : public models::ModelImpl {
   std::string globalPool() const override { return base_->globalPool(); }
 
  private:
+  // The compiled graph for x's height and width, compiled on first sight.
+  OpenVinoSession& session(const torch::Tensor& x) {
+    FIXRES_CHECK(x.dim() == 4 && x.device().is_cpu(), InternalError,
+                 "the OpenVINO runtime takes N x 3 x H x W CPU batches");
+    const std::pair<int64_t, int64_t> key{x.size(2), x.size(3)};
+    auto it = sessions_.find(key);
+    if (it == sessions_.end()) it = sessions_.emplace(key, compile(key.first, key.second)).first;
+    return *it->second;
+  }
+
   std::unique_ptr<OpenVinoSession> compile(int64_t height, int64_t width) {
     ModelCard card;
     card.architecture = architecture_;
@@ -81,14 +81,19 @@ class OpenVinoModelImpl final : public models::ModelImpl {
 
 }  // namespace
 
-size_t exportOpenVino(models::ModelImpl& model, const ModelCard& card, const std::string& xmlPath,
-                      bool dynamicSize) {
+std::string openVinoBinPath(const std::string& xmlPath) {
   FIXRES_CHECK(
       xmlPath.size() > 4 && xmlPath.compare(xmlPath.size() - 4, 4, ".xml") == 0, UsageError,
       "--format openvino writes OUT.xml and OUT.bin: --out must end in .xml, got ", xmlPath);
   FIXRES_CHECK(openVinoBuiltIn(), UsageError,
-               "export --format openvino: this build has no OpenVINO runtime (make torch2-env "
-               "installs OpenVINO; reconfigure the build to find it)");
+               "--format openvino: this build has no OpenVINO runtime (make torch2-env installs "
+               "OpenVINO; reconfigure the build to find it)");
+  return xmlPath.substr(0, xmlPath.size() - 4) + ".bin";
+}
+
+size_t exportOpenVino(models::ModelImpl& model, const ModelCard& card, const std::string& xmlPath,
+                      bool dynamicSize) {
+  openVinoBinPath(xmlPath);
   std::map<std::string, std::string> info;
   for (const auto& [key, value] : onnxMetadata(model, card, dynamicSize))
     info[key.rfind("fixres.", 0) == 0 ? key.substr(7) : key] = value;

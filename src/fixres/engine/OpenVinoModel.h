@@ -19,6 +19,10 @@ namespace fixres::engine {
 models::Model openVinoModel(models::Model base, const std::string& architecture,
                             Precision precision);
 
+// The .bin beside an IR's `xmlPath`. UsageError, before any work, for a path that does not end
+// in .xml and in a build without OpenVINO.
+std::string openVinoBinPath(const std::string& xmlPath);
+
 // `export --format openvino`: the model's ONNX graph (OnnxExport.h) at card.testSize (height and
 // width dynamic with dynamicSize) converted by OpenVINO to its IR: `xmlPath` and the .bin beside
 // it, fp32 weights, the ONNX metadata in the runtime info under "fixres" (preprocessing,
