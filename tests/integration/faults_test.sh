@@ -34,6 +34,17 @@ wait_epoch1() {
   done
   return 1
 }
+# wait_code, but a process still running after $2 s has its threads' stacks printed first (with
+# gdb, where installed): a hang shows where it waits.
+wait_code_or_stacks() {
+  local t=0
+  while kill -0 "$1" 2>/dev/null && [ $t -lt $(($2 * 10)) ]; do sleep 0.1; t=$((t + 1)); done
+  if kill -0 "$1" 2>/dev/null && command -v gdb >/dev/null; then
+    echo "pid $1 still running after $2 s; its threads:"
+    gdb -p "$1" -batch -ex "thread apply all bt 20" 2>/dev/null | grep -E "^#|^Thread" | head -120
+  fi
+  wait_code "$1" 1
+}
 same_as_reference() {
   run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$RUNS/train/ref/checkpoint.pth" "$RUNS/train/$1/checkpoint.pth"
   [ "$CODE" -eq 0 ] || bad "$1: final weights differ from the uninterrupted run"
@@ -80,7 +91,7 @@ resume_two_ranks kill
 start_ranks stop
 wait_epoch1 stop || bad "SIGSTOP: the run never reached epoch 1"
 kill -STOP "${PIDS[1]}"
-wait_code "${PIDS[0]}" 60
+wait_code_or_stacks "${PIDS[0]}" 60
 [ "$c" = 5 ] || { bad "SIGSTOP: rank 0 exit $c, expected 5"; tail -3 "$WORK/stop.r0.err"; }
 kill -9 "${PIDS[1]}"; kill -CONT "${PIDS[1]}"; wait "${PIDS[1]}" 2>/dev/null
 resume_two_ranks stop
