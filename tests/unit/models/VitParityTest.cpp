@@ -125,7 +125,6 @@ TEST_P(VitParity, MatchesTimmAtEachImageSize) {
 
 INSTANTIATE_TEST_SUITE_P(VisionTransformer, VitParity,
                          ::testing::Values("vit_tiny_patch16_224", "vit_small_patch16_224",
-                                           "vit_base_patch16_224",
                                            "vit_medium_patch16_reg4_gap_256",
                                            "vit_small_patch14_reg4_dinov2"));
 INSTANTIATE_TEST_SUITE_P(DeiT, VitParity,
