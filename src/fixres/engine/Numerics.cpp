@@ -35,9 +35,7 @@ void resolveRuntime(const NumericsOptions& o, bool cuda, Numerics& n) {
     // Never a lower precision than asked: auto with bf16 takes OpenVINO only where it has bf16.
     if (!cuda && openVinoBuiltIn() && openVinoSupports(n.precision)) n.runtime = Runtime::kOpenVino;
   } else {
-    FIXRES_CHECK(openVinoBuiltIn(), UsageError,
-                 "--runtime openvino: this build has no OpenVINO runtime (make torch2-env installs "
-                 "OpenVINO; reconfigure the build to find it)");
+    requireOpenVino("--runtime openvino");
     FIXRES_CHECK(
         !cuda, UsageError,
         "--runtime openvino runs on the CPU: add --cpu, or use --runtime libtorch on CUDA");

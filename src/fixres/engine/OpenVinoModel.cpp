@@ -85,9 +85,7 @@ std::string openVinoBinPath(const std::string& xmlPath) {
   FIXRES_CHECK(
       xmlPath.size() > 4 && xmlPath.compare(xmlPath.size() - 4, 4, ".xml") == 0, UsageError,
       "--format openvino writes OUT.xml and OUT.bin: --out must end in .xml, got ", xmlPath);
-  FIXRES_CHECK(openVinoBuiltIn(), UsageError,
-               "--format openvino: this build has no OpenVINO runtime (make torch2-env installs "
-               "OpenVINO; reconfigure the build to find it)");
+  requireOpenVino("--format openvino");
   return xmlPath.substr(0, xmlPath.size() - 4) + ".bin";
 }
 

@@ -17,6 +17,8 @@ namespace fixres::engine {
 
 // True in a build with OpenVINO; its version ("2026.4.0"), "" without.
 bool openVinoBuiltIn();
+// UsageError "<what>: this build has no OpenVINO runtime (...)" in a build without it.
+void requireOpenVino(const std::string& what);
 std::string openVinoVersion();
 
 // Whether this CPU runs OpenVINO at `precision` (fp32 always; bf16 where the CPU plugin lists
@@ -33,9 +35,9 @@ class OpenVinoSession {
 
 // Reads `onnxBytes` and compiles it for the CPU with `threads` inference threads and `precision`
 // as OpenVINO's inference precision hint (fp32 is asked for explicitly: OpenVINO's own default is
-// bf16 on CPUs that have it). UsageError naming --runtime in a build without OpenVINO, naming
-// --precision for fp16 or a precision this CPU lacks; WeightsError naming `what` when OpenVINO
-// cannot read or compile the model.
+// bf16 on CPUs that have it). The precision is one resolveNumerics (Numerics.h) accepted: fp32,
+// or bf16 where openVinoSupports it. UsageError in a build without OpenVINO; WeightsError naming
+// `what` when OpenVINO cannot read or compile the model.
 std::unique_ptr<OpenVinoSession> compileOpenVino(const std::string& onnxBytes, Precision precision,
                                                  int threads, const std::string& what);
 

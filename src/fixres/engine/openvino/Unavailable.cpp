@@ -25,12 +25,13 @@ bool openVinoSupports(Precision) {
 
 std::unique_ptr<OpenVinoSession> compileOpenVino(const std::string&, Precision, int,
                                                  const std::string&) {
-  unavailable("--runtime openvino");
+  requireOpenVino("--runtime openvino");
+  return nullptr;
 }
 
 void writeOpenVinoIr(const std::string&, const std::string&,
                      const std::map<std::string, std::string>&) {
-  unavailable("export --format openvino");
+  requireOpenVino("--format openvino");
 }
 
 }  // namespace fixres::engine
