@@ -9,6 +9,7 @@
 #    top-1 and loss equal LibTorch's; extract's embeddings (the graph's second output) equal too.
 # 3. Refusals, one line, exit 2, nothing written: fp16, a command that trains or calibrates;
 #    without OpenVINO in the build, `--runtime openvino` names the runtime and `auto` runs LibTorch.
+# 5, 6. The sweep in a runtime, over precisions (below).
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 REF="$SRC/tests/reference"
@@ -172,6 +173,54 @@ assert [(r["size"], r["top1"]) for r in a["rows"]] == [(r["size"], r["top1"]) fo
 print("sweep: the same top-1 per size in both runtimes; sweep.json names the runtime and precision")
 PY
 expect_code 0; cat "$OUT"
+
+# 6. Precision as a sweep axis, fine-tuning in a runtime, the model folder's numerics: each
+#    OpenVINO cell (fine-tuned included: the run trains in LibTorch) equals eval of the same weights
+#    in that runtime and precision; the folder records the chosen cell's runtime and precision, and
+#    predict from it runs them unless told (its rows equal predict given them explicitly).
+PRECS=fp32; [ "$BF16" = 1 ] && PRECS=fp32,bf16
+S1=(sweep --imnet-path "$D" --split holdout --weight-path "$WORK/runs/train/resnet_tiny" --train-size 32
+  --sizes 32 --workers 1 --latency-batches 1)
+run "$FIXRES" "${S1[@]}" --out "$WORK/sw.pr" --runtime openvino --precisions "$PRECS" \
+  --finetune --finetune-iterations 1 --batch 4
+expect_code 0
+for prec in ${PRECS//,/ }; do
+  for w in base:"$WORK/runs/train/resnet_tiny" tuned:"$WORK/sw.pr/finetune_32"; do
+    run "$FIXRES" eval --dataset-path "$D/holdout" --weight-path "${w#*:}" --input-size 32 \
+      --workers 1 --runtime openvino --precision "$prec" \
+      --json "$WORK/ev.$prec.${w%%:*}.json"
+    expect_code 0
+  done
+done
+run "$PY" - "$WORK/sw.pr/sweep.json" "$PRECS" "$WORK" <<'PY'
+import json, sys
+s, precs, work = json.load(open(sys.argv[1])), sys.argv[2].split(","), sys.argv[3]
+assert s["precisions"] == precs and s["runtime"] == "openvino", (s["precisions"], s["runtime"])
+assert [r["precision"] for r in s["rows"]] == precs, [r["precision"] for r in s["rows"]]
+for r in s["rows"]:
+    for key, w in (("top1", "base"), ("top1_finetuned", "tuned")):
+        ev = json.load(open(f"{work}/ev.{r['precision']}.{w}.json"))["results"][0]
+        assert abs(ev["top1"] - r[key]) < 1e-9, (r["precision"], key, ev["top1"], r[key])
+c = json.load(open(sys.argv[1].replace("sweep.json", "config.json")))["fixres"]
+assert (c["runtime"], c["precision"]) == ("openvino", s["chosen_precision"]), c
+print("sweep over", precs, "in OpenVINO: every cell equals eval in its precision; the folder records", c["runtime"], c["precision"])
+PY
+expect_code 0; cat "$OUT"
+chosen=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['fixres']['precision'])" "$WORK/sw.pr/config.json")
+run "$FIXRES" predict "$D/val" --weight-path "$WORK/sw.pr" "${P[@]}" --out "$WORK/folder.json"
+expect_code 0; expect_err "recorded runtime openvino, precision $chosen"
+run "$FIXRES" predict "$D/val" --weight-path "$WORK/sw.pr" "${P[@]}" --runtime openvino \
+  --precision "$chosen" --out "$WORK/given.json"
+expect_code 0
+cmp -s "$WORK/folder.json" "$WORK/given.json" || bad "predict from the sweep folder ran other numerics than it records"
+run "$FIXRES" predict "$D/val" --weight-path "$WORK/sw.pr" "${P[@]}" --runtime libtorch --precision fp32 --out "$WORK/lt.json"
+expect_code 0; grep -q "recorded" "$ERR" && bad "flags given, yet the folder's numerics were said to be used"
+# Refusals before any work: both flags, a precision twice, fp16 on the CPU (naming --precisions).
+for bad_flags in "--precision bf16 --precisions fp32" "--precisions fp32,fp32" "--precisions fp16" "--precisions auto"; do
+  run "$FIXRES" "${S1[@]}" --out "$WORK/sw.bad" $bad_flags
+  expect_code 2; expect_err_lines 1; expect_err "--precisions"
+  [ -e "$WORK/sw.bad" ] && bad "a refused sweep ($bad_flags) made its folder"
+done
 
 # 3. Refusals.
 run "$FIXRES" predict "$D/val" --weight-path "$WORK/runs/train/resnet_tiny" --input-size 32 \

@@ -247,7 +247,7 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 rows = s["rows"]
 assert [e["name"] for e in s["eval_sets"]] == ["noise", "same"], s["eval_sets"]
-assert s["shift_baseline"] == {"size": 24, "crop_pct": 0.875}, s["shift_baseline"]
+assert s["shift_baseline"] == {"size": 24, "crop_pct": 0.875, "precision": "fp32"}, s["shift_baseline"]
 base = [r for r in rows if r["size"] == 24 and r["crop_pct"] == 0.875][0]
 for r in rows:
     same = r["sets"]["same"]
@@ -299,4 +299,32 @@ mkdir -p "$WORK/other/zz" && cp "$(ls "$D/val"/*/* | head -1)" "$WORK/other/zz/"
 run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s10" --sizes 24 --train-size 24 --latency-batches 0 \
   --eval-set other="$WORK/other"
 expect_code 2; expect_err_lines 1; expect_err "--eval-set other: .* has 1 classes other than the 3"
+
+# --- 7. precision as an axis (LibTorch: bf16 autocast) -------------------------------------------
+# Each cell equals eval of the same weights in its precision; the folder records the chosen cell's
+# precision and eval from it runs that precision unless told (docs/runtimes.md).
+run "$FIXRES" "${SWEEP[@]}" --out "$WORK/s11" --sizes 24,32 --train-size 24 --precisions fp32,bf16
+expect_code 0; expect_out "^ +size +precision +top1 +img/s +ms/batch$"; expect_out "^ +24 +bf16 "
+for prec in fp32 bf16; do
+  run "$FIXRES" eval --weight-path "$RUN" --dataset-path "$D/val" --workers 1 --batch 6 \
+    --input-size 24,32 --precision "$prec" --json "$WORK/p.$prec.json"
+  expect_code 0
+done
+"$PY" - "$WORK/s11" "$WORK/p.fp32.json" "$WORK/p.bf16.json" <<'EOF' || bad "the precision axis"
+import json, sys
+s = json.load(open(sys.argv[1] + "/sweep.json"))
+ev = {p: {r["input_size"]: r["top1"] for r in json.load(open(f))["results"]}
+      for p, f in zip(("fp32", "bf16"), sys.argv[2:])}
+assert s["precisions"] == ["fp32", "bf16"] and "precision" not in s, s.get("precisions")
+assert [(r["size"], r["precision"]) for r in s["rows"]] == [(24, "fp32"), (24, "bf16"), (32, "fp32"), (32, "bf16")]
+for r in s["rows"]:
+    assert abs(r["top1"] - ev[r["precision"]][r["size"]]) < 1e-9, (r, ev)
+c = json.load(open(sys.argv[1] + "/config.json"))["fixres"]
+assert c["precision"] == s["chosen_precision"] and c["runtime"] == "libtorch", (c, s["chosen_precision"])
+EOF
+read -r P11 < <("$PY" -c "import json; print(json.load(open('$WORK/s11/sweep.json'))['chosen_precision'])")
+run "$FIXRES" eval --weight-path "$WORK/s11" --dataset-path "$D/val" --workers 1 --batch 6
+expect_code 0; expect_err "recorded precision $P11 "
+run "$PY" "$REF/sweep_grid_check.py" "$WORK/s11"
+expect_code 0; expect_out "^grid of 2 x 2 cells, 1 panels equal to sweep.json$"
 finish

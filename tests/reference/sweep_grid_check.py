@@ -5,7 +5,8 @@ sweep_grid_check.py FOLDER
     sweep_grid.svg holds one panel (a nested <svg>) per evaluation: "no fine-tuning", then with
     fine-tuning "FixRes fine-tuned" when sweep.json's rows carry top1_finetuned. In each panel:
     the column labels are the sizes in the rows' order, the row labels the crop fractions of
-    crop_pcts; every (crop, size) cell's data-value is that row's top-1 (top1_finetuned in the
+    crop_pcts (with several precisions, "PRECISION, CROP" for each precision and crop, in that
+    order); every (setting, size) cell's data-value is that row's top-1 (top1_finetuned in the
     second panel) within 5e-5 and its text the value to one decimal; a higher top-1 never gets a
     lighter fill; the colours span the lower Tukey fence of the panel's values (Q1 - 1.5 IQR) to
     its best, every value at or under the fence has the lightest fill, and the legend names both; the hatched cells are exactly those outside sweep.json's budget (latency_ms <=
@@ -26,12 +27,24 @@ sweep = json.load(open(f"{folder}/sweep.json"))
 root = ET.parse(f"{folder}/sweep_grid.svg").getroot()
 rows = sweep["rows"]
 crops = sweep["crop_pcts"]
+precisions = sweep.get("precisions", [sweep.get("precision", "fp32")])
+settings = [(p, c) for p in precisions for c in crops]
 sizes = []
 for r in rows:
     if r["size"] not in sizes:
         sizes.append(r["size"])
-cell_of = {(crops.index(r["crop_pct"]), sizes.index(r["size"])): r for r in rows}
-assert len(cell_of) == len(crops) * len(sizes) == len(rows), "rows are not a size x crop grid"
+cell_of = {(settings.index((r.get("precision", precisions[0]), r["crop_pct"])), sizes.index(r["size"])): r
+           for r in rows}
+assert len(cell_of) == len(settings) * len(sizes) == len(rows), "rows are not a size x setting grid"
+
+
+def row_label(text):
+    if len(precisions) == 1:
+        return (precisions[0], float(text))
+    p, c = text.split(", ")
+    return (p, float(c))
+
+
 finetuned = "top1_finetuned" in rows[0]
 panels = root.findall(f"{NS}svg")
 assert len(panels) == (2 if finetuned else 1), f"{len(panels)} panels"
@@ -60,7 +73,7 @@ marked_total = 0
 for p, panel in enumerate(panels):
     key = "top1_finetuned" if p == 1 else "top1"
     assert texts(panel, "column-label") == [str(s) for s in sizes], texts(panel, "column-label")
-    assert [float(t) for t in texts(panel, "row-label")] == crops, texts(panel, "row-label")
+    assert [row_label(t) for t in texts(panel, "row-label")] == settings, texts(panel, "row-label")
     cells = {(int(c.get("data-row")), int(c.get("data-column"))): c
              for c in panel.iter(f"{NS}rect") if c.get("class") == "cell"}
     assert set(cells) == set(cell_of), sorted(cells)
@@ -104,7 +117,8 @@ for p, panel in enumerate(panels):
         marked_total += 1
         assert p == len(panels) - 1, "the choice is marked in a panel that does not decide"
         got = (int(m.get("data-row")), int(m.get("data-column")))
-        want = (crops.index(sweep["chosen_crop_pct"]), sizes.index(sweep["chosen"]))
+        chosen_setting = (sweep.get("chosen_precision", precisions[0]), sweep["chosen_crop_pct"])
+        want = (settings.index(chosen_setting), sizes.index(sweep["chosen"]))
         assert got == want, f"marked {got}, chosen {want}"
 assert marked_total == (0 if sweep["chosen"] is None else 1), f"{marked_total} marked cells"
-print(f"grid of {len(crops)} x {len(sizes)} cells, {len(panels)} panels equal to sweep.json")
+print(f"grid of {len(settings)} x {len(sizes)} cells, {len(panels)} panels equal to sweep.json")

@@ -71,7 +71,7 @@ int runEval(EvalState& s, CLI::App& sub) {
   request.eval = s.eval.settings;
   checkEvalOutputs(sub, request);
   const engine::EvalJob job(request);
-  auto rank = connectRank(s.cluster, s.eval.cpu, s.eval.numerics);
+  auto rank = connectForModel(sub, s.cluster, s.eval, job.model());
   const bool printing = rank.comm->rank() == 0;
   size_t printed = 0;
   const auto outcome = job.run(rank.run, *rank.comm, [&](const engine::EvalResult& r) {

@@ -171,6 +171,18 @@ Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
   return r;
 }
 
+Rank connectForModel(const CLI::App& app, const ClusterOptions& cluster, const EvalFlags& eval,
+                     const engine::ResolvedModel& model) {
+  const auto given = [&app](const char* flag) {
+    const CLI::Option* o = app.get_option_no_throw(flag);
+    return o != nullptr && o->count() > 0;
+  };
+  const bool onCpu = eval.cpu || !torch::cuda::is_available();
+  return connectRank(
+      cluster, eval.cpu,
+      model.numerics(eval.numerics, given("--runtime"), given("--precision"), onCpu));
+}
+
 engine::ModelRequest modelRequest(const CLI::App& app, const engine::ModelSpec& spec,
                                   const std::vector<int>& sizes, image::ResizeMode resize,
                                   const std::string& classNames) {

@@ -62,6 +62,11 @@ struct Rank {
 Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
                  const engine::NumericsOptions& numerics);
 
+// connectRank for an inference job's model: the evaluation flags' numerics, with the model
+// folder's runtime and precision (a sweep's choice) where --runtime and --precision were not given.
+Rank connectForModel(const CLI::App& app, const ClusterOptions& cluster, const EvalFlags& eval,
+                     const engine::ResolvedModel& model);
+
 // What a command was given about its model (engine/ModelResolution.h): `spec`, and `sizes`,
 // `resize` and `classNames` where --input-size, --resize-mode and --class-names were given on
 // `app` (or by --config); the model folder's values or the command's defaults apply to the others.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -29,12 +30,14 @@ struct SweepState {
 
 // The table on rank 0, a row as each size is done; the header once the first row is ready (an
 // error before it prints no table). Speed columns when it is measured.
-// A crop column when several crop fractions are swept.
+// A precision column when several precisions are swept, a crop column when several crop fractions.
 // Per --eval-set a column of its top-1 (after fine-tuning with --finetune), headed by its name.
 void printSweepRow(const engine::SweepOptions& o, const engine::SweepRow& row, bool first) {
   const bool crops = o.cropPcts.size() > 1, speed = o.latencyBatches > 0;
+  const bool precisions = o.precisions.size() > 1;
   if (first) {
     std::printf("%6s", "size");
+    if (precisions) std::printf(" %9s", "precision");
     if (crops) std::printf(" %6s", "crop");
     std::printf(" %10s", "top1");
     if (o.finetune) std::printf(" %14s", "top1 finetuned");
@@ -43,6 +46,7 @@ void printSweepRow(const engine::SweepOptions& o, const engine::SweepRow& row, b
     std::printf("\n");
   }
   std::printf("%6d", row.size);
+  if (precisions) std::printf(" %9s", engine::precisionName(row.precision));
   if (crops) std::printf(" %6.3f", row.cropPct);
   std::printf(" %10.3f", row.plain.top1);
   if (o.finetune) std::printf(" %14.3f", row.finetuned.top1);
@@ -55,10 +59,14 @@ void printSweepRow(const engine::SweepOptions& o, const engine::SweepRow& row, b
 
 // The best resolutions and the suggestion, printed by rank 0 before the files are written.
 void printSweepSummary(const engine::SweepOptions& o, const engine::SweepResult& r) {
-  // ", crop 0.95" after a size when several crop fractions are swept.
+  // ", bf16" and ", crop 0.95" after a size when several precisions or crops are swept.
   const auto crop = [&o](const engine::SweepRow& row) {
-    char text[32] = "";
-    if (o.cropPcts.size() > 1) std::snprintf(text, sizeof(text), ", crop %g", row.cropPct);
+    char text[48] = "";
+    if (o.precisions.size() > 1)
+      std::snprintf(text, sizeof(text), ", %s", engine::precisionName(row.precision));
+    if (o.cropPcts.size() > 1)
+      std::snprintf(text + std::strlen(text), sizeof(text) - std::strlen(text), ", crop %g",
+                    row.cropPct);
     return std::string(text);
   };
   const engine::SweepRow& bp = r.rows[r.bestPlain];
@@ -131,6 +139,11 @@ engine::SweepOptions sweepOptions(const CLI::App& sub, const SweepState& s, bool
   o.eval = s.eval.settings;
   if (!o.cropList.empty()) o.cropPcts = engine::parseCropList(o.cropList);
   o.numerics = s.eval.numerics;
+  if (!o.precisionList.empty()) {
+    FIXRES_CHECK(sub.get_option("--precision")->count() == 0, UsageError,
+                 "--precision and --precisions: give one (--precisions fp32,bf16 sweeps both)");
+    o.precisions = engine::parsePrecisionList(o.precisionList);
+  }
   FIXRES_CHECK(o.maxShiftLoss == 0 || !o.evalSets.empty(), UsageError,
                "--max-shift-loss needs an --eval-set to measure the loss on");
   FIXRES_CHECK(o.maxShiftLoss == 0 || std::count(o.sizes.begin(), o.sizes.end(), o.trainSize) > 0,

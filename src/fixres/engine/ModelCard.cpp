@@ -174,6 +174,12 @@ ModelCard readHubFolder(const std::string& folder, const nlohmann::json& top) {
   if (top.contains("fixres") && top["fixres"].contains("resize_mode"))
     c.resizeMode = choiceOf(top["fixres"]["resize_mode"], image::resizeModes(),
                             where + ": fixres.resize_mode");
+  if (top.contains("fixres") && top["fixres"].contains("runtime"))
+    c.runtime =
+        choiceOf(top["fixres"]["runtime"], numericsChoices().runtime, where + ": fixres.runtime");
+  if (top.contains("fixres") && top["fixres"].contains("precision"))
+    c.precision = choiceOf(top["fixres"]["precision"], numericsChoices().precision,
+                           where + ": fixres.precision");
   const nlohmann::json* names = top.contains("label_names") ? &top["label_names"]
                                 : p.contains("label_names") ? &p["label_names"]
                                                             : nullptr;

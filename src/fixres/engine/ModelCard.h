@@ -35,6 +35,10 @@ struct ModelCard {
   std::vector<std::string> classNames;          // empty: not recorded
   std::string license;                          // "" when not recorded
   std::string source;  // the weights it started from (a run's --weight-path)
+  // What a sweep chose to run the model in (fixres.runtime, fixres.precision of a sweep folder's
+  // config.json): the default of predict, eval and extract. None: not recorded.
+  std::optional<RuntimeChoice> runtime;
+  std::optional<PrecisionChoice> precision;
 };
 
 // Whether `path` is a folder (a weight *file* is not).

@@ -5,7 +5,9 @@
 #include <stdexcept>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
 #include "fixres/common/NumberText.h"
+#include "fixres/engine/OpenVinoSession.h"
 
 namespace fixres::engine {
 
@@ -30,6 +32,40 @@ std::vector<int> parseSizeList(const std::string& text, const std::string& flag)
   FIXRES_CHECK(text.back() != ',', UsageError, flag,
                " must be a comma-separated list of sizes, got '", text, "'");
   return out;
+}
+
+NumericsOptions ResolvedModel::numerics(NumericsOptions given, bool runtimeGiven,
+                                        bool precisionGiven, bool onCpu) const {
+  if (!card || (!card->runtime && !card->precision)) return given;
+  const auto& c = numericsChoices();
+  std::string used;
+  if (card->precision && !precisionGiven) {
+    given.precision = *card->precision;
+    used = "precision " + choiceName(c.precision, given.precision);
+  }
+  if (card->runtime && !runtimeGiven && *card->runtime != given.runtime) {
+    const Precision p =
+        given.precision == PrecisionChoice::kBf16 ? Precision::kBf16 : Precision::kFp32;
+    std::string why;
+    if (*card->runtime == RuntimeChoice::kOpenVino) {
+      why = !onCpu               ? "the model runs on CUDA"
+            : !openVinoBuiltIn() ? "this build has no OpenVINO"
+            : !openVinoSupports(p)
+                ? "this CPU has no " + std::string(precisionName(p)) + " in OpenVINO"
+                : "";
+    }
+    if (why.empty()) {
+      given.runtime = *card->runtime;
+      used = "runtime " + choiceName(c.runtime, given.runtime) + (used.empty() ? "" : ", ") + used;
+    } else {
+      log::warn(card->folder, " was chosen in ", choiceName(c.runtime, *card->runtime), ", but ",
+                why, ": LibTorch runs it (--runtime to choose)");
+    }
+  }
+  if (!used.empty())
+    log::info("running ", card->folder, "'s model in its recorded ", used,
+              " (--runtime, --precision to choose another)");
+  return given;
 }
 
 int64_t ResolvedModel::classCount(std::string* why) const {

@@ -43,6 +43,11 @@ struct ResolvedModel {
   EvalOptions evalOptions(const EvalSettings& settings, int size, const RunDevice& run,
                           uint64_t seed = 0) const;
   Preprocessing preprocessing() const { return spec.preprocessing(); }
+  // The numerics to run the model in: `given`, with the model folder's runtime and precision (a
+  // sweep's choice) where --runtime and --precision were not given, said in one line. On CUDA, or
+  // where this build or CPU lacks what the folder names, LibTorch runs it (a warning says so).
+  NumericsOptions numerics(NumericsOptions given, bool runtimeGiven, bool precisionGiven,
+                           bool onCpu) const;
   // The classifier's size: --num-classes, else the weight file's classifier, else the number of
   // class names; 0 when none of them tells (then `why`, when given, says what the weight file
   // holds instead of the classifier, if it is a state dict without one).

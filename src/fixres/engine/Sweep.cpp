@@ -63,32 +63,63 @@ EvalSettings cellSettings(const SweepOptions& o, double cropPct) {
   return e;
 }
 
-// The cells at `size`, one per crop fraction: the sweep's model evaluated at each and timed
-// once (the crop does not change the model's work), then with finetune the size's fine-tuning
-// run, its weights evaluated at each crop (the run's own evaluation where its crop is the cell's).
-// A stop signal ends it at the next batch or step: `stop` is set and the cells are incomplete.
-std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, models::Model& model,
+// The model in each precision of the sweep, and the run device it runs on.
+struct CellModel {
+  RunDevice run;
+  models::Model model{nullptr};
+};
+
+// The run device of each cell precision: --precisions resolved for the run's device and runtime
+// (UsageError naming the flag and the precision where they lack it), else the run's own.
+std::vector<RunDevice> precisionRuns(const SweepOptions& o, const RunDevice& run) {
+  if (o.precisions.empty()) return {run};
+  std::vector<RunDevice> runs;
+  for (Precision p : o.precisions) {
+    NumericsOptions n = o.numerics;
+    n.precision = p == Precision::kBf16   ? PrecisionChoice::kBf16
+                  : p == Precision::kFp16 ? PrecisionChoice::kFp16
+                                          : PrecisionChoice::kFp32;
+    try {
+      runs.push_back({run.device, resolveNumerics(n, run.device)});
+    } catch (const UsageError& e) {
+      FIXRES_FAIL(UsageError, "--precisions ", precisionName(p), ": ", e.what());
+    }
+  }
+  return runs;
+}
+
+// The cells at `size`, one per precision and crop fraction: the sweep's model in each precision
+// evaluated at each crop and timed once (the crop does not change the model's work), then with
+// finetune the size's fine-tuning run (one for every precision: it trains in the run's own), its
+// weights evaluated in each precision at each crop (the run's own evaluation where the cell is
+// what it evaluated: LibTorch, its precision, FixRes's crop). A stop signal ends it at the next
+// batch or step: `stop` is set and the cells are incomplete.
+std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, std::vector<CellModel>& models,
                                  const std::shared_ptr<const data::Dataset>& dataset,
                                  const std::vector<SweepSetData>& sets,
                                  distributed::Communicator& comm, const RunDevice& run, int& stop) {
   std::vector<SweepRow> cells;
-  const auto options = [&](double crop, const Preprocessing& p) {
-    EvalOptions e = evalOptions(cellSettings(o, crop), size, p, run);
+  const auto options = [&](double crop, const Preprocessing& p, const RunDevice& r) {
+    EvalOptions e = evalOptions(cellSettings(o, crop), size, p, r);
     e.stopOnSignal = true;
     return e;
   };
-  for (double crop : o.cropPcts) {
-    SweepRow row;
-    row.size = size;
-    row.cropPct = crop;
-    const auto e = options(crop, o.model.preprocessing());
-    row.plain = evaluate(model, dataset, e, comm);
-    row.sets = scoreEvalSets(model, sets, e, comm);
-    if ((stop = agreedStopSignal(comm)) != 0) return cells;
-    if (cells.empty()) measureSpeed(o, row, model, comm, run);
-    row.imagesPerS = cells.empty() ? row.imagesPerS : cells.front().imagesPerS;
-    row.latencyMs = cells.empty() ? row.latencyMs : cells.front().latencyMs;
-    cells.push_back(row);
+  for (CellModel& m : models) {
+    const size_t first = cells.size();
+    for (double crop : o.cropPcts) {
+      SweepRow row;
+      row.size = size;
+      row.cropPct = crop;
+      row.precision = m.run.numerics.precision;
+      const auto e = options(crop, o.model.preprocessing(), m.run);
+      row.plain = evaluate(m.model, dataset, e, comm);
+      row.sets = scoreEvalSets(m.model, sets, e, comm);
+      if ((stop = agreedStopSignal(comm)) != 0) return cells;
+      if (cells.size() == first) measureSpeed(o, row, m.model, comm, m.run);
+      row.imagesPerS = cells.size() == first ? row.imagesPerS : cells[first].imagesPerS;
+      row.latencyMs = cells.size() == first ? row.latencyMs : cells[first].latencyMs;
+      cells.push_back(row);
+    }
   }
   if (!o.finetune) return cells;
   const RunConfig c = o.finetuneRun(size);
@@ -96,22 +127,27 @@ std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, models::Model&
   Trainer trainer(c, comm, run);
   const RunSummary summary = trainer.run();
   if ((stop = summary.stopSignal) != 0) return cells;
-  const EvalResult tunedOwn = summary.after;  // at the run's crop, FixRes's
+  const EvalResult tunedOwn = summary.after;  // LibTorch, the run's precision, FixRes's crop
   ModelSpec tuned = o.model;
   tuned.weightPath = c.runDir + "/checkpoint.pth";
-  std::optional<BuiltModel> built;
-  for (SweepRow& row : cells) {
-    row.finetunedWeights = tuned.weightPath;
-    const bool own = row.cropPct == kFixresCropPct;
-    if (own) row.finetuned = tunedOwn;
-    if (own && sets.empty()) continue;
-    if (!built)
-      built = buildModel(resolvedForSizes(tuned, {size}),
-                         static_cast<int64_t>(dataset->classes().size()), run);
-    const auto e = options(row.cropPct, tuned.preprocessing());
-    if (!own) row.finetuned = evaluate(built->model, dataset, e, comm);
-    row.setsFinetuned = scoreEvalSets(built->model, sets, e, comm);
-    if ((stop = agreedStopSignal(comm)) != 0) return cells;
+  for (size_t i = 0; i < models.size(); ++i) {
+    const RunDevice& r = models[i].run;
+    std::optional<BuiltModel> built;
+    for (size_t k = 0; k < o.cropPcts.size(); ++k) {
+      SweepRow& row = cells[i * o.cropPcts.size() + k];
+      row.finetunedWeights = tuned.weightPath;
+      const bool own = row.cropPct == kFixresCropPct && r.numerics.runtime == Runtime::kLibTorch &&
+                       r.numerics.precision == run.numerics.precision;
+      if (own) row.finetuned = tunedOwn;
+      if (own && sets.empty()) continue;
+      if (!built)
+        built = buildModel(resolvedForSizes(tuned, {size}),
+                           static_cast<int64_t>(dataset->classes().size()), r);
+      const auto e = options(row.cropPct, tuned.preprocessing(), r);
+      if (!own) row.finetuned = evaluate(built->model, dataset, e, comm);
+      row.setsFinetuned = scoreEvalSets(built->model, sets, e, comm);
+      if ((stop = agreedStopSignal(comm)) != 0) return cells;
+    }
   }
   return cells;
 }
@@ -134,9 +170,13 @@ nlohmann::ordered_json chosenModelConfig(const SweepOptions& o, const SweepResul
     card.classNames = classes;
   auto j = timmHubConfig(card, *model);
   j["fixres"]["weights"] = "";  // placed by writeSweep
+  // What predict, eval and extract run the folder's model in when not told (ModelCard.h).
+  j["fixres"]["runtime"] = r.runtime;
+  j["fixres"]["precision"] = precisionName(row.precision);
   nlohmann::ordered_json choice;
   choice["size"] = row.size;
   choice["crop_pct"] = row.cropPct;
+  choice["precision"] = precisionName(row.precision);
   choice["finetuned"] = o.finetune;
   choice["top1"] = decidingTop1(row, o.finetune);
   choice["split"] = o.split;
@@ -211,6 +251,27 @@ std::vector<double> parseCropList(const std::string& text) {
   return out;
 }
 
+std::vector<Precision> parsePrecisionList(const std::string& text) {
+  std::vector<Precision> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item = trimmed(item);
+    const PrecisionChoice c = parseChoice(numericsChoices().precision, item, "--precisions");
+    FIXRES_CHECK(c != PrecisionChoice::kAuto, UsageError,
+                 "--precisions names precisions (fp32, bf16, fp16), not auto");
+    const Precision p = c == PrecisionChoice::kBf16   ? Precision::kBf16
+                        : c == PrecisionChoice::kFp16 ? Precision::kFp16
+                                                      : Precision::kFp32;
+    FIXRES_CHECK(std::find(out.begin(), out.end(), p) == out.end(), UsageError,
+                 "--precisions lists ", item, " twice");
+    out.push_back(p);
+  }
+  FIXRES_CHECK(!out.empty() && text.back() != ',', UsageError,
+               "--precisions must be a comma-separated list of precisions, got '", text, "'");
+  return out;
+}
+
 RunConfig SweepOptions::finetuneRun(int size) const {
   auto c = RunConfig::forMode(RunMode::kFinetune);
   c.model = model;
@@ -253,6 +314,7 @@ void SweepOptions::validate() const {
 SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, const RunDevice& run,
                      std::optional<FolderLock>& lock,
                      const std::function<void(const SweepRow&)>& onRow) {
+  const std::vector<RunDevice> runs = precisionRuns(o, run);
   std::shared_ptr<const data::Dataset> dataset = data::openDataset(o.imnetPath + "/" + o.split);
   if (o.finetune) data::openDataset(o.imnetPath + "/train");
   std::vector<SweepSetData> sets;
@@ -273,13 +335,17 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
   // One set of weights at every size: the position embedding (transformers) follows each input.
   ResolvedModel resolved = resolvedForSizes(o.model, {o.trainSize});
   resolved.spec.dynamicImgSize = true;
-  auto model = buildModel(resolved, static_cast<int64_t>(dataset->classes().size()), run).model;
+  std::vector<CellModel> models;
   SweepResult result;
+  for (const RunDevice& r : runs) {
+    models.push_back(
+        {r, buildModel(resolved, static_cast<int64_t>(dataset->classes().size()), r).model});
+    result.precisions.push_back(r.numerics.precision);
+  }
   result.runtime = runtimeName(run.numerics.runtime);
-  result.precision = precisionName(run.numerics.precision);
   result.suggested = suggestResolution(o.trainSize).suggested;
   for (int size : o.sizes) {
-    for (SweepRow& row : sweepCells(o, size, model, dataset, sets, comm, run, result.stopSignal)) {
+    for (SweepRow& row : sweepCells(o, size, models, dataset, sets, comm, run, result.stopSignal)) {
       result.rows.push_back(row);
       if (onRow) onRow(result.rows.back());
     }
@@ -291,7 +357,8 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
         bestSweepRow(result.rows, [](const SweepRow& r) { return r.finetuned.top1; });
   markParetoFront(result.rows, o.finetune);
   for (size_t i = 0; i < result.rows.size() && !sets.empty(); ++i)
-    if (result.rows[i].size == o.trainSize && result.rows[i].cropPct == o.cropPcts.front())
+    if (result.rows[i].size == o.trainSize && result.rows[i].cropPct == o.cropPcts.front() &&
+        result.rows[i].precision == result.precisions.front())
       result.shiftBaseline = i;
   if (result.shiftBaseline) markShiftRule(result.rows, *result.shiftBaseline, o);
   result.chosen = chooseWithinBudget(result.rows, o.finetune, o.maxLatencyMs, o.minThroughput);
@@ -303,7 +370,7 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
                 "/config.json not written: the sweep evaluated --use-ema weights, which a model "
                 "folder does not select (export them first: fixres export --use-ema)");
     else
-      result.modelConfig = chosenModelConfig(o, result, model, dataset->classes());
+      result.modelConfig = chosenModelConfig(o, result, models.front().model, dataset->classes());
   }
   return result;
 }
@@ -311,11 +378,9 @@ SweepResult runSweep(const SweepOptions& o, distributed::Communicator& comm, con
 nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
   nlohmann::json rows = nlohmann::json::array();
   for (const SweepRow& r : result.rows) {
-    nlohmann::json row = {{"size", r.size},
-                          {"crop_pct", r.cropPct},
-                          {"top1", r.plain.top1},
-                          {"top5", r.plain.top5},
-                          {"loss", r.plain.loss}};
+    nlohmann::json row = {
+        {"size", r.size},       {"crop_pct", r.cropPct}, {"precision", precisionName(r.precision)},
+        {"top1", r.plain.top1}, {"top5", r.plain.top5},  {"loss", r.plain.loss}};
     if (o.finetune) {
       row["top1_finetuned"] = r.finetuned.top1;
       row["top5_finetuned"] = r.finetuned.top5;
@@ -330,18 +395,24 @@ nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
     }
     rows.push_back(row);
   }
-  nlohmann::json doc = {{"train_size", o.trainSize},
-                        {"split", o.split},
-                        {"suggested_size", result.suggested},
-                        {"rows", rows},
-                        {"crop_pcts", o.cropPcts},
-                        {"best_plain", result.rows[result.bestPlain].size},
-                        {"best_plain_crop_pct", result.rows[result.bestPlain].cropPct},
-                        {"runtime", result.runtime},
-                        {"precision", result.precision}};
+  std::vector<std::string> precisionNames;
+  for (Precision p : result.precisions) precisionNames.push_back(precisionName(p));
+  nlohmann::json doc = {
+      {"train_size", o.trainSize},
+      {"split", o.split},
+      {"suggested_size", result.suggested},
+      {"rows", rows},
+      {"crop_pcts", o.cropPcts},
+      {"best_plain", result.rows[result.bestPlain].size},
+      {"best_plain_crop_pct", result.rows[result.bestPlain].cropPct},
+      {"best_plain_precision", precisionName(result.rows[result.bestPlain].precision)},
+      {"runtime", result.runtime},
+      {"precisions", precisionNames}};
+  if (result.precisions.size() == 1) doc["precision"] = precisionNames.front();
   if (o.finetune) {
     doc["best_finetuned"] = result.rows[result.bestFinetuned].size;
     doc["best_finetuned_crop_pct"] = result.rows[result.bestFinetuned].cropPct;
+    doc["best_finetuned_precision"] = precisionName(result.rows[result.bestFinetuned].precision);
   }
   if (o.latencyBatches > 0) {
     doc["speed"] = {
@@ -356,7 +427,8 @@ nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
     doc["eval_sets"] = sets;
     doc["shift_baseline"] = result.shiftBaseline
                                 ? nlohmann::json{{"size", result.rows[*result.shiftBaseline].size},
-                                                 {"crop_pct", o.cropPcts.front()}}
+                                                 {"crop_pct", o.cropPcts.front()},
+                                                 {"precision", precisionNames.front()}}
                                 : nlohmann::json();
   }
   nlohmann::json budget = nlohmann::json::object();
@@ -368,6 +440,7 @@ nlohmann::json sweepJson(const SweepOptions& o, const SweepResult& result) {
       result.chosen ? nlohmann::json(result.rows[*result.chosen].size) : nlohmann::json();
   if (result.chosen) {
     doc["chosen_crop_pct"] = result.rows[*result.chosen].cropPct;
+    doc["chosen_precision"] = precisionName(result.rows[*result.chosen].precision);
     doc["chosen_weights"] = result.chosenWeights;  // relative to the sweep folder
   }
   return doc;

@@ -72,6 +72,11 @@ struct SweepOptions {
   double maxShiftLoss = 0;
   std::string sizeList;  // --sizes as given ("": the default sizes), parsed into `sizes`
   std::string cropList;  // --crop-pcts as given ("": 0.875), parsed into `cropPcts`
+  // The precisions every cell runs in, in order (--precisions; empty: --precision's, resolved for
+  // the run's device): a third axis, each in the run's runtime (LibTorch's autocast, OpenVINO's
+  // inference precision). Fine-tuning runs are shared by a size's precisions.
+  std::vector<Precision> precisions;
+  std::string precisionList;  // --precisions as given, parsed into `precisions`
 
   // sweep's own flags, one row each (common/Setting.h).
   template <typename Self, typename V>
@@ -100,6 +105,15 @@ struct SweepOptions {
               kInvocation,
               "sweep"},
       o.cropList);
+    v(Setting{"",
+              "--precisions",
+              "Sweep",
+              "Precisions every cell runs in, comma-separated (fp32, bf16; fp16 on CUDA), in "
+              "--runtime: a third axis beside size and crop (default: --precision's)",
+              {},
+              kInvocation,
+              "sweep"},
+      o.precisionList);
     v(Setting{"",
               "--eval-set",
               "Sweep",
@@ -176,6 +190,9 @@ int agreedStopSignal(distributed::Communicator& comm);
 
 // "0.875,1.0": fractions in kCropFractions; UsageError naming --crop-pcts otherwise.
 std::vector<double> parseCropList(const std::string& text);
+// "fp32,bf16": precisions named once each (fp32, bf16, fp16); UsageError naming --precisions
+// otherwise (whether the device and runtime have them is resolveNumerics's check).
+std::vector<Precision> parsePrecisionList(const std::string& text);
 
 // A cell's score on one --eval-set.
 struct SetScore {
@@ -183,10 +200,11 @@ struct SetScore {
   int64_t count = 0;
 };
 
-// One cell of the sweep: a size at a crop fraction.
+// One cell of the sweep: a size at a crop fraction, in a precision.
 struct SweepRow {
   int size = 0;
   double cropPct = kFixresCropPct;
+  Precision precision = Precision::kFp32;
   EvalResult plain;              // without fine-tuning
   EvalResult finetuned;          // with finetune: after the fine-tuning run at this size
   std::string finetunedWeights;  // with finetune: that run's checkpoint
@@ -198,23 +216,26 @@ struct SweepRow {
 };
 
 struct SweepResult {
-  std::vector<SweepRow> rows;  // one per size and crop fraction: sizes in order, crops within
-  double suggested = 0;        // the apparent-size suggestion for the train size
-  size_t bestPlain = 0;        // index into rows of the best top-1 without fine-tuning
-  size_t bestFinetuned = 0;    // with finetune: the same after fine-tuning
+  // One per size, precision and crop fraction: sizes in order, precisions within, crops within.
+  std::vector<SweepRow> rows;
+  double suggested = 0;      // the apparent-size suggestion for the train size
+  size_t bestPlain = 0;      // index into rows of the best top-1 without fine-tuning
+  size_t bestFinetuned = 0;  // with finetune: the same after fine-tuning
   // The size chosen: the best top-1 (fine-tuned with finetune) within the budget, the faster of
   // equals; without a budget the best. None when no size meets the budget.
   std::optional<size_t> chosen;
-  std::optional<size_t> shiftBaseline;  // with eval sets: the train size's cell at the first crop
+  // With eval sets: the train size's cell at the first crop and precision.
+  std::optional<size_t> shiftBaseline;
   // Its weight file (the fine-tuning run's checkpoint with finetune), relative to the sweep
   // folder once writeSweep placed it there; chosenSource is where it came from.
   std::string chosenWeights, chosenSource;
   // The stop signal that ended the sweep before its last cell (0: it ran to the end): nothing is
   // written then, and a rerun resumes the fine-tuning runs from their checkpoints.
   int stopSignal = 0;
-  // What ran and timed the model in every cell (--runtime, --precision resolved): "libtorch" or
-  // "openvino", "fp32" or "bf16".
-  std::string runtime, precision;
+  // What ran and timed the model in every cell (--runtime resolved): "libtorch" or "openvino";
+  // the precisions of the cells (--precisions, else --precision, resolved), in order.
+  std::string runtime;
+  std::vector<Precision> precisions;
   // config.json of the sweep folder, the chosen model's card (ModelCard.h): timm's hub layout
   // with fixres.weights naming the weight file. Empty when nothing was chosen.
   nlohmann::ordered_json modelConfig;

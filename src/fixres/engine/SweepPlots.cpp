@@ -18,27 +18,49 @@ std::string shortNumber(double v) {
   return buf;
 }
 
+// A setting of a cell beside its size: its precision (when several are swept) and crop fraction.
+struct CellSetting {
+  Precision precision;
+  double cropPct;
+};
+
+// The settings every size is scored at, in the rows' order: precisions, crops within.
+std::vector<CellSetting> cellSettings(const SweepOptions& o, const SweepResult& result) {
+  std::vector<CellSetting> out;
+  for (Precision p : result.precisions)
+    for (double c : o.cropPcts) out.push_back({p, c});
+  return out;
+}
+
+// ", bf16, crop 0.9": what tells a setting from the others (nothing when there is one).
+std::string settingSuffix(const SweepOptions& o, const SweepResult& result, const CellSetting& s) {
+  std::string text;
+  if (result.precisions.size() > 1) text += std::string(", ") + precisionName(s.precision);
+  if (o.cropPcts.size() > 1) text += ", crop " + shortNumber(s.cropPct);
+  return text;
+}
+
 }  // namespace
 
 std::string sweepSvg(const SweepOptions& o, const SweepResult& result) {
-  // A curve per crop fraction (and per fine-tuning), named by its crop when there are several.
+  // A curve per setting (precision and crop fraction) and per fine-tuning, named by its setting
+  // when there are several.
   const char* plainColors[] = {"#1f77b4", "#17becf", "#9467bd", "#8c564b"};
   const char* tunedColors[] = {"#d62728", "#ff7f0e", "#e377c2", "#bcbd22"};
   std::vector<PlotSeries> series;
-  for (size_t k = 0; k < o.cropPcts.size(); ++k) {
+  const auto settings = cellSettings(o, result);
+  for (size_t k = 0; k < settings.size(); ++k) {
     std::vector<double> xs, plain, tuned;
     for (const SweepRow& r : result.rows) {
-      if (r.cropPct != o.cropPcts[k]) continue;
+      if (r.cropPct != settings[k].cropPct || r.precision != settings[k].precision) continue;
       xs.push_back(r.size);
       plain.push_back(r.plain.top1);
       tuned.push_back(r.finetuned.top1);
     }
-    char crop[32] = "";
-    if (o.cropPcts.size() > 1) std::snprintf(crop, sizeof(crop), ", crop %g", o.cropPcts[k]);
-    series.push_back({std::string("no fine-tuning") + crop, xs, plain, plainColors[k % 4], true});
+    const std::string suffix = settingSuffix(o, result, settings[k]);
+    series.push_back({"no fine-tuning" + suffix, xs, plain, plainColors[k % 4], true});
     if (o.finetune)
-      series.push_back(
-          {std::string("FixRes fine-tuned") + crop, xs, tuned, tunedColors[k % 4], true});
+      series.push_back({"FixRes fine-tuned" + suffix, xs, tuned, tunedColors[k % 4], true});
   }
   PlotOptions po;
   po.title = "Top-1 vs test resolution (" + o.split + ")";
@@ -104,21 +126,44 @@ std::string sweepSpeedSvg(const SweepOptions& o, const SweepResult& result) {
   }
   if (result.chosen) {
     const SweepRow& c = result.rows[*result.chosen];
-    std::snprintf(label, sizeof(label), "chosen %d px", c.size);
+    if (result.precisions.size() > 1)
+      std::snprintf(label, sizeof(label), "chosen %d px, %s", c.size, precisionName(c.precision));
+    else
+      std::snprintf(label, sizeof(label), "chosen %d px", c.size);
     po.marks.push_back({c.imagesPerS, label, "#2ca02c", MarkStyle::kDotted});
   }
-  std::vector<PlotSeries> series{{"sizes", xs, ys, "#1f77b4", false},
-                                 {"Pareto front", fx, fy, "#d62728", false}};
+  // The cells as points, a series per precision when several are swept.
+  std::vector<PlotSeries> series;
+  const char* colors[] = {"#1f77b4", "#9467bd", "#17becf", "#8c564b"};
+  for (size_t k = 0; k < result.precisions.size(); ++k) {
+    std::vector<double> px, py;
+    for (size_t i = 0; i < result.rows.size(); ++i)
+      if (result.rows[i].precision == result.precisions[k]) {
+        px.push_back(xs[i]);
+        py.push_back(ys[i]);
+      }
+    const bool several = result.precisions.size() > 1;
+    series.push_back({several ? std::string("sizes, ") + precisionName(result.precisions[k])
+                              : std::string("sizes"),
+                      several ? px : xs, several ? py : ys, colors[k % 4], false});
+    if (!several) break;
+  }
+  series.push_back({"Pareto front", fx, fy, "#d62728", false});
   return lineChartSvg(series, po);
 }
 
 std::string sweepGridSvg(const SweepOptions& o, const SweepResult& result) {
-  // Columns: the sizes; rows: the crop fractions (rows are sizes in order, crops within).
-  const size_t crops = o.cropPcts.size(), sizes = result.rows.size() / std::max<size_t>(crops, 1);
+  // Columns: the sizes; rows: the settings, precisions and crop fractions (rows are sizes in
+  // order, settings within).
+  const auto settings = cellSettings(o, result);
+  const size_t crops = settings.size(), sizes = result.rows.size() / std::max<size_t>(crops, 1);
+  const bool precisions = result.precisions.size() > 1;
   GridSvgOptions g;
-  g.rowTitle = "crop fraction";
+  g.rowTitle = precisions ? "precision, crop fraction" : "crop fraction";
   g.columnTitle = "test resolution (px)";
-  for (double c : o.cropPcts) g.rowNames.push_back(shortNumber(c));
+  for (const CellSetting& s : settings)
+    g.rowNames.push_back((precisions ? std::string(precisionName(s.precision)) + ", " : "") +
+                         shortNumber(s.cropPct));
   for (size_t j = 0; j < sizes; ++j)
     g.columnNames.push_back(std::to_string(result.rows[j * crops].size));
   const bool budget = o.maxLatencyMs > 0 || o.minThroughput > 0 || o.maxShiftLoss > 0;
@@ -150,8 +195,9 @@ std::string sweepGridSvg(const SweepOptions& o, const SweepResult& result) {
       const SweepRow& c = result.rows[*result.chosen];
       p.markedColumn = static_cast<int>(*result.chosen / crops);
       p.markedRow = static_cast<int>(*result.chosen % crops);
-      p.markNote = "chosen: " + std::to_string(c.size) + " px, crop " + shortNumber(c.cropPct) +
-                   " (" + shortNumber(decidingTop1(c, o.finetune)) + " %)";
+      p.markNote = "chosen: " + std::to_string(c.size) + " px" +
+                   (precisions ? std::string(", ") + precisionName(c.precision) : "") + ", crop " +
+                   shortNumber(c.cropPct) + " (" + shortNumber(decidingTop1(c, o.finetune)) + " %)";
     }
     return valueGridSvg(v, p);
   };

@@ -34,6 +34,9 @@ constexpr int64_t kMaxSkippedInARow = 10;
 
 Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
     : cfg_(std::move(cfg)), comm_(comm), run_(run) {
+  // Training and its evaluations run LibTorch, whatever runtime the caller's inference uses (a
+  // sweep's fine-tuning runs in --runtime openvino).
+  run_.numerics.runtime = Runtime::kLibTorch;
   cfg_.validate();
   const data::DatasetReader& reader = data::readerFor(cfg_.trainPath, cfg_.fileIndex);
   train_ = reader.open(cfg_.trainPath, cfg_.fileIndex);
