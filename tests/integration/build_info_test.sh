@@ -4,7 +4,8 @@
 # library linked. The CUDA build (PyTorch 2.x's LibTorch, FIXRES_PYTHON its interpreter): the
 # LibTorch, CUDA, cuDNN and NCCL versions torch reports (torch.__version__, torch.version.cuda,
 # torch.backends.cudnn.version(), torch.cuda.nccl.version()), "no device" on a machine without
-# a GPU, and libtorch_cuda and libnccl among the shared libraries ldd resolves.
+# a GPU, and libtorch_cuda and libnccl among the shared libraries ldd resolves. The CPU build's
+# start-up link order binds every symbol where it binds without it (link_order_check.py).
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 
@@ -23,6 +24,16 @@ if grep -q "^libtorch .*, CPU build$" "$WORK/version.txt"; then
   if [ "$PY" = /usr/bin/python3 ]; then
     want=$("$PY" -c 'import re, torch; print(re.match(r"[0-9]+\.[0-9]+\.[0-9]+", torch.__version__).group(0))')
     [ "$libtorch" = "$want" ] || bad "libtorch $libtorch, Debian's torch is $want"
+  fi
+  # The start-up order (cmake/FixresLinkOrder.cmake): the ordered libraries first, and every
+  # symbol bound where it is bound without the order (the probe).
+  BUILD=$(dirname "$(dirname "$FIXRES")")
+  if [ -s "$BUILD/link-order.rsp" ] && [ -x "$BUILD/fixres_link_probe" ]; then
+    run "$PY" "$SRC/tests/reference/link_order_check.py" "$FIXRES" "$BUILD/fixres_link_probe" \
+      "$BUILD/link-order.rsp"
+    expect_code 0; cat "$OUT"
+  else
+    skip_check link-order "no link order in $BUILD (FIXRES_LINK_ORDER off, or no python3 or nm)"
   fi
   finish
 fi
