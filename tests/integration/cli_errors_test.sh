@@ -4,7 +4,8 @@
 # their first row is ready, eval-softmax inputs it cannot score (exit 3), SIGINT during eval
 # --json (partial results written, exit 130), --config through the binary (a file's values
 # checked as the command line's, alone and together, before a run folder is made), output paths
-# (never empty, never inside an input or holding one), unknown subcommands.
+# (never empty, never inside an input or holding one), unknown subcommands, mistyped flags and
+# architectures (the nearest names offered).
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 D="$WORK/data"
@@ -175,6 +176,30 @@ run "$FIXRES" bench nosuch
 expect_code 2; expect_err "unknown subcommand 'nosuch' of fixres bench \(one of: train, eval"
 run "$FIXRES" --threads 2
 expect_code 2; expect_err "fixres needs a subcommand \(one of: "
+# A mistyped flag: named with the nearest of the command's own, pointing at its help; a name
+# nowhere near any flag is named alone; an unknown architecture with the three nearest names.
+run "$FIXRES" train --imnet-path "$D" --learning_rate 0.1
+expect_code 2; expect_err_lines 1
+expect_err "^fixres: error: fixres train: unknown flag --learning_rate \(did you mean --learning-rate\?\); see 'fixres train --help'$"
+run "$FIXRES" bench eval --batchsize=4
+expect_code 2; expect_err "fixres bench eval: unknown flag --batchsize \(did you mean --batch"
+run "$FIXRES" predict "$D/val" --weight-path "$W" --zzzzzzzzzz
+expect_code 2; expect_err "^fixres: error: fixres predict: unknown flag --zzzzzzzzzz; see 'fixres predict --help'$"
+# The ecosystem's spellings where the meaning is fixres's: --model, --batch-size / -b, --output;
+# shown beside the flag in `fixres settings`.
+run "$FIXRES" train --imnet-path "$D" --model resnet_tiny --workers 1 --input-size 24 \
+  --batch-size 2 --epochs 1 --iteration-cap 1 --shared-folder-path "$WORK/runs" --job-id alias
+expect_code 0
+"$PY" -c "import json,sys; c=json.load(open('$WORK/runs/train/alias/config.json')); sys.exit(0 if (c['architecture'], c['batch']) == ('resnet_tiny', 2) else 1)" ||
+  bad "--model / --batch-size did not set the architecture and batch"
+run "$FIXRES" predict "$D/val" --weight-path "$WORK/runs/train/alias" -b 3 --output "$WORK/alias.csv"
+expect_code 0; expect_file "$WORK/alias.csv"
+run "$FIXRES" settings
+expect_code 0; expect_out '^\| `batch` \| `--batch` \(also `--batch-size`, `-b`\)'
+run "$FIXRES" train --imnet-path "$D" --lr 0.1
+expect_code 2; expect_err_lines 1; expect_err "unknown flag --lr: fixres's --learning-rate is FixRes's base rate"
+run "$FIXRES" eval --architecture resnet_tny --weight-path "$W" --dataset-path "$D/val"
+expect_code 2; expect_err_lines 1; expect_err "unknown architecture 'resnet_tny' \(did you mean resnet_tiny, "
 # A bucket under one byte is refused by its row, naming the flag, before any work.
 run "$FIXRES" bench train --bucket-mb 1e-45
 expect_code 2; expect_err_lines 1; expect_err "--bucket-mb.*1e-45"

@@ -3,12 +3,15 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 
 #include "fixres/cli/Flags.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
+#include "fixres/common/Nearest.h"
 #include "fixres/common/Runtime.h"
 
 namespace fixres::cli {
@@ -58,6 +61,68 @@ std::string subcommandProblem(CLI::App& app, int argc, char** argv) {
   return "unknown subcommand '" + unknown + "' of " + of + " (one of: " + names + ")";
 }
 
+// The deepest subcommand given ("fixres" itself when none was).
+CLI::App* deepestParsed(CLI::App& app) {
+  CLI::App* at = &app;
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (CLI::App* sub : at->get_subcommands()) {
+      at = sub;
+      deeper = true;
+      break;
+    }
+  }
+  return at;
+}
+
+// "fixres bench eval"
+std::string commandPath(const CLI::App* at) {
+  std::string path;
+  for (; at != nullptr && at->get_parent() != nullptr; at = at->get_parent())
+    path = " " + at->get_name() + path;
+  return "fixres" + path;
+}
+
+// For arguments the command does not take: "fixres train: unknown flag --learning_rate (did you
+// mean --learning-rate?); see 'fixres train --help'", naming the first flag that is none of the
+// command's (nor a global one); "" when every flag given is known.
+std::string unknownFlagProblem(CLI::App& app, int argc, char** argv) {
+  CLI::App* at = deepestParsed(app);
+  std::vector<std::string> known;
+  for (const CLI::App* a : {static_cast<const CLI::App*>(at), static_cast<const CLI::App*>(&app)})
+    for (const CLI::Option* o : a->get_options()) {
+      for (const std::string& n : o->get_lnames()) known.push_back("--" + n);
+      for (const std::string& n : o->get_snames()) known.push_back("-" + n);
+    }
+  const std::string command = commandPath(at);
+  for (int k = 1; k < argc; ++k) {
+    std::string word = argv[k];
+    if (word == "--") break;
+    if (word.size() < 2 || word[0] != '-' || std::isdigit(static_cast<unsigned char>(word[1])))
+      continue;
+    word = word.substr(0, word.find('='));
+    if (std::find(known.begin(), known.end(), word) != known.end()) continue;
+    // Spellings of timm's train.py whose meaning differs from fixres's nearest flag.
+    static const std::pair<const char*, const char*> kOtherMeanings[] = {
+        {"--lr",
+         "fixres's --learning-rate is FixRes's base rate, scaled by the batch (add "
+         "--absolute-lr for the rate as given)"},
+        {"--amp", "mixed precision is --precision bf16 (or fp16 on CUDA)"},
+        {"--resume",
+         "rerun the same command: a run folder resumes from its checkpoint "
+         "(docs/training.md)"}};
+    for (const auto& [spelling, meaning] : kOtherMeanings)
+      if (word == spelling)
+        return command + ": unknown flag " + word + ": " + meaning + "; see '" + command +
+               " --help'";
+    const auto near = nearestNames(word, known, 3, std::max<size_t>(2, word.size() / 4));
+    return command + ": unknown flag " + word +
+           (near.empty() ? "" : " (did you mean " + orList(near) + "?)") + "; see '" + command +
+           " --help'";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global) {
@@ -97,7 +162,12 @@ int runCli(int argc, char** argv) {
     // Help requested on a subcommand arrives here as CallForHelp too (handled above).
     const std::string problem = subcommandProblem(app, argc, argv);
     if (!problem.empty()) return fail(ExitCode::kUsage, problem);
-    return fail(ExitCode::kUsage, std::string(e.what()) + " (see 'fixres --help')");
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      const std::string flag = unknownFlagProblem(app, argc, argv);
+      if (!flag.empty()) return fail(ExitCode::kUsage, flag);
+    }
+    return fail(ExitCode::kUsage,
+                std::string(e.what()) + " (see '" + commandPath(deepestParsed(app)) + " --help')");
   } catch (const std::exception& e) {
     // Parsing runs the options' callbacks, which read what a flag names (a model folder's
     // config.json, a --config file): their errors keep their exit codes.

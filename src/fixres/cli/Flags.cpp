@@ -267,7 +267,7 @@ std::vector<Setting> invocationFlags() {
        "",
        "",
        kFinetuneHelp},
-      {"", "--out", "Output", "The output path", {}, kInvocation, "", "", kOutHelp},
+      {"", "--out,--output", "Output", "The output path", {}, kInvocation, "", "", kOutHelp},
       {"",
        "--class-names",
        "Output",

@@ -3,6 +3,7 @@
 // one changes; then one table per command's own options (predict, eval, sweep, export,
 // calibrate, bench).
 // docs/cli-reference.md carries its output.
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -33,13 +34,28 @@ const char* roleText(SettingRole role) {
   return "noted";
 }
 
+// "`--batch` (also `--batch-size`, `-b`)": a row's flag with the other spellings it accepts.
+std::string flagWithAliases(const Setting& s) {
+  std::string all = s.flags, out, also;
+  for (size_t start = 0; start <= all.size();) {
+    const size_t end = std::min(all.find(',', start), all.size());
+    const std::string name = all.substr(start, end - start);
+    if (out.empty())
+      out = "`" + name + "`";
+    else
+      also += (also.empty() ? "" : ", ") + ("`" + name + "`");
+    start = end + 1;
+  }
+  return also.empty() ? out : out + " (also " + also + ")";
+}
+
 // One markdown row per setting.
 struct TablePrinter {
   std::ostream& out;
   nlohmann::json train, finetune;
   template <typename T>
   void operator()(const Setting& s, const T&) {
-    const std::string flag = s.flags[0] == '\0' ? "" : "`" + s.flag() + "`";
+    const std::string flag = s.flags[0] == '\0' ? "" : flagWithAliases(s);
     const std::string key = s.saved() ? "`" + std::string(s.key) + "`" : "";
     auto value = [&s](const nlohmann::json& j) {
       return s.saved() && j.contains(s.key) ? "`" + j.at(s.key).dump() + "`" : std::string();
@@ -58,8 +74,8 @@ struct TablePrinter {
 struct CommandTablePrinter {
   std::ostream& out;
   void row(const Setting& s, const std::string& value, const std::string& valid) {
-    out << "| `" << s.flag() << "` | " << s.commands << " | `" << value << "` | " << valid << " | "
-        << s.help << " |\n";
+    out << "| " << flagWithAliases(s) << " | " << s.commands << " | `" << value << "` | " << valid
+        << " | " << s.help << " |\n";
   }
   template <typename T>
   void operator()(const Setting& s, const T& value) {

@@ -62,7 +62,7 @@ struct ModelSpec {
   template <typename Self, typename V>
   static void visitSettings(Self& m, V&& v) {
     v(Setting{"architecture",
-              "--architecture",
+              "--architecture,--model",
               "Model",
               "Model name, in FixRes's, torchvision's or timm's spelling (docs/models.md; an "
               "unknown name is refused with the list of known ones)",

@@ -61,8 +61,8 @@ void RunConfig::visitSettings(Self& c, V&& v) {
             "to 0.33, ratio 0.3 to 3.3, value 0); 0: off",
             Range::reals(0, 1), kDefines},
     c.randomErase);
-  v(Setting{"batch", "--batch", "Data", "Images per process and step", Range::integers(1, 1 << 20),
-            kDefines},
+  v(Setting{"batch", "--batch,--batch-size,-b", "Data", "Images per process and step",
+            Range::integers(1, 1 << 20), kDefines},
     c.batch);
   v(Setting{"accumulation_steps", "--accumulation-steps", "Optimisation",
             "Micro-batches of --batch whose gradients add up to one optimizer step",

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/Nearest.h"
 
 namespace fixres::models {
 namespace {
@@ -45,7 +46,9 @@ std::vector<std::string> knownArchitectures() {
 
 ArchInfo architectureInfo(const std::string& name) {
   if (auto info = findArchitecture(name)) return *info;
-  FIXRES_FAIL(UsageError, "unknown architecture '", name, "'; known: ", knownList());
+  // The three nearest names first: the whole list is long (docs/models.md describes it).
+  FIXRES_FAIL(UsageError, "unknown architecture '", name, "' (did you mean ",
+              orList(nearestNames(name, knownArchitectures(), 3)), "?); known: ", knownList());
 }
 
 Model createModel(const std::string& name, const ModelOptions& options) {
