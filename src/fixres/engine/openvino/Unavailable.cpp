@@ -3,15 +3,12 @@
 #include "fixres/engine/OpenVinoSession.h"
 
 namespace fixres::engine {
-namespace {
 
-[[noreturn]] void unavailable(const char* what) {
+void requireOpenVino(const std::string& what) {
   FIXRES_FAIL(UsageError, what,
               ": this build has no OpenVINO runtime (make torch2-env installs OpenVINO; "
               "reconfigure the build to find it)");
 }
-
-}  // namespace
 
 bool openVinoBuiltIn() {
   return false;
