@@ -196,6 +196,12 @@ run "$FIXRES" predict "$D/val" --weight-path "$WORK/runs/train/alias" -b 3 --out
 expect_code 0; expect_file "$WORK/alias.csv"
 run "$FIXRES" settings
 expect_code 0; expect_out '^\| `batch` \| `--batch` \(also `--batch-size`, `-b`\)'
+# A bare weight file records no preprocessing: what is assumed is said in one line, unless given.
+run "$FIXRES" predict "$D/val" --architecture resnet_tiny --weight-path "$W" --topk 1
+expect_code 0
+expect_err "records no preprocessing \(a weight file, not a model folder\): resnet_tiny at 224 px \(the default\), crop 0.875 \(FixRes's\), mean 0.485,0.456,0.406 std 0.229,0.224,0.225"
+run "$FIXRES" predict "$D/val" --architecture resnet_tiny --weight-path "$W" --topk 1 --input-size 24
+expect_code 0; grep -q "records no preprocessing" "$ERR" && bad "the assumption was said though --input-size was given"
 run "$FIXRES" train --imnet-path "$D" --lr 0.1
 expect_code 2; expect_err_lines 1; expect_err "unknown flag --lr: fixres's --learning-rate is FixRes's base rate"
 run "$FIXRES" eval --architecture resnet_tny --weight-path "$W" --dataset-path "$D/val"

@@ -85,7 +85,7 @@ PY
 }
 run "$FIXRES" plot "$R"
 expect_code 0; expect_out "wrote $R/curves.svg"
-svg_check "$R/curves.svg" "train loss" lr "held-out" "train (running)"
+svg_check "$R/curves.svg" "train loss" lr "val" "train (running)"
 expect_code 0
 run "$FIXRES" finetune --imnet-path "$D" --architecture resnet_tiny --workers 2 --log-every 1 \
   --weight-path "$R/checkpoint.pth" --input-size 32 --epochs 1 --batch 4 \
@@ -93,7 +93,7 @@ run "$FIXRES" finetune --imnet-path "$D" --architecture resnet_tiny --workers 2 
 expect_code 0
 run "$FIXRES" plot "$RUNS/finetune/ft/" --out "$WORK/ft.svg"
 expect_code 0; expect_file "$WORK/ft.svg"
-svg_check "$WORK/ft.svg" "train loss" lr "held-out"
+svg_check "$WORK/ft.svg" "train loss" lr "val"
 expect_code 0
 run "$PY" "$SRC/tests/reference/event_file_check.py" run "$RUNS/finetune/ft"
 expect_code 0; expect_out "^ok: 1 files"

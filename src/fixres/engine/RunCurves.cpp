@@ -24,8 +24,8 @@ double numberOr(const nlohmann::json& object, const char* key) {
 const char* const kPalette[] = {"#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 
 // The legend's name of the epoch records' object `key`.
-std::string seriesName(const std::string& key) {
-  if (key == "eval") return "held-out";
+std::string seriesName(const std::string& key, const RunCurves& c) {
+  if (key == "eval") return c.evalSplit.empty() ? "held-out" : c.evalSplit;
   if (key == "train") return "train (running)";
   return key;
 }
@@ -66,6 +66,8 @@ RunCurves readRunCurves(const std::string& path) {
     if (!std::isfinite(epoch)) continue;
     for (const auto& [key, value] : r.items()) {
       if (!value.is_object() || !value.contains("top1")) continue;
+      if (key == "eval" && value.contains("split") && value["split"].is_string())
+        c.evalSplit = value["split"].get<std::string>();
       auto& series = c.top1[key];
       series.epochs.push_back(epoch);
       series.top1.push_back(numberOr(value, "top1"));
@@ -94,7 +96,7 @@ std::string runCurvesSvg(const RunCurves& c, const std::string& title) {
   std::vector<PlotSeries> top1;
   size_t color = 0;
   for (const auto& [key, s] : c.top1) {
-    top1.push_back({seriesName(key), s.epochs, s.top1, kPalette[color++ % std::size(kPalette)]});
+    top1.push_back({seriesName(key, c), s.epochs, s.top1, kPalette[color++ % std::size(kPalette)]});
   }
   if (!top1.empty()) {
     po.title = title + ": top-1 per epoch";

@@ -19,6 +19,9 @@ struct RunCurves {
     std::vector<double> epochs, top1;
   };
   std::map<std::string, EpochSeries> top1;
+  // The evaluated split's own name ("val", "holdout": the records' eval.split), named in the
+  // legend; "" in runs written before it was recorded ("held-out" then).
+  std::string evalSplit;
   size_t records = 0;  // records read
 };
 

@@ -4,6 +4,8 @@
 // TrainerLifecycle.cpp).
 #include "fixres/engine/Trainer.h"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cmath>
 #include <csignal>
@@ -148,10 +150,17 @@ std::optional<Trainer::Stop> Trainer::train(data::Loader& loader) {
 
 void Trainer::evaluateBeforeTraining() {
   summary_.before = evaluateNow();
-  log::info("before fine-tuning at ", summary_.before.inputSize, ": top-1 ", summary_.before.top1,
-            "  top-5 ", summary_.before.top5);
-  appendMetrics(
-      {{"phase", "before"}, {"step", state_.globalStep}, {"eval", summary_.before.toJson()}});
+  log::info("before fine-tuning at ", summary_.before.inputSize, ": ", splitName(), " top-1 ",
+            summary_.before.top1, "  top-5 ", summary_.before.top5);
+  nlohmann::json eval = summary_.before.toJson();
+  eval["split"] = splitName();
+  appendMetrics({{"phase", "before"}, {"step", state_.globalStep}, {"eval", eval}});
+}
+
+std::string Trainer::splitName() const {
+  const std::filesystem::path p = std::filesystem::path(cfg_.valPath).lexically_normal();
+  const std::string name = (p.has_filename() ? p : p.parent_path()).filename().string();
+  return name.empty() ? cfg_.valPath : name;
 }
 
 data::Loader Trainer::makeTrainLoader() {
@@ -293,11 +302,12 @@ void Trainer::finishEpoch() {
     state_.accuracy = summary_.after.top1;
     const auto& r = summary_.after;
     const auto& e = summary_.afterEma;
-    log::info("epoch ", epoch, ": val top-1 ", r.top1, "  top-5 ", r.top5, "  loss ", r.loss, " (",
-              r.count, " images)",
+    log::info("epoch ", epoch, ": ", splitName(), " top-1 ", r.top1, "  top-5 ", r.top5, "  loss ",
+              r.loss, " (", r.count, " images)",
               ema_ ? detail::concat("; EMA top-1 ", e.top1, "  top-5 ", e.top5, "  loss ", e.loss)
                    : std::string());
     record["eval"] = r.toJson();
+    record["eval"]["split"] = splitName();
     if (ema_) record["eval_ema"] = e.toJson();
   }
   if (record.contains("train") || record.contains("eval")) appendMetrics(record);

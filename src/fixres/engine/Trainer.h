@@ -54,6 +54,8 @@ class Trainer {
   const CheckpointState& state() const { return state_; }
 
  private:
+  // The evaluated split's folder name ("val", "holdout"), as logs and metrics.jsonl name it.
+  std::string splitName() const;
   // Why a run stops before its last epoch.
   struct Stop {
     std::string why;    // "--stop-after-steps 3", "SIGTERM", "a loss that is not finite"
