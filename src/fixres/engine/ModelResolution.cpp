@@ -111,15 +111,18 @@ ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& 
     m.classNames = readClassNames(request.classNamesFile);
   else if (m.card)
     m.classNames = m.card->classNames;
-  // A bare weight file records no preprocessing: without --input-size, say what is assumed and
-  // where it comes from (a model trained at 24 px would otherwise run at 224 without a word).
+  // A bare weight file records no preprocessing: without --input-size, what is assumed and where
+  // it comes from is said (by buildModel, once the weights load: a model trained at 24 px would
+  // otherwise run at 224 without a word).
   if (!m.card && !request.spec.weightPath.empty() && request.sizes.empty()) {
     const Preprocessing p = m.spec.preprocessing();
-    log::info(request.spec.weightPath, " records no preprocessing (a weight file, not a model ",
-              "folder): ", m.spec.architecture, " at ", joinSizes(m.sizes), " px", " (the default)",
-              ", crop ", m.cropPct, request.cropPct ? "" : " (FixRes's)", ", mean ", p.mean[0], ",",
-              p.mean[1], ",", p.mean[2], " std ", p.std[0], ",", p.std[1], ",", p.std[2],
-              "; --input-size, --crop-pct, --mean and --std choose them");
+    m.assumption = detail::concat(
+        request.spec.weightPath,
+        " records no preprocessing (a weight file, not a model folder): ", m.spec.architecture,
+        " at ", joinSizes(m.sizes), " px (the default), crop ", m.cropPct,
+        request.cropPct ? "" : " (FixRes's)", ", mean ", p.mean[0], ",", p.mean[1], ",", p.mean[2],
+        " std ", p.std[0], ",", p.std[1], ",", p.std[2],
+        "; --input-size, --crop-pct, --mean and --std choose them");
   }
   return m;
 }

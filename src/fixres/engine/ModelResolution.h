@@ -37,6 +37,9 @@ struct ResolvedModel {
   double cropPct = kFixresCropPct;      // --crop-pct, else the folder's test_crop_pct
   std::optional<ModelCard> card;        // the model folder's, when --weight-path names one
   std::vector<std::string> classNames;  // --class-names, else the folder's; empty: unknown
+  // A bare weight file without --input-size: the preprocessing assumed, in one line (buildModel
+  // logs it once the weights are loaded); "" otherwise.
+  std::string assumption;
   int size() const { return sizes.front(); }
   // The evaluation at `size` with this model's preprocessing and resize rule (the one of
   // `settings` is the command's default, already weighed by resolveModel).

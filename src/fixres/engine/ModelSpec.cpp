@@ -7,6 +7,7 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
+#include "fixres/common/Log.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/OpenVinoModel.h"
@@ -174,6 +175,7 @@ BuiltModel buildModel(const ResolvedModel& resolved, int64_t datasetClasses, con
   if (run.numerics.channelsLast) useChannelsLast(*out.model);
   if (run.numerics.runtime == Runtime::kOpenVino)
     out.model = openVinoModel(out.model, spec.architectureName(), run.numerics.precision);
+  if (!resolved.assumption.empty()) log::info(resolved.assumption);
   return out;
 }
 
