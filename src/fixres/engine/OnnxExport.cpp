@@ -1,7 +1,10 @@
 // The ONNX exporter: a GraphWriter that builds an ONNX model (OnnxModel.h; see OnnxExport.h).
 #include "fixres/engine/OnnxExport.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -427,13 +430,31 @@ onnx::Model buildOnnx(models::ModelImpl& model, const ModelCard& card, bool dyna
 
 }  // namespace
 
-std::string onnxBytes(models::ModelImpl& model, const ModelCard& card, bool dynamicSize,
-                      bool withEmbedding, size_t* nodes) {
-  const onnx::Model m = buildOnnx(model, card, dynamicSize, withEmbedding);
+OnnxSource onnxSource(models::ModelImpl& model, const ModelCard& card, bool dynamicSize,
+                      bool withEmbedding, bool viaFile, size_t* nodes) {
+  onnx::Model m = buildOnnx(model, card, dynamicSize, withEmbedding);
   if (nodes != nullptr) *nodes = m.graph.nodes.size();
-  FIXRES_CHECK(onnx::serializedSize(m) <= kProtobufLimit, UsageError, card.architecture,
-               ": the ONNX graph passes protobuf's 2 GiB; it cannot be handed over in memory");
-  return onnx::serialize(m);
+  OnnxSource out;
+  if (!viaFile && onnx::serializedSize(m) <= kProtobufLimit) {
+    out.bytes = onnx::serialize(m);
+    return out;
+  }
+  std::string folder = (std::filesystem::temp_directory_path() / "fixres-onnx-XXXXXX").string();
+  FIXRES_CHECK(::mkdtemp(folder.data()) != nullptr, OutputError,
+               "cannot create a temporary folder for the ONNX model in ",
+               std::filesystem::temp_directory_path().string(), ": ", std::strerror(errno));
+  out.scratch = folder;
+  out.path = folder + "/model.onnx";
+  try {
+    onnx::moveToExternalData(m, "model.onnx.data");
+    onnx::writeExternalData(m, out.path + ".data");
+    writeFileAtomic(out.path, onnx::serialize(m));
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove_all(folder, ignored);
+    throw;
+  }
+  return out;
 }
 
 size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::string& path,

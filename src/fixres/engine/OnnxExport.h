@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fixres/engine/ModelCard.h"
+#include "fixres/engine/OpenVinoSession.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::engine {
@@ -33,11 +34,14 @@ std::vector<std::pair<std::string, std::string>> onnxMetadata(models::ModelImpl&
                                                               const ModelCard& card,
                                                               bool dynamicSize);
 
-// The same model as bytes in memory (what OpenVINO reads: OpenVinoModel.h), with the embedding (the
-// classifier's input) as a second output "where the logits are one Gemm's output" when
-// withEmbedding. UsageError as exportOnnx, and for a graph over protobuf's 2 GiB.
-// `nodes`, when given, receives the number of graph nodes.
-std::string onnxBytes(models::ModelImpl& model, const ModelCard& card, bool dynamicSize,
-                      bool withEmbedding, size_t* nodes = nullptr);
+// The same model for a reader in this process (OpenVINO: OpenVinoModel.h), with the embedding
+// (the classifier's input) as a second output where the logits are one Gemm's output when
+// withEmbedding: its bytes, or, when they would pass protobuf's 2 GiB (or with `viaFile`),
+// model.onnx with its tensors in ONNX's external data (model.onnx.data) in a new folder under the
+// system's temporary folder (OnnxSource::scratch, the caller's to remove). UsageError as
+// exportOnnx; OutputError naming the file that cannot be written (a full disk). `nodes`, when
+// given, receives the number of graph nodes.
+OnnxSource onnxSource(models::ModelImpl& model, const ModelCard& card, bool dynamicSize,
+                      bool withEmbedding, bool viaFile = false, size_t* nodes = nullptr);
 
 }  // namespace fixres::engine

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <utility>
@@ -15,6 +16,15 @@
 
 namespace fixres::engine {
 namespace {
+
+// An ONNX model handed over through a file (over protobuf's 2 GiB): its folder removed once read.
+struct ScratchGuard {
+  OnnxSource source;
+  ~ScratchGuard() {
+    std::error_code ignored;
+    if (!source.scratch.empty()) std::filesystem::remove_all(source.scratch, ignored);
+  }
+};
 
 class OpenVinoModelImpl final : public models::ModelImpl {
  public:
@@ -67,9 +77,9 @@ class OpenVinoModelImpl final : public models::ModelImpl {
     card.filter = image::Filter::kBilinear;
     card.resizeMode = image::ResizeMode::kFixres;
     // A square input: the graph at that size; otherwise height and width left to the input.
-    const std::string bytes = onnxBytes(*base_, card, height != width, /*withEmbedding=*/true);
+    const ScratchGuard onnx{onnxSource(*base_, card, height != width, /*withEmbedding=*/true)};
     return compileOpenVino(
-        bytes, precision_, torch::get_num_threads(),
+        onnx.source, precision_, torch::get_num_threads(),
         architecture_ + " at " + std::to_string(height) + "x" + std::to_string(width) + " px");
   }
 
@@ -96,8 +106,9 @@ size_t exportOpenVino(models::ModelImpl& model, const ModelCard& card, const std
   for (const auto& [key, value] : onnxMetadata(model, card, dynamicSize))
     info[key.rfind("fixres.", 0) == 0 ? key.substr(7) : key] = value;
   size_t nodes = 0;  // the ONNX graph's, as export --format onnx counts them
-  const std::string bytes = onnxBytes(model, card, dynamicSize, /*withEmbedding=*/false, &nodes);
-  writeOpenVinoIr(bytes, xmlPath, info);
+  const ScratchGuard onnx{onnxSource(model, card, dynamicSize, /*withEmbedding=*/false,
+                                     /*viaFile=*/false, &nodes)};
+  writeOpenVinoIr(onnx.source, xmlPath, info);
   return nodes;
 }
 

@@ -15,6 +15,14 @@
 
 namespace fixres::engine {
 
+// An ONNX model handed to OpenVINO: its bytes, or (`path` set) a model.onnx file whose tensors
+// lie in ONNX's external data beside it, for a model over protobuf's 2 GiB (OnnxExport.h).
+struct OnnxSource {
+  std::string bytes;
+  std::string path;
+  std::string scratch;  // with `path`: the folder holding it, the caller's to remove once read
+};
+
 // True in a build with OpenVINO; its version ("2026.4.0"), "" without.
 bool openVinoBuiltIn();
 // UsageError "<what>: this build has no OpenVINO runtime (...)" in a build without it.
@@ -33,18 +41,18 @@ class OpenVinoSession {
   virtual std::vector<torch::Tensor> run(const torch::Tensor& x) = 0;
 };
 
-// Reads `onnxBytes` and compiles it for the CPU with `threads` inference threads and `precision`
+// Reads `onnx` and compiles it for the CPU with `threads` inference threads and `precision`
 // as OpenVINO's inference precision hint (fp32 is asked for explicitly: OpenVINO's own default is
 // bf16 on CPUs that have it). The precision is one resolveNumerics (Numerics.h) accepted: fp32,
 // or bf16 where openVinoSupports it. UsageError in a build without OpenVINO; WeightsError naming
 // `what` when OpenVINO cannot read or compile the model.
-std::unique_ptr<OpenVinoSession> compileOpenVino(const std::string& onnxBytes, Precision precision,
+std::unique_ptr<OpenVinoSession> compileOpenVino(const OnnxSource& onnx, Precision precision,
                                                  int threads, const std::string& what);
 
-// Converts `onnxBytes` to OpenVINO's IR, `xmlPath` and the .bin beside it (the weights in fp32),
+// Converts `onnx` to OpenVINO's IR, `xmlPath` and the .bin beside it (the weights in fp32),
 // with `info` in the model's runtime info (under "fixres"). UsageError in a build without
 // OpenVINO; OutputError naming the file that cannot be written.
-void writeOpenVinoIr(const std::string& onnxBytes, const std::string& xmlPath,
+void writeOpenVinoIr(const OnnxSource& onnx, const std::string& xmlPath,
                      const std::map<std::string, std::string>& info);
 
 }  // namespace fixres::engine

@@ -28,8 +28,8 @@ int main() {
     }
   };
   refuses([] { engine::requireOpenVino("--runtime openvino"); }, "--runtime openvino");
-  refuses([] { engine::writeOpenVinoIr("a.onnx", "a.xml", {}); }, "--format openvino");
-  refuses([] { engine::compileOpenVino("", engine::Precision::kFp32, 32, "x"); },
+  refuses([] { engine::writeOpenVinoIr({"a", ""}, "a.xml", {}); }, "--format openvino");
+  refuses([] { engine::compileOpenVino({}, engine::Precision::kFp32, 32, "x"); },
           "--runtime openvino");
   std::printf(failures == 0 ? "ok: the stand-in refuses every use\n" : "%d failure(s)\n", failures);
   return failures == 0 ? 0 : 1;

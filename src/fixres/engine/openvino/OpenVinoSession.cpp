@@ -30,9 +30,10 @@ ov::element::Type elementType(Precision p) {
   return p == Precision::kBf16 ? ov::element::bf16 : ov::element::f32;
 }
 
-std::shared_ptr<ov::Model> readModel(const std::string& onnxBytes, const std::string& what) {
+std::shared_ptr<ov::Model> readModel(const OnnxSource& onnx, const std::string& what) {
   try {
-    return core().read_model(onnxBytes, ov::Tensor());
+    if (!onnx.path.empty()) return core().read_model(onnx.path);
+    return core().read_model(onnx.bytes, ov::Tensor());
   } catch (const std::exception& e) {
     FIXRES_FAIL(WeightsError, "OpenVINO cannot read ", what, ": ", firstLine(e.what()));
   }
@@ -89,12 +90,12 @@ bool openVinoSupports(Precision precision) {
   return bf16;
 }
 
-std::unique_ptr<OpenVinoSession> compileOpenVino(const std::string& onnxBytes, Precision precision,
+std::unique_ptr<OpenVinoSession> compileOpenVino(const OnnxSource& onnx, Precision precision,
                                                  int threads, const std::string& what) {
   const ov::element::Type type = elementType(precision);
   FIXRES_CHECK(openVinoSupports(precision), InternalError,
                "OpenVINO asked for bf16 on a CPU without it");
-  auto model = readModel(onnxBytes, what);
+  auto model = readModel(onnx, what);
   try {
     ov::CompiledModel compiled = core().compile_model(
         model, "CPU", ov::hint::inference_precision(type), ov::inference_num_threads(threads),
@@ -105,9 +106,9 @@ std::unique_ptr<OpenVinoSession> compileOpenVino(const std::string& onnxBytes, P
   }
 }
 
-void writeOpenVinoIr(const std::string& onnxBytes, const std::string& xmlPath,
+void writeOpenVinoIr(const OnnxSource& onnx, const std::string& xmlPath,
                      const std::map<std::string, std::string>& info) {
-  auto model = readModel(onnxBytes, xmlPath);
+  auto model = readModel(onnx, xmlPath);
   for (const auto& [key, value] : info) model->set_rt_info(value, "fixres", key);
   namespace fs = std::filesystem;
   const fs::path xml(xmlPath), bin = fs::path(xmlPath).replace_extension(".bin");

@@ -20,13 +20,13 @@ bool openVinoSupports(Precision) {
   return false;
 }
 
-std::unique_ptr<OpenVinoSession> compileOpenVino(const std::string&, Precision, int,
+std::unique_ptr<OpenVinoSession> compileOpenVino(const OnnxSource&, Precision, int,
                                                  const std::string&) {
   requireOpenVino("--runtime openvino");
   return nullptr;
 }
 
-void writeOpenVinoIr(const std::string&, const std::string&,
+void writeOpenVinoIr(const OnnxSource&, const std::string&,
                      const std::map<std::string, std::string>&) {
   requireOpenVino("--format openvino");
 }
