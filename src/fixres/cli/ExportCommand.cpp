@@ -33,8 +33,9 @@ Command addExportCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand(
       "export",
       "Write weights (any file --weight-path reads, e.g. a checkpoint, or a run folder) as the "
-      "FixRes reference's {'model': {'module.*'}}, torchvision's or timm's state dict, or a timm "
-      "hub folder with the test resolution");
+      "FixRes reference's {'model': {'module.*'}}, torchvision's or timm's state dict, a timm "
+      "hub folder with the test resolution, an ONNX model or OpenVINO's IR with the "
+      "preprocessing");
   auto s = std::make_shared<ExportState>();
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
