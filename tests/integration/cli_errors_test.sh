@@ -190,6 +190,9 @@ expect_code 2; expect_err "^fixres: error: fixres predict: unknown flag --zzzzzz
 run "$FIXRES" train --imnet-path "$D" --model resnet_tiny --workers 1 --input-size 24 \
   --batch-size 2 --epochs 1 --iteration-cap 1 --shared-folder-path "$WORK/runs" --job-id alias
 expect_code 0
+# The log's first line says what runs where: the folder, model and size, data, batch, epochs.
+expect_err "^train -> $WORK/runs/train/alias: resnet_tiny at 24 px; [0-9]+ training images in 2 classes, [0-9]+ val images at 24 px; batch 2, 1 epoch$"
+[ "$(head -1 "$ERR" | cut -c1-8)" = "train ->" ] || bad "the header is not the log's first line"
 "$PY" -c "import json,sys; c=json.load(open('$WORK/runs/train/alias/config.json')); sys.exit(0 if (c['architecture'], c['batch']) == ('resnet_tiny', 2) else 1)" ||
   bad "--model / --batch-size did not set the architecture and batch"
 run "$FIXRES" predict "$D/val" --weight-path "$WORK/runs/train/alias" -b 3 --output "$WORK/alias.csv"

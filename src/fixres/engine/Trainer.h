@@ -56,6 +56,8 @@ class Trainer {
  private:
   // The evaluated split's folder name ("val", "holdout"), as logs and metrics.jsonl name it.
   std::string splitName() const;
+  // Rank 0's first line: the run folder, the model and size, the data, the batch and epochs.
+  void logHeader(bool resumed) const;
   // Why a run stops before its last epoch.
   struct Stop {
     std::string why;    // "--stop-after-steps 3", "SIGTERM", "a loss that is not finite"

@@ -90,8 +90,24 @@ void Trainer::startRunFolder(bool resumed) {
       // the checkpoint, written before the run stopped.
       if (resumed) events_->appendRestart(state_.globalStep + 1, now);
     }
+    logHeader(resumed);
   }
   comm_.barrier();
+}
+
+void Trainer::logHeader(bool resumed) const {
+  const int world = comm_.worldSize();
+  log::info(cfg_.mode == RunMode::kFinetune ? "finetune" : "train", " -> ", cfg_.runDir,
+            resumed ? detail::concat(" (resumed at epoch ", state_.epoch, ", step ",
+                                     state_.globalStep, ")")
+                    : std::string(),
+            ": ", cfg_.model.architectureName(), " at ", cfg_.inputSize, " px; ", train_->size(),
+            " training images in ", train_->classes().size(), " classes",
+            val_ ? detail::concat(", ", val_->size(), " ", splitName(), " images at ",
+                                  cfg_.evaluationSize(), " px")
+                 : std::string(),
+            "; batch ", cfg_.batch, world > 1 ? detail::concat(" x ", world, " processes") : "",
+            ", ", cfg_.epochs, " epoch", cfg_.epochs == 1 ? "" : "s");
 }
 
 RunSummary Trainer::stopRun(const Stop& stop) {
