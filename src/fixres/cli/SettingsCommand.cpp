@@ -36,17 +36,10 @@ const char* roleText(SettingRole role) {
 
 // "`--batch` (also `--batch-size`, `-b`)": a row's flag with the other spellings it accepts.
 std::string flagWithAliases(const Setting& s) {
-  std::string all = s.flags, out, also;
-  for (size_t start = 0; start <= all.size();) {
-    const size_t end = std::min(all.find(',', start), all.size());
-    const std::string name = all.substr(start, end - start);
-    if (out.empty())
-      out = "`" + name + "`";
-    else
-      also += (also.empty() ? "" : ", ") + ("`" + name + "`");
-    start = end + 1;
-  }
-  return also.empty() ? out : out + " (also " + also + ")";
+  const std::vector<std::string> names = s.flagNames();
+  std::string also;
+  for (size_t i = 1; i < names.size(); ++i) also += (i > 1 ? ", `" : "`") + names[i] + "`";
+  return "`" + names.front() + "`" + (also.empty() ? "" : " (also " + also + ")");
 }
 
 // One markdown row per setting.

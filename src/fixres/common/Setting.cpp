@@ -53,6 +53,17 @@ std::string Setting::flag() const {
   return names.substr(0, names.find(','));
 }
 
+std::vector<std::string> Setting::flagNames() const {
+  std::vector<std::string> out;
+  const std::string names = flags;
+  for (size_t at = 0; !names.empty() && at <= names.size();) {
+    const size_t end = std::min(names.find(',', at), names.size());
+    out.push_back(names.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
 namespace {
 // Whether comma-separated `list` names `command`.
 bool lists(const char* list, const std::string& command) {

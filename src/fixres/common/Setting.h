@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fixres {
 
@@ -80,6 +81,8 @@ struct Setting {
 
   // The first of `flags` ("--weight-path"), or the key when there is no flag.
   std::string flag() const;
+  // Every name of `flags`, the canonical one first ({"--batch", "--batch-size", "-b"}).
+  std::vector<std::string> flagNames() const;
   // Whether the row has a flag that command `command` ("predict", "bench train") offers.
   bool offeredTo(const std::string& command) const;
   // The help `command` shows: its entry in perCommand, else `help`.

@@ -228,12 +228,31 @@ std::optional<size_t> chooseWithinBudget(const std::vector<SweepRow>& rows, bool
   return best;
 }
 
-std::vector<double> parseCropList(const std::string& text) {
-  std::vector<double> out;
+namespace {
+
+// The items of a comma-separated list given to `flag`, each read by `read` (trimmed: "a, b" and
+// "a ,b" alike), none twice; UsageError naming the flag otherwise.
+template <typename T, typename Read>
+std::vector<T> parseList(const std::string& text, const char* flag, const char* what, Read read) {
+  std::vector<T> out;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    item = trimmed(item);  // "0.875, 1.0" and "0.875 ,1.0" alike
+    item = trimmed(item);
+    const T v = read(item);
+    FIXRES_CHECK(std::find(out.begin(), out.end(), v) == out.end(), UsageError, flag, " lists ",
+                 item, " twice");
+    out.push_back(v);
+  }
+  FIXRES_CHECK(!out.empty() && text.back() != ',', UsageError, flag,
+               " must be a comma-separated list of ", what, ", got '", text, "'");
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> parseCropList(const std::string& text) {
+  return parseList<double>(text, "--crop-pcts", "fractions", [](const std::string& item) {
     size_t used = 0;
     double v = NAN;
     try {
@@ -242,34 +261,19 @@ std::vector<double> parseCropList(const std::string& text) {
     }
     FIXRES_CHECK(used == item.size() && kCropFractions.contains(v), UsageError,
                  "--crop-pcts values must be ", kCropFractions.describe(), ", got '", item, "'");
-    FIXRES_CHECK(std::find(out.begin(), out.end(), v) == out.end(), UsageError,
-                 "--crop-pcts lists ", item, " twice");
-    out.push_back(v);
-  }
-  FIXRES_CHECK(!out.empty() && text.back() != ',', UsageError,
-               "--crop-pcts must be a comma-separated list of fractions, got '", text, "'");
-  return out;
+    return v;
+  });
 }
 
 std::vector<Precision> parsePrecisionList(const std::string& text) {
-  std::vector<Precision> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item = trimmed(item);
+  return parseList<Precision>(text, "--precisions", "precisions", [](const std::string& item) {
     const PrecisionChoice c = parseChoice(numericsChoices().precision, item, "--precisions");
     FIXRES_CHECK(c != PrecisionChoice::kAuto, UsageError,
                  "--precisions names precisions (fp32, bf16, fp16), not auto");
-    const Precision p = c == PrecisionChoice::kBf16   ? Precision::kBf16
-                        : c == PrecisionChoice::kFp16 ? Precision::kFp16
-                                                      : Precision::kFp32;
-    FIXRES_CHECK(std::find(out.begin(), out.end(), p) == out.end(), UsageError,
-                 "--precisions lists ", item, " twice");
-    out.push_back(p);
-  }
-  FIXRES_CHECK(!out.empty() && text.back() != ',', UsageError,
-               "--precisions must be a comma-separated list of precisions, got '", text, "'");
-  return out;
+    return c == PrecisionChoice::kBf16   ? Precision::kBf16
+           : c == PrecisionChoice::kFp16 ? Precision::kFp16
+                                         : Precision::kFp32;
+  });
 }
 
 RunConfig SweepOptions::finetuneRun(int size) const {

@@ -60,20 +60,10 @@ const Setting* rowWithHelpPerCommand(const std::string& flag) {
     return all;
   }();
   // Any of the row's names: its flag or an alias ("--out,--output").
-  const auto names = [](const Setting& s) {
-    std::vector<std::string> out;
-    std::string all = s.flags;
-    for (size_t start = 0; start <= all.size();) {
-      const size_t end = std::min(all.find(',', start), all.size());
-      out.push_back(all.substr(start, end - start));
-      start = end + 1;
-    }
-    return out;
-  };
   for (const Setting& s : rows) {
-    if (s.perCommand == nullptr) continue;
-    for (const std::string& n : names(s))
-      if (n == flag) return &s;
+    const auto names = s.flagNames();
+    if (s.perCommand != nullptr && std::find(names.begin(), names.end(), flag) != names.end())
+      return &s;
   }
   return nullptr;
 }
