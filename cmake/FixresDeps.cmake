@@ -5,6 +5,27 @@
 option(FIXRES_REQUIRE_CUDA "Fail the configure step unless the LibTorch found has CUDA" OFF)
 find_package(Threads REQUIRED)
 find_package(Torch REQUIRED)
+# A PyTorch wheel's TorchConfig.cmake looks for c10 on the system's paths before its own lib/, so
+# on a machine that also has Debian's libtorch-dev it names /usr/lib/.../libc10.so (1.13): a
+# program then loads both c10s, and one that needs Debian's first aborts in LibTorch's static
+# initialisers. Take the c10 beside the LibTorch found.
+if(c10_LIBRARY AND EXISTS "${TORCH_INSTALL_PREFIX}/lib/libc10.so")
+  get_filename_component(_fixres_c10_dir "${c10_LIBRARY}" DIRECTORY)
+  get_filename_component(_fixres_c10_dir "${_fixres_c10_dir}" REALPATH)
+  get_filename_component(_fixres_torch_lib "${TORCH_INSTALL_PREFIX}/lib" REALPATH)
+  if(NOT _fixres_c10_dir STREQUAL _fixres_torch_lib)
+    message(STATUS "fixres: c10 from ${_fixres_torch_lib}, not ${c10_LIBRARY}")
+    set(_fixres_libs "")
+    foreach(_fixres_lib IN LISTS TORCH_LIBRARIES)
+      if(_fixres_lib STREQUAL c10_LIBRARY)
+        set(_fixres_lib "${TORCH_INSTALL_PREFIX}/lib/libc10.so")
+      endif()
+      list(APPEND _fixres_libs "${_fixres_lib}")
+    endforeach()
+    set(TORCH_LIBRARIES "${_fixres_libs}")
+    set(c10_LIBRARY "${TORCH_INSTALL_PREFIX}/lib/libc10.so" CACHE FILEPATH "" FORCE)
+  endif()
+endif()
 find_package(JPEG REQUIRED)
 find_package(PNG REQUIRED)
 find_package(ZLIB REQUIRED)

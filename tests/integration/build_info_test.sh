@@ -15,6 +15,10 @@ cp "$OUT" "$WORK/version.txt"
 libtorch=$(sed -n 's/^libtorch \([0-9.]*\),.*/\1/p' "$WORK/version.txt")
 ldd "$FIXRES" >"$WORK/ldd.txt" 2>&1 || bad "ldd $FIXRES failed"
 if grep -q "not found" "$WORK/ldd.txt"; then bad "unresolved libraries: $(grep 'not found' "$WORK/ldd.txt" | tr -d '\t')"; fi
+# One c10: a PyTorch wheel's LibTorch on a machine that also has Debian's once linked Debian's
+# libc10.so.1.13 beside its own (cmake/FixresDeps.cmake), and a program that loaded it first aborted.
+c10s=$(grep -cE '^[[:space:]]*libc10\.so' "$WORK/ldd.txt")
+[ "$c10s" -eq 1 ] || bad "$c10s c10 libraries loaded: $(grep -E '^[[:space:]]*libc10\.so' "$WORK/ldd.txt" | tr -d '\t' | tr '\n' ' ')"
 
 if grep -q "^libtorch .*, CPU build$" "$WORK/version.txt"; then
   expect_out "^collectives gloo$"
