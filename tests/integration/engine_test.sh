@@ -12,7 +12,7 @@ COMMON=(--architecture $ARCH --workers 2 --log-every 1)
 # train: 2 epochs, checkpoints, config and metrics.
 run "$FIXRES" train --imnet-path "$D" "${COMMON[@]}" --input-size 32 --epochs 2 --batch 4 \
   --learning-rate 0.05 --absolute-lr --shared-folder-path "$WORK/runs" --job-id t1
-expect_code 0; expect_out "after: size 32 top1"
+expect_code 0; expect_out "^after training: top-1 [0-9.]+ %, top-5 [0-9.]+ % on [0-9]+ val images at 32 px$"
 R="$WORK/runs/train/t1"
 for f in checkpoint.pth checkpoint_0.pth checkpoint_1.pth config.json metrics.jsonl; do expect_file "$R/$f"; done
 grep -q '"loss"' "$R/metrics.jsonl" || bad "metrics.jsonl has no loss lines"
@@ -22,7 +22,7 @@ expect_code 0; expect_out "^fc.weight$"; expect_out "num_batches_tracked"
 # finetune at a higher resolution: only the classifier and the last BN statistics change.
 run "$FIXRES" finetune --imnet-path "$D" "${COMMON[@]}" --weight-path "$R/checkpoint.pth" \
   --input-size 48 --epochs 1 --batch 4 --shared-folder-path "$WORK/runs" --job-id f1
-expect_code 0; expect_out "before: size 48 top1"; expect_out "after: size 48 top1"
+expect_code 0; expect_out "^before fine-tuning: top-1 [0-9.]+ %.* at 48 px$"; expect_out "^after fine-tuning: top-1 [0-9.]+ %.* at 48 px$"
 LASTBN=$("$PY" "$SRC/tests/reference/state_dicts.py" keys "$R/checkpoint.pth" | grep -E 'bn[0-9]\.running_mean$' | tail -1 | sed 's/\.running_mean$//')
 run "$PY" "$SRC/tests/reference/state_dicts.py" finetune-changed "$R/checkpoint.pth" "$WORK/runs/finetune/f1/checkpoint.pth" "$LASTBN"
 expect_code 0
@@ -106,7 +106,7 @@ expect_code 0; expect_err "resumed from"
 run "$FIXRES" train --imnet-path "$D" "${COMMON[@]}" --input-size 32 --epochs 1 --batch 4 \
   --sampler distributed --accumulation-steps 2 --precision bf16 --memory-format channels-last \
   --shared-folder-path "$WORK/runs" --job-id acc
-expect_code 0; expect_out "train: 3 steps"; expect_out "after: size 32 top1"
+expect_code 0; expect_out "train: 3 steps"; expect_out "^after training: top-1 [0-9.]+ %, top-5 [0-9.]+ % on [0-9]+ val images at 32 px$"
 grep -q '"accumulation_steps": 2' "$WORK/runs/train/acc/config.json" || bad "config.json lacks accumulation_steps"
 grep -q '"precision": "bf16"' "$WORK/runs/train/acc/config.json" || bad "config.json lacks precision"
 run "$FIXRES" train --imnet-path "$D" "${COMMON[@]}" --precision fp16 --shared-folder-path "$WORK/runs" --job-id bad

@@ -277,7 +277,7 @@ ev = ev["results"][0] if "results" in ev else ev
 rep = json.load(open(sys.argv[3]))
 ece = rep["ece"]
 assert abs(cell["top1"] - ev["top1"]) < 1e-9, (cell, ev)
-assert abs(cell["ece"] - 100 * ece) < 1e-6 * max(1, cell["ece"]), (cell, ece)
+assert abs(cell["ece"] - ece) < 1e-6 * max(1, cell["ece"]), (cell, ece)  # both in percent
 EOF
 run "$PY" "$REF/sweep_grid_check.py" "$WORK/s9"
 expect_code 0; expect_out "^grid of 2 x 3 cells, 1 panels equal to sweep.json$"

@@ -31,7 +31,7 @@ T=(train --imnet-path "$D" --architecture resnet_tiny --workers 1 --log-every 1 
 run "$FIXRES" "${T[@]}" --stop-after-steps 2
 expect_code 0
 run "$FIXRES" "${T[@]}"
-expect_code 0; expect_out "after: size 24 top1"
+expect_code 0; expect_out "^after training: top-1 .* at 24 px$"
 CK="$RUNS/train/t/checkpoint.pth"
 run "$FIXRES" finetune --imnet-path "$D" --architecture resnet_tiny --workers 1 --log-every 1 --input-size 32 \
   --batch 4 --epochs 1 --model-ema --model-ema-steps 1 --weight-path "$CK" --shared-folder-path "$RUNS" --job-id f

@@ -137,7 +137,7 @@ def main():
 
     rel = list(csv.DictReader(open(os.path.join(report, "reliability.csv"), newline="")))
     ref, ece = bins_of(logits, labels, 1.0)
-    close(doc["ece"], ece, 1e-12, "ece")
+    close(doc["ece"], 100 * ece, 1e-12, "ece (percent)")
     for b, (lo, hi, cnt, c, a) in enumerate(ref):
         r = rel[b]
         if float(r["temperature"]) != 1.0 or int(r["images"]) != cnt:
@@ -156,7 +156,7 @@ def main():
         if lt > lr + 1e-9:
             fail(f"held-out loss at T={t}: {lt}, at LBFGS's T={t_ref}: {lr}")
         scaled, sece = bins_of(logits, labels, t)
-        close(doc["temperature"]["ece"], sece, 1e-9, "scaled ece")
+        close(doc["temperature"]["ece"], 100 * sece, 1e-9, "scaled ece (percent)")
         for b, (lo, hi, cnt, c, a) in enumerate(scaled):
             if int(rel[BINS + b]["images"]) != cnt:
                 fail(f"scaled reliability bin {b}: {rel[BINS + b]}, reference {cnt} images")
@@ -172,7 +172,20 @@ def main():
                         for e in cells)
         if counts != sorted(int(v) for v in confusion[confusion > 0]):
             fail("the heat map's tooltips give other counts than the matrix")
-    ET.parse(os.path.join(report, "reliability.svg"))
+    # reliability.svg: each non-empty bin of the reference labelled with its image count, the
+    # bins under max(10, 1 % of the images) drawn hollow; the diagonal named for what it is.
+    relsvg = ET.parse(os.path.join(report, "reliability.svg")).getroot()
+    labels = [int(e.text) for e in relsvg.iter(ns + "text") if e.get("class") == "point-label"]
+    sizes = [b[2] for b in ref if b[2] > 0]
+    if labels != sizes:
+        fail(f"reliability.svg's bin counts {labels}, the reference's non-empty bins hold {sizes}")
+    hollow = sum(1 for e in relsvg.iter(ns + "circle") if e.get("class") == "weak")
+    curves = [ref] + ([scaled] if held else [])
+    want = sum(1 for bins in curves for b in bins if 0 < b[2] < max(10, n // 100))
+    if hollow != want:
+        fail(f"{hollow} hollow (small) bins in reliability.svg, expected {want}")
+    if "calibrated" in ET.tostring(relsvg, encoding="unicode"):
+        fail("reliability.svg labels the diagonal 'calibrated' (a word of fixres calibrate)")
     print(f"report of {n} images, {C} classes equal to the reference: top-1 {doc['top1']:.2f} %, "
           f"{len(pairs)} confused pairs, ECE {ece:.4f}{note}")
 

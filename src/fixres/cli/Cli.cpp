@@ -83,6 +83,18 @@ std::string commandPath(const CLI::App* at) {
   return "fixres" + path;
 }
 
+// The commands below `app` (their paths without "fixres ") that take flag `word`.
+void commandsTaking(const CLI::App& app, const std::string& word, std::vector<std::string>& out) {
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    for (const CLI::Option* o : sub->get_options())
+      if (o->check_name(word)) {
+        out.push_back(commandPath(sub).substr(7));
+        break;
+      }
+    commandsTaking(*sub, word, out);
+  }
+}
+
 // For arguments the command does not take: "fixres train: unknown flag --learning_rate (did you
 // mean --learning-rate?); see 'fixres train --help'", naming the first flag that is none of the
 // command's (nor a global one); "" when every flag given is known.
@@ -115,12 +127,39 @@ std::string unknownFlagProblem(CLI::App& app, int argc, char** argv) {
       if (word == spelling)
         return command + ": unknown flag " + word + ": " + meaning + "; see '" + command +
                " --help'";
+    std::vector<std::string> others;
+    commandsTaking(app, word, others);
+    if (!others.empty())
+      return command + " does not take " + word + ": it is a flag of " + orList(others) +
+             "; see '" + command + " --help'";
     const auto near = nearestNames(word, known, 3, std::max<size_t>(2, word.size() / 4));
     return command + ": unknown flag " + word +
            (near.empty() ? "" : " (did you mean " + orList(near) + "?)") + "; see '" + command +
            " --help'";
   }
   return "";
+}
+
+// In a command that reads a model folder (every command taking --pretrained), the flags a folder
+// completes show no fixed default: --help's "=ResNet50" would say what a folder overrides. The
+// text says both ("default: a model folder's, else ResNet50").
+void showFolderDefaults(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    showFolderDefaults(*sub);
+    if (sub->get_option_no_throw("--pretrained") == nullptr) continue;
+    for (const char* flag :
+         {"--architecture", "--num-classes", "--interpolation", "--crop-pct", "--input-size"}) {
+      CLI::Option* o = sub->get_option_no_throw(flag);
+      if (o == nullptr || o->get_default_str().empty()) continue;
+      const bool said = o->get_description().find("model folder") != std::string::npos;
+      const std::string f = flag;
+      if (!said && (f == "--crop-pct" || f == "--input-size")) continue;  // not a folder's here
+      if (!said)
+        o->description(o->get_description() + " (default: a model folder's, else " +
+                       o->get_default_str() + ")");
+      o->default_str("");
+    }
+  }
 }
 
 }  // namespace
@@ -130,14 +169,17 @@ std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global) {
   app.require_subcommand(1);
   app.fallthrough();
   addGlobalOptions(app, global);
-  return {
+  std::vector<Command> commands{
       addTrainCommand(app),   addFinetuneCommand(app),    addEvalCommand(app),
       addExtractCommand(app), addEvalSoftmaxCommand(app), addLaunchCommand(app),
       addBenchCommand(app),   addVersionCommand(app),     addSuggestResolutionCommand(app),
       addImportCommand(app),  addSweepCommand(app),       addExportCommand(app),
       addWeightsCommand(app), addCalibrateCommand(app),   addPlotCommand(app),
       addShardCommand(app),   addSettingsCommand(app),    addPredictCommand(app),
+      addHoldoutCommand(app),
   };
+  showFolderDefaults(app);
+  return commands;
 }
 
 int runCli(int argc, char** argv) {

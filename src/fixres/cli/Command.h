@@ -40,6 +40,7 @@ Command addWeightsCommand(CLI::App& parent);
 Command addCalibrateCommand(CLI::App& parent);
 Command addPlotCommand(CLI::App& parent);
 Command addShardCommand(CLI::App& parent);
+Command addHoldoutCommand(CLI::App& parent);
 Command addSettingsCommand(CLI::App& parent);
 
 // The whole command tree on `app`: global options (bound to `global`) and every subcommand.

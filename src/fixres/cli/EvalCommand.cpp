@@ -78,7 +78,7 @@ int runEval(EvalState& s, CLI::App& sub) {
     if (printing) printRow(r, printed++ == 0);
   });
   if (printing && !request.json.empty())
-    writeFileAtomic(request.json, jsonText(job.document(outcome), 2) + "\n");
+    writeFileAtomic(request.json, jsonText(roundedNumbers(job.document(outcome)), 2) + "\n");
   if (outcome.signal != 0) {
     log::warn("eval stopped by signal ", outcome.signal, " after ", outcome.results.size(), " of ",
               job.model().sizes.size(), " size(s)",

@@ -1,11 +1,14 @@
 // `fixres suggest-resolution`: the test resolution that matches apparent object sizes, from the
 // RandomResizedCrop scale range and the 256/224 crop ratio (docs/resolution.md).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
 #include "fixres/common/Error.h"
 #include "fixres/engine/Resolution.h"
+#include "fixres/models/Registry.h"
 
 namespace fixres::cli {
 
@@ -15,7 +18,8 @@ Command addSuggestResolutionCommand(CLI::App& parent) {
   struct State {
     int trainSize = 224, multiple = 1;
     double scaleMin = 0.08, scaleMax = 1.0, cropRatio = 224.0 / 256.0;
-    std::string imageSize;
+    std::string imageSize, architecture = "resnet50";
+    bool multipleGiven = false;
   };
   auto s = std::make_shared<State>();
   addShared(*sub, "--train-size", s->trainSize);
@@ -33,7 +37,13 @@ Command addSuggestResolutionCommand(CLI::App& parent) {
   sub->add_option("--multiple", s->multiple, "Round the suggestion to a multiple of this")
       ->check(intIn(1, 4096))
       ->capture_default_str();
-  return {sub, [s]() -> int {
+  sub->add_option("--architecture,--model", s->architecture,
+                  "The network whose output stride the suggestion is rounded to (sizes off the "
+                  "stride cost accuracy: docs/resolution.md)")
+      ->capture_default_str();
+  return {sub, [s, sub]() -> int {
+            s->multipleGiven = sub->get_option("--multiple")->count() > 0;
+            const int stride = models::outputStride(s->architecture);
             FIXRES_CHECK(s->scaleMin <= s->scaleMax, UsageError, "--scale-min (", s->scaleMin,
                          ") must not exceed --scale-max (", s->scaleMax, ")");
             int w = 0, h = 0;
@@ -57,7 +67,17 @@ Command addSuggestResolutionCommand(CLI::App& parent) {
               std::printf("simulated RRC on %dx%d: factor %.4f -> test size %.1f (suggest %d)\n", w,
                           h, m.expectedInvSqrtScale, m.suggested, m.suggestedRounded);
             }
-            std::printf("suggested test resolution: %d\n", r.suggestedRounded);
+            // The nearest multiple of the stride (the higher one on a tie), never below one
+            // stride: the sizes at which the last feature map covers the image exactly. A
+            // --multiple given is the user's own rounding and wins.
+            const int onStride =
+                std::max(stride, static_cast<int>(std::floor(r.suggested / stride + 0.5)) * stride);
+            if (s->multipleGiven)
+              std::printf("suggested test resolution: %d (a multiple of %d; %.1f raw)\n",
+                          r.suggestedRounded, s->multiple, r.suggested);
+            else
+              std::printf("suggested test resolution: %d (%s's stride is %d px; %.1f raw)\n",
+                          onStride, s->architecture.c_str(), stride, r.suggested);
             return 0;
           }};
 }

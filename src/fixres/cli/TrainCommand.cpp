@@ -1,6 +1,7 @@
 // `fixres train` and `fixres finetune`: the reference's main_resnet50_scratch and
 // main_finetune, with the same flag names and defaults.
 #include <csignal>
+#include <cstdio>
 #include <iostream>
 
 #include "fixres/cli/Command.h"
@@ -28,6 +29,26 @@ int exitSignal(int agreed) {
   return SIGHUP;
 }
 
+// The run's last lines, on stdout: each evaluation as a sentence, then the steps and the folder.
+void printSummary(const std::string& name, const engine::RunSummary& summary,
+                  const std::string& runDir) {
+  const auto line = [&summary](const char* when, const engine::EvalResult& r) {
+    std::printf("%s: top-1 %.2f %%, top-5 %.2f %% on %lld %s images at %d px\n", when, r.top1,
+                r.top5, static_cast<long long>(r.count), summary.split.c_str(), r.inputSize);
+  };
+  const bool tuning = name == "finetune";
+  if (summary.before.count > 0) line("before fine-tuning", summary.before);
+  if (summary.after.count > 0) line(tuning ? "after fine-tuning" : "after training", summary.after);
+  if (summary.afterEma.count > 0)
+    line(tuning ? "after fine-tuning (EMA weights)" : "after training (EMA weights)",
+         summary.afterEma);
+  std::printf("%s: %lld steps in %.1f s%s; run folder %s\n", name.c_str(),
+              static_cast<long long>(summary.steps), summary.seconds,
+              summary.stoppedEarly ? " (stopped early: the same command resumes)" : "",
+              runDir.c_str());
+  std::fflush(stdout);
+}
+
 Command addRunCommand(CLI::App& parent, const std::string& name, const std::string& help,
                       engine::RunMode mode) {
   auto* sub = parent.add_subcommand(name, help);
@@ -50,18 +71,7 @@ Command addRunCommand(CLI::App& parent, const std::string& name, const std::stri
             engine::Trainer trainer(c, *rank.comm, rank.run);
             auto summary = trainer.run();
             if (rank.comm->rank() == 0) {
-              if (summary.before.count > 0)
-                std::cout << "before: size " << summary.before.inputSize << " top1 "
-                          << summary.before.top1 << " top5 " << summary.before.top5 << "\n";
-              if (summary.after.count > 0)
-                std::cout << "after: size " << summary.after.inputSize << " top1 "
-                          << summary.after.top1 << " top5 " << summary.after.top5 << "\n";
-              if (summary.afterEma.count > 0)
-                std::cout << "after (EMA): size " << summary.afterEma.inputSize << " top1 "
-                          << summary.afterEma.top1 << " top5 " << summary.afterEma.top5 << "\n";
-              std::cout << name << ": " << summary.steps << " steps in " << summary.seconds << " s"
-                        << (summary.stoppedEarly ? " (stopped early, resumable)" : "")
-                        << ", run folder " << c.runDir << std::endl;
+              printSummary(name, summary, c.runDir);
             }
             // Stopped by a signal after saving: the conventional 128 + signal number.
             return summary.stopSignal ? 128 + exitSignal(summary.stopSignal) : 0;

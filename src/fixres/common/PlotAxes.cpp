@@ -21,7 +21,17 @@ AxisTicks niceTicks(double lo, double hi, int maxIntervals, bool integerStep) {
   FIXRES_CHECK(std::isfinite(hi - lo), UsageError, "niceTicks: range too wide: [", lo, ", ", hi,
                "]");
   maxIntervals = std::clamp(maxIntervals, 1, 1000);
-  if (hi - lo <= 1e-12 * std::max(1.0, std::fabs(lo))) lo -= 1, hi += 1;
+  // One value: an axis from 0 to twice it (a constant learning rate of 0.001 drawn on [0, 0.002],
+  // not lost on [-1, 1]); 0 alone on [-1, 1].
+  if (hi - lo <= 1e-12 * std::max(1.0, std::fabs(lo))) {
+    const double v = 0.5 * (lo + hi);
+    if (v > 0)
+      lo = 0, hi = 2 * v;
+    else if (v < 0)
+      lo = 2 * v, hi = 0;
+    else
+      lo = -1, hi = 1;
+  }
   const double raw = (hi - lo) / maxIntervals;
   AxisTicks t;
   // Start one decade below the raw step so that no smaller valid step is skipped; the step grows

@@ -148,8 +148,9 @@ AxisTicks xTicksFor(const ChartData& d, const std::vector<PlotMark>& marks, doub
   for (const PlotMark& m : marks)
     if (std::isfinite(m.x)) x0 = std::min(x0, m.x), x1 = std::max(x1, m.x);
   if (x0 > x1) x0 = 0, x1 = 1;
-  return niceTicks(x0 - 0.02 * (x1 - x0), x1 + 0.02 * (x1 - x0),
-                   std::max(2, static_cast<int>(pw / 60)), d.integerX);
+  // The margin never takes an axis of steps or epochs (never negative) below 0.
+  const double lo = x0 >= 0 ? std::max(0.0, x0 - 0.02 * (x1 - x0)) : x0 - 0.02 * (x1 - x0);
+  return niceTicks(lo, x1 + 0.02 * (x1 - x0), std::max(2, static_cast<int>(pw / 60)), d.integerX);
 }
 
 // The series and marks in the units of the axes (axisExponent), which set f.xExp and f.yExp.
@@ -210,7 +211,8 @@ void fitHeight(ChartFrame& f, const std::vector<PlacedMark>& placed, const Dense
   const double yPad = 0.04 * (dense.hi - dense.lo);
   f.yt = std::isfinite(o.yMin) && std::isfinite(o.yMax) && o.yMin < o.yMax
              ? niceTicks(o.yMin, o.yMax, intervals)
-             : niceTicks(dense.lo - yPad, dense.hi + yPad, intervals);
+             : niceTicks(dense.lo >= 0 ? std::max(0.0, dense.lo - yPad) : dense.lo - yPad,
+                         dense.hi + yPad, intervals);
   f.bottom = f.T + f.ph;
 }
 
@@ -338,10 +340,17 @@ void writeSeries(std::ostringstream& s, const PlotSeries& ser, size_t si, const 
       << num(f.below(*b) ? tipOf(outliers, b, f.bottom) : f.py(b->y)) << "\" stroke=\"" << ser.color
       << "\" stroke-width=\"1.5\" stroke-dasharray=\"4,3\"/>\n";
   }
-  for (const Point* p : own)
-    if (!f.below(*p))
-      s << "<circle cx=\"" << num(f.px(p->x)) << "\" cy=\"" << num(f.py(p->y))
-        << "\" r=\"3.5\" fill=\"" << ser.color << "\"/>\n";
+  for (const Point* p : own) {
+    if (f.below(*p)) continue;
+    const bool weak = p->index < ser.weak.size() && ser.weak[p->index];
+    s << "<circle" << (weak ? " class=\"weak\"" : "") << " cx=\"" << num(f.px(p->x)) << "\" cy=\""
+      << num(f.py(p->y)) << "\" r=\"3.5\" fill=\"" << (weak ? "white" : ser.color) << "\" stroke=\""
+      << ser.color << "\"/>\n";
+    if (p->index < ser.pointLabels.size() && !ser.pointLabels[p->index].empty())
+      s << "<text class=\"point-label\" x=\"" << num(f.px(p->x) + 5) << "\" y=\""
+        << num(f.py(p->y) - 6) << "\" font-size=\"10\" fill=\"" << ser.color << "\">"
+        << svgEscape(ser.pointLabels[p->index]) << "</text>\n";
+  }
   const Point* best = d.best[si];
   if (best && !f.below(*best))
     s << "<circle class=\"best\" cx=\"" << num(f.px(best->x)) << "\" cy=\"" << num(f.py(best->y))

@@ -53,6 +53,10 @@ struct PlotSeries {
   std::vector<double> x, y;  // same length; pairs beyond the shorter one are ignored
   std::string color = "#1f77b4";
   bool highlightMax = false;  // ring the point with the largest y and mark its x
+  // Optional, by point: a short text beside the point (class "point-label": a bin's image count)
+  // and whether the point stands on little evidence, drawn hollow (class "weak").
+  std::vector<std::string> pointLabels;
+  std::vector<bool> weak;
 };
 
 enum class MarkStyle { kDashed, kDotted, kSolid };

@@ -10,6 +10,19 @@
 
 namespace fixres::engine {
 
+namespace {
+// A warning when `evaluated` is the folder the model's run trained on (its config.json's
+// train_path): a score on training images says nothing of unseen ones.
+void warnIfTrainingImages(const ResolvedModel& model, const std::string& evaluated) {
+  if (!model.card || model.card->trainPath.empty()) return;
+  std::error_code ec;
+  if (!std::filesystem::equivalent(evaluated, model.card->trainPath, ec) || ec) return;
+  log::warn(evaluated, " holds the images ", model.card->folder,
+            " was trained on (its config.json's train_path): the score says nothing of unseen "
+            "images");
+}
+}  // namespace
+
 EvalJob::EvalJob(const EvalRequest& request) : request_(request) {
   const EvalRequest& r = request;
   FIXRES_CHECK(!r.imnetPath.empty() || !r.datasetPath.empty(), UsageError,
@@ -22,6 +35,7 @@ EvalJob::EvalJob(const EvalRequest& request) : request_(request) {
           : data::openDataset(r.datasetPath.empty() ? r.imnetPath + "/val" : r.datasetPath,
                               r.fileIndex);
   dataset_ = data::labelledAs(dataset_, model_.classNames);
+  warnIfTrainingImages(model_, r.datasetPath.empty() ? r.imnetPath + "/val" : r.datasetPath);
   if (!r.heldOut.empty()) {
     auto heldOut = data::labelledAs(data::openDataset(r.heldOut, r.fileIndex), model_.classNames);
     data::checkSameClasses(*heldOut, *dataset_);

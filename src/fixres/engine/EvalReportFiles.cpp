@@ -124,13 +124,13 @@ ReliabilityCurves reliabilityCurves(const torch::Tensor& logits, const torch::Te
                      {"held_out_loss_after", t.lossAfter},
                      {"at_bound", t.atBound},
                      {"loss", meanCrossEntropy(logits, labels, t.temperature)},
-                     {"ece", scaled.ece}};
+                     {"ece", 100 * scaled.ece}};
   }
   return c;
 }
 
 // reliability.csv (every bin of every curve) and reliability.svg (the non-empty bins, and the
-// diagonal of a calibrated model).
+// diagonal where accuracy equals confidence; each bin's image count, small bins hollow).
 void writeReliability(const std::filesystem::path& base,
                       const std::vector<std::pair<double, Reliability>>& curves,
                       const ReportInfo& info) {
@@ -144,6 +144,8 @@ void writeReliability(const std::filesystem::path& base,
     std::snprintf(name, sizeof name, "T = %.3g (ECE %.1f %%)", t, 100 * rel.ece);
     s.name = k == 0 ? "softmax (ECE " + percentLabel(rel.ece) + ")" : std::string(name);
     s.color = colors[k];
+    int64_t images = 0;
+    for (const auto& bin : rel.bins) images += bin.images;
     for (size_t b = 0; b < rel.bins.size(); ++b) {
       const auto& bin = rel.bins[b];
       csv += shortestText(t) + "," + std::to_string(b) + "," + shortestText(bin.lower) + "," +
@@ -152,10 +154,15 @@ void writeReliability(const std::filesystem::path& base,
       if (bin.images == 0) continue;
       s.x.push_back(100 * bin.confidence);
       s.y.push_back(100 * bin.accuracy);
+      // Each bin's image count beside it (the first curve's: the bins hold the same images at
+      // another temperature only when it is 1), and a hollow point for a bin too small to say
+      // much (fewer than 10 images, or under 1 % of them).
+      if (k == 0) s.pointLabels.push_back(std::to_string(bin.images));
+      s.weak.push_back(bin.images < std::max<int64_t>(10, images / 100));
     }
     series.push_back(std::move(s));
   }
-  series.push_back({"calibrated", {0, 100}, {0, 100}, "#888888"});
+  series.push_back({"accuracy = confidence", {0, 100}, {0, 100}, "#888888"});
   writeFileAtomic((base / "reliability.csv").string(), csv);
   PlotOptions po;
   po.title = "Reliability at " + std::to_string(info.inputSize) + " px (" +
@@ -221,13 +228,13 @@ void writeReportJson(const std::filesystem::path& base, const ClassReport& r,
                                 {"top1", r.top1},
                                 {"top5", r.top5},
                                 {"loss", r.loss},
-                                {"ece", r.reliability.ece},
+                                {"ece", 100 * r.reliability.ece},
                                 {"reliability_bins", kReliabilityBins}};
   if (!info.complete) doc["complete"] = false;
   if (!temperature.is_null()) doc["temperature"] = temperature;
   doc["worst_classes"] = worst;
   doc["top_confusions"] = top;
-  writeFileAtomic((base / "report.json").string(), jsonText(doc, 2) + "\n");
+  writeFileAtomic((base / "report.json").string(), jsonText(roundedNumbers(doc), 2) + "\n");
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Exact-shard evaluation and ordered extraction.
 #include "fixres/engine/Evaluator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
@@ -64,6 +66,45 @@ torch::Tensor predictLogits(models::Model& model, const torch::Tensor& images, b
   return logits;
 }
 
+namespace {
+// A line every 30 s (FIXRES_PROGRESS_SECONDS) of an evaluation that takes longer (the first after
+// that long, so that a short one prints nothing): the batches done of this process's share, the
+// rate and the time left.
+class EvalProgress {
+ public:
+  EvalProgress(int size, int64_t batches) : size_(size), batches_(batches) {
+    const char* every = std::getenv("FIXRES_PROGRESS_SECONDS");
+    if (every != nullptr && *every != '\0') {
+      char* end = nullptr;
+      const double v = std::strtod(every, &end);
+      if (end != every && *end == '\0' && v >= 0 && v <= 86400)
+        every_ = v;
+      else
+        log::warn("FIXRES_PROGRESS_SECONDS=", every,
+                  " is not a number of seconds in [0, 86400]: a line every 30 s");
+    }
+  }
+  void batchDone(int64_t images) {
+    ++done_;
+    images_ += images;
+    const auto now = std::chrono::steady_clock::now();
+    if (std::chrono::duration<double>(now - last_).count() < every_) return;
+    last_ = now;
+    const double seconds = std::max(std::chrono::duration<double>(now - start_).count(), 1e-6);
+    const double left = seconds / done_ * static_cast<double>(batches_ - done_);
+    log::info("evaluating at ", size_, " px: batch ", done_, " of ", batches_, ", ",
+              static_cast<int64_t>(images_ / seconds), " img/s, about ",
+              static_cast<int64_t>(std::ceil(left)), " s left");
+  }
+
+ private:
+  int size_;
+  int64_t batches_, done_ = 0, images_ = 0;
+  double every_ = 30;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
+};
+}  // namespace
+
 EvalResult evaluate(models::Model& model, std::shared_ptr<const data::Dataset> dataset,
                     const EvalOptions& o, distributed::Communicator& comm) {
   torch::NoGradGuard noGrad;
@@ -74,6 +115,7 @@ EvalResult evaluate(models::Model& model, std::shared_ptr<const data::Dataset> d
   MetricSums sums;
   bool complete = true;
   DevicePrefetcher batches(loader, o.run, o.transform);
+  EvalProgress progress(o.transform.inputSize, loader.batchesPerEpoch());
   auto batchStart = std::chrono::steady_clock::now();
   while (auto batch = batches.next()) {
     // Each batch is progress for a stop's watchdog (StopSignal.h): an epoch-end evaluation that
@@ -100,6 +142,7 @@ EvalResult evaluate(models::Model& model, std::shared_ptr<const data::Dataset> d
     sums.top1 += correctInTopK(logits, y, 1);
     sums.top5 += correctInTopK(logits, y, 5);
     sums.count += y.size(0);
+    progress.batchDone(y.size(0));
   }
   if (loader.skippedImages() > 0)
     log::warn("evaluation skipped ", loader.skippedImages(), " unreadable image(s)");

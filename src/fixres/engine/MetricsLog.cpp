@@ -35,7 +35,7 @@ MetricsLog::~MetricsLog() {
 }
 
 void MetricsLog::append(const nlohmann::json& record) {
-  const std::string line = jsonText(record) + "\n";
+  const std::string line = jsonText(roundedNumbers(record)) + "\n";
   // A part of the line that went in before a write failed is cut off: the file keeps whole lines.
   appendWhole(fd_, path_, line, "line");
 }

@@ -105,6 +105,7 @@ ModelCard readRunFolder(const std::string& folder, const nlohmann::json& j) {
   c.testSize = finetune ? cfg.inputSize : cfg.evaluationSize();
   c.trainSize = finetune ? c.testSize : cfg.inputSize;
   c.source = cfg.model.weightPath;
+  c.trainPath = cfg.trainPath;
   c.license = derivedLicense(cfg.model.weightPath);
   if (j.contains("class_names"))
     c.classNames = stringList(j["class_names"], folder + "/config.json: class_names");

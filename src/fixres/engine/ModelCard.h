@@ -34,7 +34,8 @@ struct ModelCard {
   std::optional<image::ResizeMode> resizeMode;  // fixres's height rule or the shorter side
   std::vector<std::string> classNames;          // empty: not recorded
   std::string license;                          // "" when not recorded
-  std::string source;  // the weights it started from (a run's --weight-path)
+  std::string source;     // the weights it started from (a run's --weight-path)
+  std::string trainPath;  // a run's training images (its config.json's train_path), "" if none
   // What a sweep chose to run the model in (fixres.runtime, fixres.precision of a sweep folder's
   // config.json): the default of predict, eval and extract. None: not recorded.
   std::optional<RuntimeChoice> runtime;

@@ -22,6 +22,8 @@ namespace fixres::engine {
 // The sizes a model is fed (--input-size, --sizes, --train-size, a run's sizes): integers in
 // [8, 4096], the one range of every flag and list of them.
 inline constexpr Range kImageSizes = Range::integers(8, 4096);
+// The commands that train a model (flags of training alone: dropout, stochastic depth).
+inline constexpr const char* kTrainingCommands = "train,finetune,sweep";
 // Centre-crop fractions (--crop-pct, a model folder's crop_pct and test_crop_pct).
 inline constexpr Range kCropFractions = Range::reals(0.05, 1);
 
@@ -89,12 +91,14 @@ struct ModelSpec {
     v(Setting{"drop_rate", "--drop-rate", "Model",
               "Dropout before the classifier in training (default: the architecture's own, "
               "docs/models.md)",
-              Range::reals(0, 0.99).orValue(-1, "the architecture's")},
+              Range::reals(0, 0.99).orValue(-1, "the architecture's"), SettingRole::kCompared,
+              kTrainingCommands},
       m.dropRate);
     v(Setting{"drop_path_rate", "--drop-path-rate", "Model",
               "Stochastic depth in training, rising linearly to this rate over the blocks, for "
               "architectures that have it (default: the architecture's own, docs/models.md)",
-              Range::reals(0, 0.99).orValue(-1, "the architecture's")},
+              Range::reals(0, 0.99).orValue(-1, "the architecture's"), SettingRole::kCompared,
+              kTrainingCommands},
       m.dropPathRate);
     v(Setting{"img_size", "--img-size", "Model",
               "With a position embedding: the image size it is laid out for; the "

@@ -311,6 +311,14 @@ void SweepOptions::validate() const {
                  " px");
   if (finetune)
     for (int size : sizes) finetuneRun(size).validate();
+  // Data with train/ and val/ only has no held-out split yet: say how to make one.
+  std::error_code ec;
+  const std::string splitPath = imnetPath + "/" + split;
+  FIXRES_CHECK(imnetPath.empty() || std::filesystem::exists(splitPath, ec), DataError, "dataset ",
+               splitPath,
+               " does not exist: choose on images the model was not trained on, carved from "
+               "train/ before training by 'fixres holdout --imnet-path ",
+               imnetPath, "' (docs/resolution.md), or name another folder with --split");
   checkLatencyMemory(*this);
   checkSweepFolder(*this);
 }
@@ -472,7 +480,7 @@ void writeSweep(const SweepOptions& o, SweepResult& result) {
   }
   writeOrRemove("config.json", !result.modelConfig.empty(),
                 [&] { return jsonText(result.modelConfig, 2) + "\n"; });
-  writeFileAtomic(o.out + "/sweep.json", jsonText(sweepJson(o, result), 2) + "\n");
+  writeFileAtomic(o.out + "/sweep.json", jsonText(roundedNumbers(sweepJson(o, result)), 2) + "\n");
 }
 
 }  // namespace fixres::engine

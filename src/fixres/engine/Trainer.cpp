@@ -116,6 +116,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
 
 RunSummary Trainer::run() {
   summary_ = RunSummary{};
+  summary_.split = splitName();
   start_ = Clock::now();
   const bool resumed = resume();
   startRunFolder(resumed);

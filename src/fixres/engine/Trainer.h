@@ -34,6 +34,7 @@ struct RunSummary {
   double seconds = 0;
   bool stoppedEarly = false;  // --stop-after-steps reached, or a stop signal
   int stopSignal = 0;         // the signal (SIGTERM, SIGINT, ...) when the run stopped on one
+  std::string split;          // the evaluated folder's name ("val", "holdout")
 };
 
 // Every way a run ends after its training began leaves a checkpoint of its last completed step
@@ -106,7 +107,7 @@ class Trainer {
   void writeCheckpoints(bool epochEnd);
   OptimizerRef optimizerRef();
   void logProgress(int64_t iteration, int64_t iterations, double loss, double lr, double imgPerSec,
-                   double dataWaitShare, double etaSeconds);
+                   double dataWaitShare, double etaSeconds, double runEtaSeconds);
   void appendMetrics(const nlohmann::json& line);
   std::optional<Stop> stepLimit() const;
   std::optional<Stop> agreedStop();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
@@ -23,6 +24,20 @@ std::string nonFiniteWhat(NonFinite kind) {
     default:
       return "the averaged gradient is not finite";
   }
+}
+
+// "42s", "3m05s", "2h07m": a remaining time as a person reads it.
+std::string durationText(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const long long s = std::llround(seconds);
+  char buf[32];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  return buf;
 }
 
 }  // namespace
@@ -73,20 +88,27 @@ void Trainer::reportProgress(int64_t iterations, double lr, double epochSeconds,
                              const StepTally& epochTally, const StepTally& window,
                              double windowSeconds) {
   const double ips = epochTally.images * comm_.worldSize() / std::max(epochSeconds, 1e-9);
-  const double eta = epochSeconds / done * (iterations - state_.iteration);
+  // The epoch's rest and the run's: this epoch's time per iteration for every iteration left
+  // (the evaluations between epochs not counted).
+  const double perIteration = epochSeconds / done;
+  const double eta = perIteration * (iterations - state_.iteration);
+  const double runEta =
+      eta + perIteration * iterations * std::max<int64_t>(0, cfg_.epochs - state_.epoch - 1);
   const double meanLoss = epoch_.lossCount > 0 ? epoch_.lossSum / epoch_.lossCount : NAN;
   // This rank's share of the wall time since the last progress line spent waiting for data:
   // near 1 when the loader cannot keep up with the steps.
   const double waitShare =
       windowSeconds > 0 ? std::clamp(window.dataWaitSeconds / windowSeconds, 0.0, 1.0) : 0.0;
-  logProgress(state_.iteration, iterations, meanLoss, lr, ips, waitShare, eta);
+  logProgress(state_.iteration, iterations, meanLoss, lr, ips, waitShare, eta, runEta);
   nlohmann::json record = {{"step", state_.globalStep},
                            {"epoch", state_.epoch},
                            {"iteration", state_.iteration},
                            {"lr", lr},
                            {"loss", meanLoss},
                            {"images_per_s", ips},
-                           {"data_wait_share", waitShare}};
+                           {"data_wait_share", waitShare},
+                           {"eta_s", eta},
+                           {"run_eta_s", runEta}};
   if (epoch_.skipped > 0) record["skipped_steps"] = epoch_.skipped;
   if (cfg_.progressive.enabled()) record["train_size"] = trainTransform_.inputSize;
   if (const LossScaler* scaler = step_->lossScaler()) {
@@ -102,14 +124,15 @@ void Trainer::appendMetrics(const nlohmann::json& line) {
 }
 
 void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double ips,
-                          double waitShare, double eta) {
+                          double waitShare, double eta, double runEta) {
   if (comm_.rank() != 0) return;
   char buf[256];
   std::snprintf(buf, sizeof(buf),
                 "epoch %lld/%d  iter %lld/%lld  loss %.4f  lr %.5g  %.1f img/s  data %.0f%%  ETA "
-                "%.0fs",
+                "%s (run %s)",
                 static_cast<long long>(state_.epoch + 1), cfg_.epochs, static_cast<long long>(it),
-                static_cast<long long>(n), loss, lr, ips, 100.0 * waitShare, eta);
+                static_cast<long long>(n), loss, lr, ips, 100.0 * waitShare,
+                durationText(eta).c_str(), durationText(runEta).c_str());
   if (::isatty(STDERR_FILENO)) {
     std::fprintf(stderr, "\r%s", buf);
     if (it == n) std::fprintf(stderr, "\n");

@@ -133,6 +133,28 @@ TEST(SvgPlot, IntegerStepsForIntegerData) {
   EXPECT_EQ(niceTicks(0, 90, 4, true).step, 25);
 }
 
+// A constant series (a learning rate held at 0.001) gets an axis from 0 to twice its value, not
+// [-1, 1] where it looks like 0; steps and epochs (never negative) start at 0, not below.
+TEST(SvgPlot, AxesFollowTheData) {
+  const AxisTicks lr = niceTicks(0.001, 0.001, 5);
+  EXPECT_EQ(lr.first, 0);
+  EXPECT_NEAR(lr.last, 0.002, 1e-12);
+  const AxisTicks negative = niceTicks(-3, -3, 5);
+  EXPECT_EQ(negative.last, 0);
+  EXPECT_NEAR(negative.first, -6, 1e-12);
+  EXPECT_EQ(niceTicks(0, 0, 4).first, -1);
+
+  PlotSeries steps{"lr", {0, 1000, 2000, 3000, 4000, 5000}, {1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3}};
+  PlotOptions o;
+  const std::string svg = lineChartSvg({steps}, o);
+  const std::vector<double> xt = numbers(texts(svg, "xtick")), yt = numbers(texts(svg, "ytick"));
+  ASSERT_FALSE(xt.empty());
+  ASSERT_FALSE(yt.empty());
+  EXPECT_EQ(xt.front(), 0) << "the step axis starts below 0";
+  EXPECT_GE(yt.front(), 0) << "a positive constant drawn from below 0";
+  EXPECT_LE(yt.back(), 0.003) << "a constant of 0.001 on an axis to " << yt.back();
+}
+
 TEST(SvgPlot, ChartTicksAreRoundOnBothAxes) {
   const Sweep s = sampleSweep();
   const std::string svg = lineChartSvg(s.series, s.options);

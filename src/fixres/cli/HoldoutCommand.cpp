@@ -1,0 +1,65 @@
+// `fixres holdout`: carve a held-out split from DATA/train/ (data/Holdout.h), the split the
+// sweep chooses its test size on, for data that came with train/ and val/ only.
+#include <iostream>
+
+#include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
+#include "fixres/common/Log.h"
+#include "fixres/common/StopSignal.h"
+#include "fixres/data/Holdout.h"
+
+namespace fixres::cli {
+
+Command addHoldoutCommand(CLI::App& parent) {
+  auto* sub = parent.add_subcommand(
+      "holdout",
+      "Move a seeded fraction of each class of DATA/train/ to DATA/holdout/: the held-out split "
+      "sweep chooses on (before training on DATA/train/)");
+  struct State {
+    std::string imnetPath, split = "holdout";
+    double fraction = 0.1;
+    int64_t seed = 0;
+  };
+  auto s = std::make_shared<State>();
+  addShared(*sub, "--imnet-path", s->imnetPath)->required();
+  sub->add_option("--split", s->split, "The folder under --imnet-path that receives the images")
+      ->capture_default_str();
+  sub->add_option("--fraction", s->fraction,
+                  "The share of each class moved (rounded per class; every class keeps at least "
+                  "one training image)")
+      ->check(finiteIn(0, 0.5, /*openLow=*/true))
+      ->capture_default_str();
+  sub->add_option("--seed", s->seed,
+                  "Seed of the choice: the same folder, fraction and seed move the same images")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  return {sub, [s]() -> int {
+            FIXRES_CHECK(!s->split.empty() && s->split != "train" && s->split != "val" &&
+                             s->split.find('/') == std::string::npos && s->split != "." &&
+                             s->split != "..",
+                         UsageError, "--split must name a new folder beside train/ and val/, got '",
+                         s->split, "'");
+            const auto plan =
+                data::planHoldout(s->imnetPath + "/train", s->imnetPath + "/" + s->split,
+                                  s->fraction, static_cast<uint64_t>(s->seed));
+            installStopHandlers();  // Ctrl-C moves every image back
+            const int signal = data::carveHoldout(plan);
+            if (signal != 0) {
+              log::warn("holdout: stopped by signal ", signal, ", every image moved back to ",
+                        plan.trainRoot);
+              return 128 + signal;
+            }
+            int64_t kept = 0, moved = 0;
+            for (size_t c = 0; c < plan.classes.size(); ++c) {
+              kept += plan.kept[c];
+              moved += plan.moved[c];
+            }
+            std::cout << "holdout: " << moved << " images of " << plan.classes.size()
+                      << " classes moved to " << plan.holdoutRoot << ", " << kept << " left in "
+                      << plan.trainRoot << " (fraction " << s->fraction << ", seed " << s->seed
+                      << ")" << std::endl;
+            return 0;
+          }};
+}
+
+}  // namespace fixres::cli
