@@ -2,7 +2,7 @@
 # `fixres holdout`: a seeded fraction of each class of DATA/train/ moved to DATA/holdout/, the
 # images picked as the documented rule picks them (holdout_check.py: SplitMix64 Fisher-Yates,
 # implemented there from the rule), none lost; the same seed on a copy picks the same files;
-# refusals (an existing split, a fraction out of range, a split named train) exit 2 and move
+# refusals (an existing split, a fraction or seed out of range) exit 2 and move
 # nothing; sweep on data without the split names the command.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
@@ -31,17 +31,17 @@ run "$FIXRES" holdout --imnet-path "$WORK/copy" --fraction 0.3 --seed 7
 expect_code 0
 diff <(cd "$D/holdout" && ls -d */* | sort) <(cd "$WORK/copy/holdout" && ls -d */* | sort) >/dev/null ||
   bad "the same seed picked other files"
-run "$FIXRES" holdout --imnet-path "$WORK/other" --fraction 0.3 --seed 8 --split held
+run "$FIXRES" holdout --imnet-path "$WORK/other" --fraction 0.3 --seed 8
 expect_code 0
-run "$PY" "$SRC/tests/reference/holdout_check.py" "$WORK/before.txt" "$WORK/other" held 0.3 8
+run "$PY" "$SRC/tests/reference/holdout_check.py" "$WORK/before.txt" "$WORK/other" holdout 0.3 8
 expect_code 0
-diff <(cd "$D/holdout" && ls -d */* | sort) <(cd "$WORK/other/held" && ls -d */* | sort) >/dev/null &&
+diff <(cd "$D/holdout" && ls -d */* | sort) <(cd "$WORK/other/holdout" && ls -d */* | sort) >/dev/null &&
   bad "seeds 7 and 8 picked the same files"
 
 # Refusals: exit 2 naming the flag or the folder, nothing moved.
 (cd "$D" && find . -type f | sort) >"$WORK/all.txt"
-for args in "--fraction 0.3:exists already" "--fraction 0.7 --split h2:--fraction" "--fraction 0:--fraction" \
-  "--split train:--split" "--split ../x:--split"; do
+for args in "--fraction 0.3:exists already" "--fraction 0.7:--fraction" "--fraction 0:--fraction" \
+  "--seed -1:--seed"; do
   run "$FIXRES" holdout --imnet-path "$D" ${args%%:*}
   expect_code 2; expect_err_lines 1; expect_err "${args#*:}"
 done

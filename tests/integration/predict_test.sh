@@ -120,6 +120,7 @@ EOF2
 # --- 2. the timm hub folder -------------------------------------------------------------------
 run "$FIXRES" export --weight-path "$RUN" --format timm-hub --out "$WORK/hub" --input-size 32
 expect_code 0; expect_out "as timm-hub -> .*hub \(test size 32 px\)"
+expect_err_lines 1; expect_err "resnet_tiny is fixres's own demo network, which timm does not have: timm.create_model cannot build it"
 run "$PY" "$REF/hub_check.py" safetensors "$WORK/hub/model.safetensors" "$RUN/checkpoint.pth"
 expect_code 0; expect_out "tensors equal"
 run "$PY" - "$WORK/hub/config.json" <<'EOF'

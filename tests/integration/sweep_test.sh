@@ -49,6 +49,14 @@ expect_out "wrote .*/s1/sweep.json, .*/s1/sweep.svg, .*/s1/sweep_grid.svg, .*/s1
 expect_file "$WORK/s1/sweep_speed.svg"
 grep -q "Pareto front" "$WORK/s1/sweep_speed.svg" || bad "sweep_speed.svg has no Pareto front"
 grep -q "chosen .* px" "$WORK/s1/sweep_speed.svg" || bad "sweep_speed.svg does not mark the choice"
+# Every cell's point labelled with its size (the points themselves carry no other name).
+"$PY" - "$WORK/s1/sweep.json" "$WORK/s1/sweep_speed.svg" <<'EOF' || bad "sweep_speed.svg's points are not labelled with the rows' sizes"
+import json, sys, xml.etree.ElementTree as ET
+rows = json.load(open(sys.argv[1]))["rows"]
+ns = "{http://www.w3.org/2000/svg}"
+labels = [e.text for e in ET.parse(sys.argv[2]).getroot().iter(ns + "text") if e.get("class") == "point-label"]
+assert sorted(labels) == sorted(f"{r['size']} px" for r in rows), (labels, [r["size"] for r in rows])
+EOF
 check_choice() {  # check_choice SWEEP_JSON FINETUNE MAX_MS MIN_IPS
   "$PY" - "$@" <<'EOF'
 import json, sys

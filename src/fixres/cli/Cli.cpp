@@ -141,8 +141,8 @@ std::string unknownFlagProblem(CLI::App& app, int argc, char** argv) {
 }
 
 // In a command that reads a model folder (every command taking --pretrained), the flags a folder
-// completes show no fixed default: --help's "=ResNet50" would say what a folder overrides. The
-// text says both ("default: a model folder's, else ResNet50").
+// completes show no fixed default: --help's "=ResNet50" would say what a folder overrides. Their
+// help says both (their rows: "default: a model folder's, else ResNet50").
 void showFolderDefaults(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     showFolderDefaults(*sub);
@@ -150,14 +150,8 @@ void showFolderDefaults(CLI::App& app) {
     for (const char* flag :
          {"--architecture", "--num-classes", "--interpolation", "--crop-pct", "--input-size"}) {
       CLI::Option* o = sub->get_option_no_throw(flag);
-      if (o == nullptr || o->get_default_str().empty()) continue;
-      const bool said = o->get_description().find("model folder") != std::string::npos;
-      const std::string f = flag;
-      if (!said && (f == "--crop-pct" || f == "--input-size")) continue;  // not a folder's here
-      if (!said)
-        o->description(o->get_description() + " (default: a model folder's, else " +
-                       o->get_default_str() + ")");
-      o->default_str("");
+      if (o != nullptr && o->get_description().find("model folder") != std::string::npos)
+        o->default_str("");
     }
   }
 }

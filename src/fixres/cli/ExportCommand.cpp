@@ -8,12 +8,14 @@
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/JsonInput.h"
+#include "fixres/common/Log.h"
 #include "fixres/engine/Export.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/OnnxExport.h"
 #include "fixres/engine/OpenVinoModel.h"
+#include "fixres/models/Registry.h"
 
 namespace fixres::cli {
 namespace {
@@ -89,6 +91,11 @@ Command addExportCommand(CLI::App& parent) {
                       << choiceName(engine::exportLayouts(), s->output.format) << " -> " << s->out;
             if (hub || onnx || openvino) std::cout << " (test size " << card.testSize << " px)";
             std::cout << std::endl;
+            if (hub && models::isFixresOwn(s->model.architectureName()))
+              log::warn(s->model.architectureName(),
+                        " is fixres's own demo network, which timm does not have: "
+                        "timm.create_model cannot build it from ",
+                        s->out, "; fixres reads the folder (predict, eval, export --weight-path)");
             return 0;
           }};
 }

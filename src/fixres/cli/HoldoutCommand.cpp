@@ -16,32 +16,21 @@ Command addHoldoutCommand(CLI::App& parent) {
       "Move a seeded fraction of each class of DATA/train/ to DATA/holdout/: the held-out split "
       "sweep chooses on (before training on DATA/train/)");
   struct State {
-    std::string imnetPath, split = "holdout";
+    std::string imnetPath;
     double fraction = 0.1;
     int64_t seed = 0;
   };
   auto s = std::make_shared<State>();
   addShared(*sub, "--imnet-path", s->imnetPath)->required();
-  sub->add_option("--split", s->split, "The folder under --imnet-path that receives the images")
-      ->capture_default_str();
   sub->add_option("--fraction", s->fraction,
                   "The share of each class moved (rounded per class; every class keeps at least "
                   "one training image)")
       ->check(finiteIn(0, 0.5, /*openLow=*/true))
       ->capture_default_str();
-  sub->add_option("--seed", s->seed,
-                  "Seed of the choice: the same folder, fraction and seed move the same images")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  addShared(*sub, "--seed", s->seed);
   return {sub, [s]() -> int {
-            FIXRES_CHECK(!s->split.empty() && s->split != "train" && s->split != "val" &&
-                             s->split.find('/') == std::string::npos && s->split != "." &&
-                             s->split != "..",
-                         UsageError, "--split must name a new folder beside train/ and val/, got '",
-                         s->split, "'");
-            const auto plan =
-                data::planHoldout(s->imnetPath + "/train", s->imnetPath + "/" + s->split,
-                                  s->fraction, static_cast<uint64_t>(s->seed));
+            const auto plan = data::planHoldout(s->imnetPath + "/train", s->imnetPath + "/holdout",
+                                                s->fraction, static_cast<uint64_t>(s->seed));
             installStopHandlers();  // Ctrl-C moves every image back
             const int signal = data::carveHoldout(plan);
             if (signal != 0) {

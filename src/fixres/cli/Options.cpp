@@ -22,20 +22,14 @@ void addClusterOptions(CLI::App& app, ClusterOptions& o) {
   addOptionalInt(app, "--global-rank", o.flags.globalRank, "Rank of this process", intIn(0, 65535));
   addOptionalInt(app, "--local-rank", o.flags.localRank, "Rank on this node (GPU index)",
                  intIn(0, 65535));
-  // A run folder and checkpoints are training's; the other commands share the rendezvous only.
-  const std::string command = commandName(app);
-  const bool trains =
-      command == "train" || command == "finetune" || command == "sweep" || command == "launch";
   auto& jobId = o.flags.jobId;
   app.add_option_function<std::string>(
          "--job-id", [&jobId](const std::string& v) { jobId = v; },
-         trains ? "Job id: names the run folder and the rendezvous"
-                : "Job id: names the rendezvous file in --shared-folder-path")
+         "Job id: names the rendezvous (train, finetune and sweep: and the run folder)")
       ->group("Cluster");
   app.add_option("--shared-folder-path", o.flags.sharedFolderPath,
-                 trains ? "Folder seen by every rank: checkpoints, and the rendezvous file when no "
-                          "--dist-url"
-                        : "Folder seen by every rank: the rendezvous file when no --dist-url")
+                 "Folder seen by every rank: the rendezvous file when no --dist-url (train, "
+                 "finetune and sweep: and the run folders)")
       ->group("Cluster");
   app.add_option("--dist-url", o.flags.distUrl, "Rendezvous: tcp://host:port or file:///path")
       ->group("Cluster");

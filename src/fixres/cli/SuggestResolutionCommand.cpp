@@ -18,7 +18,7 @@ Command addSuggestResolutionCommand(CLI::App& parent) {
   struct State {
     int trainSize = 224, multiple = 1;
     double scaleMin = 0.08, scaleMax = 1.0, cropRatio = 224.0 / 256.0;
-    std::string imageSize, architecture = "resnet50";
+    std::string imageSize, architecture = "ResNet50";
     bool multipleGiven = false;
   };
   auto s = std::make_shared<State>();
@@ -37,10 +37,7 @@ Command addSuggestResolutionCommand(CLI::App& parent) {
   sub->add_option("--multiple", s->multiple, "Round the suggestion to a multiple of this")
       ->check(intIn(1, 4096))
       ->capture_default_str();
-  sub->add_option("--architecture,--model", s->architecture,
-                  "The network whose output stride the suggestion is rounded to (sizes off the "
-                  "stride cost accuracy: docs/resolution.md)")
-      ->capture_default_str();
+  addShared(*sub, "--architecture", s->architecture);
   return {sub, [s, sub]() -> int {
             s->multipleGiven = sub->get_option("--multiple")->count() > 0;
             const int stride = models::outputStride(s->architecture);

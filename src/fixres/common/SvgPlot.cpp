@@ -279,6 +279,12 @@ std::vector<Outlier> placeOutliers(const ChartData& d, const ChartFrame& f, int 
   std::stable_sort(outliers.begin(), outliers.end(), [](const Outlier& a, const Outlier& b) {
     return a.p->x != b.p->x ? a.p->x < b.p->x : a.p->y < b.p->y;
   });
+  // A point drawn by several series (a Pareto front over the cells) is one outlier, labelled once.
+  outliers.erase(std::unique(outliers.begin(), outliers.end(),
+                             [](const Outlier& a, const Outlier& b) {
+                               return a.p->x == b.p->x && a.p->y == b.p->y;
+                             }),
+                 outliers.end());
   std::vector<std::pair<int, Interval>> taken;  // level, label extent
   for (Outlier& u : outliers) {
     u.text = withUnit(unitLabel(fixed(u.p->y, valueDecimals), f.yExp), o.yUnit) + " at " +
@@ -300,7 +306,7 @@ std::vector<Outlier> placeOutliers(const ChartData& d, const ChartFrame& f, int 
 // Where the dashed line to point p ends: its outlier's triangle tip.
 double tipOf(const std::vector<Outlier>& outliers, const Point* p, double bottom) {
   for (const Outlier& u : outliers)
-    if (u.p == p) return u.tip;
+    if (u.p->x == p->x && u.p->y == p->y) return u.tip;  // the same place: one triangle
   return bottom;
 }
 

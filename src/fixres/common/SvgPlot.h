@@ -55,8 +55,8 @@ struct PlotSeries {
   bool highlightMax = false;  // ring the point with the largest y and mark its x
   // Optional, by point: a short text beside the point (class "point-label": a bin's image count)
   // and whether the point stands on little evidence, drawn hollow (class "weak").
-  std::vector<std::string> pointLabels;
-  std::vector<bool> weak;
+  std::vector<std::string> pointLabels = {};
+  std::vector<bool> weak = {};
 };
 
 enum class MarkStyle { kDashed, kDotted, kSolid };

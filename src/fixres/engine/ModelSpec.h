@@ -22,6 +22,13 @@ namespace fixres::engine {
 // The sizes a model is fed (--input-size, --sizes, --train-size, a run's sizes): integers in
 // [8, 4096], the one range of every flag and list of them.
 inline constexpr Range kImageSizes = Range::integers(8, 4096);
+// --architecture where it only names a network.
+inline constexpr CommandHelp kArchitectureHelp[] = {
+    {"suggest-resolution",
+     "The network whose output stride the suggestion is rounded to (sizes off the stride cost "
+     "accuracy: docs/resolution.md)"},
+    {nullptr, nullptr}};
+
 // The commands that train a model (flags of training alone: dropout, stochastic depth).
 inline constexpr const char* kTrainingCommands = "train,finetune,sweep";
 // Centre-crop fractions (--crop-pct, a model folder's crop_pct and test_crop_pct).
@@ -67,9 +74,13 @@ struct ModelSpec {
               "--architecture,--model",
               "Model",
               "Model name, in FixRes's, torchvision's or timm's spelling (docs/models.md; an "
-              "unknown name is refused with the list of known ones)",
+              "unknown name is refused with the list of known ones; default: a model folder's "
+              "when --weight-path names one, else ResNet50)",
               {},
-              SettingRole::kDefinesRun},
+              SettingRole::kDefinesRun,
+              "",
+              "",
+              kArchitectureHelp},
       m.architecture);
     v(Setting{"efficientnet_model",
               "--EfficientNet-models",
@@ -80,7 +91,8 @@ struct ModelSpec {
               SettingRole::kDefinesRun},
       m.efficientNetModel);
     v(Setting{"interpolation", "--interpolation", "Model",
-              "Resize filter: bilinear (the reference's) or bicubic (timm's recipes)"},
+              "Resize filter: bilinear (the reference's) or bicubic (timm's recipes; default: a "
+              "model folder's, else bilinear)"},
       m.interpolation, image::interpolations());
     v(Setting{"mean", "--mean", "Model",
               "Normalisation mean R G B (default: the architecture's; ImageNet's)"},
@@ -112,8 +124,8 @@ struct ModelSpec {
               "values turn it on)"},
       m.dynamicImgSize);
     v(Setting{"num_classes", "--num-classes", "Model",
-              "Classifier size (0: number of dataset classes)", Range::integers(0, 1000000),
-              SettingRole::kDefinesRun},
+              "Classifier size (0: a model folder's, else the number of dataset classes)",
+              Range::integers(0, 1000000), SettingRole::kDefinesRun},
       m.numClasses);
     v(Setting{"weight_path", "--weight-path,--resnet-weight-path", "Model",
               "Weights: torch.save file (zip or pre-1.6: state dict, FixRes {'model': ...}, or a "

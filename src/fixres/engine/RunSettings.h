@@ -16,6 +16,12 @@ inline constexpr CommandHelp kInputSizeHelp[] = {
     {"bench train,bench eval,bench data", "The input resolution in px"},
     {nullptr, nullptr}};
 
+// What --seed seeds in the commands that are not runs.
+inline constexpr CommandHelp kSeedHelp[] = {
+    {"shard", "Seed of the sample order"},
+    {"holdout", "Seed of the choice: the same folder, fraction and seed move the same images"},
+    {nullptr, nullptr}};
+
 template <typename Self, typename V>
 void RunConfig::visitSettings(Self& c, V&& v) {
   constexpr auto kDefines = SettingRole::kDefinesRun;
@@ -108,9 +114,8 @@ void RunConfig::visitSettings(Self& c, V&& v) {
             "Average logits with the horizontally flipped image"},
     c.testFlip);
   NumericsOptions::visitSettings(c.numerics, v);
-  v(Setting{"seed", "--seed", "Optimisation",
-            "Seed of initialisation, sampling and augmentation; shard: of the sample order",
-            Range::integers(0), kDefines},
+  v(Setting{"seed", "--seed", "Optimisation", "Seed of initialisation, sampling and augmentation",
+            Range::integers(0), kDefines, "", "", kSeedHelp},
     c.seed);
   v(Setting{"stop_after_steps", "--stop-after-steps", "Optimisation",
             "Stop (with a checkpoint) once this many steps are done in total (-1: never); rerun "

@@ -133,19 +133,31 @@ std::string sweepSpeedSvg(const SweepOptions& o, const SweepResult& result) {
     po.marks.push_back({c.imagesPerS, label, "#2ca02c", MarkStyle::kDotted});
   }
   // The cells as points, a series per precision when several are swept.
+  // Each point labelled with its size (and crop fraction when several are swept).
   std::vector<PlotSeries> series;
   const char* colors[] = {"#1f77b4", "#9467bd", "#17becf", "#8c564b"};
+  const bool severalCrops = o.cropPcts.size() > 1;
   for (size_t k = 0; k < result.precisions.size(); ++k) {
-    std::vector<double> px, py;
-    for (size_t i = 0; i < result.rows.size(); ++i)
-      if (result.rows[i].precision == result.precisions[k]) {
-        px.push_back(xs[i]);
-        py.push_back(ys[i]);
-      }
     const bool several = result.precisions.size() > 1;
-    series.push_back({several ? std::string("sizes, ") + precisionName(result.precisions[k])
-                              : std::string("sizes"),
-                      several ? px : xs, several ? py : ys, colors[k % 4], false});
+    PlotSeries ser{several ? std::string("sizes, ") + precisionName(result.precisions[k])
+                           : std::string("sizes"),
+                   {},
+                   {},
+                   colors[k % 4],
+                   false};
+    for (size_t i = 0; i < result.rows.size(); ++i) {
+      const SweepRow& r = result.rows[i];
+      if (several && r.precision != result.precisions[k]) continue;
+      ser.x.push_back(xs[i]);
+      ser.y.push_back(ys[i]);
+      char text[48];
+      if (severalCrops)
+        std::snprintf(text, sizeof text, "%d px, %.3g", r.size, r.cropPct);
+      else
+        std::snprintf(text, sizeof text, "%d px", r.size);
+      ser.pointLabels.push_back(text);
+    }
+    series.push_back(std::move(ser));
     if (!several) break;
   }
   series.push_back({"Pareto front", fx, fy, "#d62728", false});

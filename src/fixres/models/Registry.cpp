@@ -63,6 +63,11 @@ Model createModel(const std::string& name, int64_t numClasses) {
   return createModel(name, o);
 }
 
+bool isFixresOwn(const std::string& name) {
+  const std::string canonical = architectureInfo(name).name;
+  return canonical == "resnet_tiny" || canonical == "vit_demo" || canonical == "convnext_demo";
+}
+
 int outputStride(const std::string& name) {
   return architectureInfo(name).outputStride;
 }

@@ -28,6 +28,10 @@ std::vector<std::string> knownArchitectures();
 // Total downsampling of the last feature map: 32 (ImageNet stems), 8 (small-image stem).
 int outputStride(const std::string& name);
 
+// Whether `name` is one of fixres's own small demo networks (resnet_tiny, vit_demo,
+// convnext_demo), which timm does not have: timm.create_model cannot build them.
+bool isFixresOwn(const std::string& name);
+
 // UsageError unless numClasses >= 1 (every family's classifier).
 void checkNumClasses(int64_t numClasses);
 

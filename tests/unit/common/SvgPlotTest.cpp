@@ -296,6 +296,19 @@ TEST(SvgPlot, MarkLabelsDoNotOverlapEvenWhenMarksCrowd) {
   EXPECT_GT(maxY, minY);
 }
 
+// A point two series share (the sweep's cells and their Pareto front) is one outlier: one
+// triangle, one label.
+TEST(SvgPlot, ASharedOutlierIsLabelledOnce) {
+  Sweep s = sampleSweep();
+  s.series.resize(1);
+  PlotSeries copy = s.series[0];
+  copy.name = "front";
+  s.series.push_back(copy);
+  const std::string svg = lineChartSvg(s.series, s.options);
+  EXPECT_EQ(texts(svg, "outlier-label"), (std::vector<std::string>{"41.0 % at 16 px"}));
+  EXPECT_EQ(count(svg, "class=\"outlier\""), 1u);
+}
+
 TEST(SvgPlot, SingleSeriesAndEmptyInputStillDraw) {
   Sweep s = sampleSweep();
   s.series.resize(1);
