@@ -46,7 +46,7 @@ rm -rf "$RUNS"
 
 # 2. The uninterrupted run.
 run "$FIXRES" "${T[@]}" "${E[@]}" --job-id ref
-expect_code 0; expect_err "EMA top-1"; expect_out "after \(EMA\): size 24"
+expect_code 0; expect_err "EMA top-1"; expect_out "^after training \(EMA weights\): top-1 [0-9.]+ %, top-5 [0-9.]+ % on [0-9]+ val images at 24 px$"
 run "$PY" - "$RUNS/train/ref" <<'PY'
 import json, sys, torch
 run = sys.argv[1]

@@ -135,6 +135,9 @@ void writeReliability(const std::filesystem::path& base,
                       const std::vector<std::pair<double, Reliability>>& curves,
                       const ReportInfo& info) {
   std::string csv = "temperature,bin,lower,upper,images,confidence,accuracy\n";
+  int64_t images = 0;  // every curve bins the same images
+  if (!curves.empty())
+    for (const auto& bin : curves.front().second.bins) images += bin.images;
   std::vector<PlotSeries> series;
   const char* colors[] = {"#1f77b4", "#d62728"};
   for (size_t k = 0; k < curves.size(); ++k) {
@@ -144,8 +147,6 @@ void writeReliability(const std::filesystem::path& base,
     std::snprintf(name, sizeof name, "T = %.3g (ECE %.1f %%)", t, 100 * rel.ece);
     s.name = k == 0 ? "softmax (ECE " + percentLabel(rel.ece) + ")" : std::string(name);
     s.color = colors[k];
-    int64_t images = 0;
-    for (const auto& bin : rel.bins) images += bin.images;
     for (size_t b = 0; b < rel.bins.size(); ++b) {
       const auto& bin = rel.bins[b];
       csv += shortestText(t) + "," + std::to_string(b) + "," + shortestText(bin.lower) + "," +
@@ -166,7 +167,8 @@ void writeReliability(const std::filesystem::path& base,
   writeFileAtomic((base / "reliability.csv").string(), csv);
   PlotOptions po;
   po.title = "Reliability at " + std::to_string(info.inputSize) + " px (" +
-             std::to_string(kReliabilityBins) + " confidence bins)";
+             std::to_string(kReliabilityBins) + " confidence bins; hollow: fewer than " +
+             std::to_string(std::max<int64_t>(10, images / 100)) + " images)";
   po.xLabel = "confidence (%)";
   po.yLabel = "accuracy (%)";
   po.xUnit = po.yUnit = "%";

@@ -113,7 +113,8 @@ struct ModelSpec {
               kTrainingCommands},
       m.dropPathRate);
     v(Setting{"img_size", "--img-size", "Model",
-              "With a position embedding: the image size it is laid out for; the "
+              "With a position embedding: the image size it is laid out for, as timm's "
+              "create_model(img_size=...) (not the input size: that is --input-size); the "
               "weights' embedding is resampled to it (bicubic) when they load (0: the size the "
               "command runs at)",
               kImageSizes.orValue(0, "the size the command runs at")},

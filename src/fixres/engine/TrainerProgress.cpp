@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
 #include "fixres/engine/Trainer.h"
 
@@ -119,8 +120,12 @@ void Trainer::reportProgress(int64_t iterations, double lr, double epochSeconds,
 }
 
 void Trainer::appendMetrics(const nlohmann::json& line) {
-  if (metrics_) metrics_->append(line);
-  if (events_) events_->appendRecord(line, eventWallTimeNow());
+  // The numbers rounded once (MetricsLog writes them so), and the event file given the same
+  // values: its float32 of a mean that fell on a float32 midpoint could otherwise round the
+  // other way than the JSON's.
+  const nlohmann::json rounded = roundedNumbers(line);
+  if (metrics_) metrics_->append(rounded);
+  if (events_) events_->appendRecord(rounded, eventWallTimeNow());
 }
 
 void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double ips,
