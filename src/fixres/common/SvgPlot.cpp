@@ -3,6 +3,7 @@
 #include "fixres/common/SvgPlot.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -312,6 +313,28 @@ double tipOf(const std::vector<Outlier>& outliers, const Point* p, double bottom
 
 // Series si: solid lines between points on the axis, dashed ones down to clipped points, the
 // points, the ring of its best point.
+// Where a point's label goes: right above the point, else right below, left above, left below,
+// the first place that overlaps no label placed before it (`placed`, boxes of 10 px text at 0.6
+// em per character); right above when every place is taken.
+std::pair<double, double> placePointLabel(std::vector<std::array<double, 4>>& placed, double x,
+                                          double y, const std::string& text) {
+  const double w = textWidth(text, 10), h = 10;
+  const std::pair<double, double> tries[] = {
+      {x + 5, y - 6}, {x + 5, y + 14}, {x - 5 - w, y - 6}, {x - 5 - w, y + 14}};
+  for (const auto& [lx, ly] : tries) {
+    const std::array<double, 4> box{lx, ly - h, lx + w, ly};
+    bool clash = false;
+    for (const auto& b : placed)
+      clash = clash || (box[0] < b[2] && b[0] < box[2] && box[1] < b[3] && b[1] < box[3]);
+    if (!clash) {
+      placed.push_back(box);
+      return {lx, ly};
+    }
+  }
+  placed.push_back({tries[0].first, tries[0].second - h, tries[0].first + w, tries[0].second});
+  return tries[0];
+}
+
 void writeSeries(std::ostringstream& s, const PlotSeries& ser, size_t si, const ChartData& d,
                  const ChartFrame& f, const std::vector<Outlier>& outliers) {
   std::vector<const Point*> own;
@@ -346,16 +369,19 @@ void writeSeries(std::ostringstream& s, const PlotSeries& ser, size_t si, const 
       << num(f.below(*b) ? tipOf(outliers, b, f.bottom) : f.py(b->y)) << "\" stroke=\"" << ser.color
       << "\" stroke-width=\"1.5\" stroke-dasharray=\"4,3\"/>\n";
   }
+  std::vector<std::array<double, 4>> labelBoxes;
   for (const Point* p : own) {
     if (f.below(*p)) continue;
     const bool weak = p->index < ser.weak.size() && ser.weak[p->index];
     s << "<circle" << (weak ? " class=\"weak\"" : "") << " cx=\"" << num(f.px(p->x)) << "\" cy=\""
       << num(f.py(p->y)) << "\" r=\"3.5\" fill=\"" << (weak ? "white" : ser.color) << "\" stroke=\""
       << ser.color << "\"/>\n";
-    if (p->index < ser.pointLabels.size() && !ser.pointLabels[p->index].empty())
-      s << "<text class=\"point-label\" x=\"" << num(f.px(p->x) + 5) << "\" y=\""
-        << num(f.py(p->y) - 6) << "\" font-size=\"10\" fill=\"" << ser.color << "\">"
-        << svgEscape(ser.pointLabels[p->index]) << "</text>\n";
+    if (p->index < ser.pointLabels.size() && !ser.pointLabels[p->index].empty()) {
+      const std::string& text = ser.pointLabels[p->index];
+      const auto [lx, ly] = placePointLabel(labelBoxes, f.px(p->x), f.py(p->y), text);
+      s << "<text class=\"point-label\" x=\"" << num(lx) << "\" y=\"" << num(ly)
+        << "\" font-size=\"10\" fill=\"" << ser.color << "\">" << svgEscape(text) << "</text>\n";
+    }
   }
   const Point* best = d.best[si];
   if (best && !f.below(*best))

@@ -309,6 +309,34 @@ TEST(SvgPlot, ASharedOutlierIsLabelledOnce) {
   EXPECT_EQ(count(svg, "class=\"outlier\""), 1u);
 }
 
+// Labelled points close together (a sweep's cells at nearly equal speed and top-1): each label
+// box (10 px text, 0.6 em a character, as the chart estimates it) clear of the others.
+TEST(SvgPlot, PointLabelsOfCrowdedPointsDoNotOverlap) {
+  PlotSeries ser{"sizes", {100, 500, 501, 502, 503}, {19.9, 20, 20.01, 20.02, 20.03}};
+  ser.pointLabels = {"8 px", "16 px", "24 px", "32 px", "40 px"};
+  PlotOptions o;
+  o.clipLowOutliers = false;  // every point drawn, the far one too
+  const std::string svg = lineChartSvg({ser}, o);
+  const std::regex re(
+      "<text class=\"point-label\" x=\"([-0-9.]+)\" y=\"([-0-9.]+)\"[^>]*>([^<]*)<");
+  struct Label {
+    double x0, y0, x1, y1;
+  };
+  std::vector<Label> boxes;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it) {
+    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]);
+    boxes.push_back({x, y - 10, x + 6.0 * (*it)[3].str().size(), y});
+  }
+  ASSERT_EQ(boxes.size(), 5u);
+  for (size_t i = 0; i < boxes.size(); ++i)
+    for (size_t j = i + 1; j < boxes.size(); ++j) {
+      const Label &a = boxes[i], &b = boxes[j];
+      EXPECT_FALSE(a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1)
+          << "point labels " << i << " and " << j << " overlap";
+    }
+}
+
 TEST(SvgPlot, SingleSeriesAndEmptyInputStillDraw) {
   Sweep s = sampleSweep();
   s.series.resize(1);
