@@ -311,8 +311,6 @@ double tipOf(const std::vector<Outlier>& outliers, const Point* p, double bottom
   return bottom;
 }
 
-// Series si: solid lines between points on the axis, dashed ones down to clipped points, the
-// points, the ring of its best point.
 // Where a point's label goes: right above the point, else right below, left above, left below,
 // the first place that overlaps no label placed before it (`placed`, boxes of 10 px text at 0.6
 // em per character); right above when every place is taken.
@@ -335,6 +333,8 @@ std::pair<double, double> placePointLabel(std::vector<std::array<double, 4>>& pl
   return tries[0];
 }
 
+// Series si: solid lines between points on the axis, dashed ones down to clipped points, the
+// points, the ring of its best point.
 void writeSeries(std::ostringstream& s, const PlotSeries& ser, size_t si, const ChartData& d,
                  const ChartFrame& f, const std::vector<Outlier>& outliers) {
   std::vector<const Point*> own;
@@ -343,7 +343,7 @@ void writeSeries(std::ostringstream& s, const PlotSeries& ser, size_t si, const 
   std::string run;  // "x,y x,y ..." of the current stretch of points on the axis
   size_t runLength = 0;
   auto flush = [&] {
-    if (runLength >= 2)
+    if (runLength >= 2 && ser.joined)
       s << "<polyline fill=\"none\" stroke=\"" << ser.color << "\" stroke-width=\"2\" points=\""
         << run << "\"/>\n";
     run.clear();
@@ -359,7 +359,7 @@ void writeSeries(std::ostringstream& s, const PlotSeries& ser, size_t si, const 
     run += (runLength++ ? " " : "") + num(f.px(p->x)) + "," + num(f.py(p->y));
   }
   flush();
-  for (size_t i = 0; i + 1 < own.size(); ++i) {
+  for (size_t i = 0; i + 1 < own.size() && ser.joined; ++i) {
     const Point *a = own[i], *b = own[i + 1];
     if (a->index + 1 != b->index) continue;
     if (f.below(*a) == f.below(*b)) continue;  // both on the axis: solid; both below: not drawn
@@ -415,10 +415,15 @@ void writeLegend(std::ostringstream& s, const std::vector<PlotSeries>& series,
   const double L = f.L, pw = f.pw;
   double legendY = f.T + 10;
   for (const auto& ser : series) {
-    s << "<line x1=\"" << num(L + pw + 12) << "\" x2=\"" << num(L + pw + 32) << "\" y1=\""
-      << num(legendY) << "\" y2=\"" << num(legendY) << "\" stroke=\"" << ser.color
-      << "\" stroke-width=\"2\"/>\n"
-      << "<text x=\"" << num(L + pw + 38) << "\" y=\"" << num(legendY + 4) << "\">"
+    // A line for a curve, a dot for points only.
+    if (ser.joined)
+      s << "<line x1=\"" << num(L + pw + 12) << "\" x2=\"" << num(L + pw + 32) << "\" y1=\""
+        << num(legendY) << "\" y2=\"" << num(legendY) << "\" stroke=\"" << ser.color
+        << "\" stroke-width=\"2\"/>\n";
+    else
+      s << "<circle class=\"legend-dot\" cx=\"" << num(L + pw + 22) << "\" cy=\"" << num(legendY)
+        << "\" r=\"3.5\" fill=\"" << ser.color << "\"/>\n";
+    s << "<text x=\"" << num(L + pw + 38) << "\" y=\"" << num(legendY + 4) << "\">"
       << svgEscape(ser.name) << "</text>\n";
     legendY += 20;
   }

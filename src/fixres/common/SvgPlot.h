@@ -57,6 +57,7 @@ struct PlotSeries {
   // and whether the point stands on little evidence, drawn hollow (class "weak").
   std::vector<std::string> pointLabels = {};
   std::vector<bool> weak = {};
+  bool joined = true;  // false: points only, no line between them (cells that form no curve)
 };
 
 enum class MarkStyle { kDashed, kDotted, kSolid };

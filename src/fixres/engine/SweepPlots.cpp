@@ -145,6 +145,7 @@ std::string sweepSpeedSvg(const SweepOptions& o, const SweepResult& result) {
                    {},
                    colors[k % 4],
                    false};
+    ser.joined = false;  // the cells in row order are no curve: the Pareto front is the line
     for (size_t i = 0; i < result.rows.size(); ++i) {
       const SweepRow& r = result.rows[i];
       if (several && r.precision != result.precisions[k]) continue;

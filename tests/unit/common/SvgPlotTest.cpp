@@ -337,6 +337,19 @@ TEST(SvgPlot, PointLabelsOfCrowdedPointsDoNotOverlap) {
     }
 }
 
+// A series of points only draws its points (and a dot in the legend), no line; a joined one
+// draws its polyline.
+TEST(SvgPlot, PointsOnlySeriesDrawNoLine) {
+  PlotSeries cells{"cells", {1, 2, 3}, {10, 30, 20}, "#123456"};
+  cells.joined = false;
+  const std::string alone = lineChartSvg({cells}, PlotOptions{});
+  EXPECT_EQ(count(alone, "<polyline"), 0u);
+  EXPECT_EQ(count(alone, "class=\"legend-dot\""), 1u);
+  EXPECT_EQ(count(alone, "<circle cx="), 3u);  // the points
+  cells.joined = true;
+  EXPECT_EQ(count(lineChartSvg({cells}, PlotOptions{}), "<polyline"), 1u);
+}
+
 TEST(SvgPlot, SingleSeriesAndEmptyInputStillDraw) {
   Sweep s = sampleSweep();
   s.series.resize(1);
