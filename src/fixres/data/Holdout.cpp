@@ -82,6 +82,16 @@ int carveHoldout(const HoldoutPlan& plan) {
     for (const auto& c : plan.classes) fs::remove(fs::path(plan.holdoutRoot) / c, ec);
     fs::remove(plan.holdoutRoot, ec);
   };
+  // The split's folder made here, atomically: a second `fixres holdout` on the same data started
+  // since the plan finds it and stops before moving anything.
+  {
+    std::error_code ec;
+    const bool made = fs::create_directory(plan.holdoutRoot, ec);
+    FIXRES_CHECK(!ec, OutputError, "cannot create ", plan.holdoutRoot, ": ", ec.message());
+    FIXRES_CHECK(made, UsageError, plan.holdoutRoot,
+                 " exists already (another fixres holdout on the same data?): a held-out split "
+                 "is carved once");
+  }
   try {
     for (const auto& c : plan.classes) {
       std::error_code ec;

@@ -29,13 +29,12 @@ EvalJob::EvalJob(const EvalRequest& request) : request_(request) {
                "eval needs --imnet-path or --dataset-path");
   FIXRES_CHECK(!r.model.spec.weightPath.empty(), UsageError, "eval needs --weight-path");
   model_ = resolveModel(r.model, {224}, r.eval.resizeMode);
-  dataset_ =
-      !r.labelsCsv.empty()
-          ? data::openLabelsCsv(r.datasetPath, r.labelsCsv, model_.classNames, model_.classCount())
-          : data::openDataset(r.datasetPath.empty() ? r.imnetPath + "/val" : r.datasetPath,
-                              r.fileIndex);
+  const std::string evaluated = r.datasetPath.empty() ? r.imnetPath + "/val" : r.datasetPath;
+  dataset_ = !r.labelsCsv.empty() ? data::openLabelsCsv(r.datasetPath, r.labelsCsv,
+                                                        model_.classNames, model_.classCount())
+                                  : data::openDataset(evaluated, r.fileIndex);
   dataset_ = data::labelledAs(dataset_, model_.classNames);
-  warnIfTrainingImages(model_, r.datasetPath.empty() ? r.imnetPath + "/val" : r.datasetPath);
+  warnIfTrainingImages(model_, evaluated);
   if (!r.heldOut.empty()) {
     auto heldOut = data::labelledAs(data::openDataset(r.heldOut, r.fileIndex), model_.classNames);
     data::checkSameClasses(*heldOut, *dataset_);

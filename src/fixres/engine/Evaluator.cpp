@@ -72,23 +72,12 @@ namespace {
 // rate and the time left.
 class EvalProgress {
  public:
-  EvalProgress(int size, int64_t batches) : size_(size), batches_(batches) {
-    const char* every = std::getenv("FIXRES_PROGRESS_SECONDS");
-    if (every != nullptr && *every != '\0') {
-      char* end = nullptr;
-      const double v = std::strtod(every, &end);
-      if (end != every && *end == '\0' && v >= 0 && v <= 86400)
-        every_ = v;
-      else
-        log::warn("FIXRES_PROGRESS_SECONDS=", every,
-                  " is not a number of seconds in [0, 86400]: a line every 30 s");
-    }
-  }
+  EvalProgress(int size, int64_t batches) : size_(size), batches_(batches) {}
   void batchDone(int64_t images) {
     ++done_;
     images_ += images;
     const auto now = std::chrono::steady_clock::now();
-    if (std::chrono::duration<double>(now - last_).count() < every_) return;
+    if (std::chrono::duration<double>(now - last_).count() < interval()) return;
     last_ = now;
     const double seconds = std::max(std::chrono::duration<double>(now - start_).count(), 1e-6);
     const double left = seconds / done_ * static_cast<double>(batches_ - done_);
@@ -98,9 +87,24 @@ class EvalProgress {
   }
 
  private:
+  // FIXRES_PROGRESS_SECONDS, read once per process (a bad value warned of once, not at every
+  // evaluation of a run).
+  static double interval() {
+    static const double every = [] {
+      const char* text = std::getenv("FIXRES_PROGRESS_SECONDS");
+      if (text == nullptr || *text == '\0') return 30.0;
+      char* end = nullptr;
+      const double v = std::strtod(text, &end);
+      if (end != text && *end == '\0' && v >= 0 && v <= 86400) return v;
+      log::warn("FIXRES_PROGRESS_SECONDS=", text,
+                " is not a number of seconds in [0, 86400]: a line every 30 s");
+      return 30.0;
+    }();
+    return every;
+  }
+
   int size_;
   int64_t batches_, done_ = 0, images_ = 0;
-  double every_ = 30;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
 };
 }  // namespace
