@@ -38,8 +38,9 @@ test: deps
 
 # The second build (docs/pytorch2.md): LibTorch inside PyTorch 2.11.0 (CUDA 13) from PyPI, in a
 # project-local environment (.venv-torch2, requirements-torch2.txt), built into build-cuda/ with
-# CUDA, cuDNN and NCCL. test-cuda runs the whole CPU suite against those binaries, the Python
-# references on that environment's torch 2.11 and torchvision.
+# CUDA, cuDNN and NCCL. test-cuda runs the CPU suite against those binaries, the Python
+# references on that environment's torch 2.11 and torchvision, less the tests labelled one-build
+# (tests/CMakeLists.txt: their outcome does not depend on the LibTorch linked).
 CUDA_BUILD_DIR ?= build-cuda
 
 torch2-env:
@@ -53,7 +54,7 @@ build-cuda: deps
 	scripts/build-cuda.sh --build-dir $(CUDA_BUILD_DIR) --jobs $(JOBS)
 
 test-cuda: build-cuda
-	cd $(CUDA_BUILD_DIR) && ctest --output-on-failure -j $(TEST_JOBS) -LE long
+	cd $(CUDA_BUILD_DIR) && ctest --output-on-failure -j $(TEST_JOBS) -LE 'long|one-build'
 
 test-long: deps
 	@scripts/install-deps.sh --fuzz
@@ -102,6 +103,7 @@ demo-seeds: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory build
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target fixres_benches
 	bench/run.sh $(BUILD_DIR)
 
 format:

@@ -7,6 +7,8 @@ set -euo pipefail
 BUILD=${1:-build}; WORK=${2:-/tmp/fixres_weight_memory}; ARCH=${3:-resnext101_32x48d}
 ORACLES="$(cd "$(dirname "$0")/.." && pwd)/../shared/oracles"
 mkdir -p "$WORK"; FILE="$WORK/$ARCH.pth"
+# The benchmark programs are built by `make bench`, not `make build`.
+cmake --build "$BUILD" --target weight_load_memory_bench >/dev/null
 if [ ! -s "$FILE" ] && [ "$ARCH" = tf_efficientnet_l2 ]; then
   [ -f "$ORACLES/timm/__init__.py" ] || { echo "skipped: no timm source at $ORACLES"; exit 0; }
   PYTHONPATH="$ORACLES" /usr/bin/python3 - "$FILE" <<'PY'

@@ -44,7 +44,7 @@ if [ "$QUICK" = 1 ]; then STEPS=6; IMAGES=2048; E2E_STEPS=6; else STEPS=30; IMAG
 COMPILE_MODES=${GPU_COMPILE_MODES-default}
 [ "$QUICK" = 1 ] && COMPILE_MODES=${GPU_COMPILE_MODES-}
 if [ "$SMOKE" = 1 ]; then
-  TRAIN_SIZES="64"; EVAL_SIZES="64"; BATCH=4; E2E_SIZE=64; STEPS=1; IMAGES=64; E2E_STEPS=2
+  TRAIN_SIZES="32"; EVAL_SIZES="32"; BATCH=4; E2E_SIZE=32; STEPS=1; IMAGES=64; E2E_STEPS=2
   NUMERICS=(--precision fp32 --memory-format contiguous)
   TRAIN_NUMERICS=(--precision fp32)
   PEER_DEV=(--device cpu)
@@ -78,7 +78,7 @@ cat "$DATA"/train/*/* >/dev/null  # into the page cache
 # (The unit and integration tests compare with Debian's Python packages: they run in CI, on the CPU.)
 log "GPU checks"
 "$PY" "$ROOT/bench/gpu/check.py" weights "$OUT/r50.pth" 16
-CHECK_SIZE=$((SMOKE ? 64 : 224))
+CHECK_SIZE=$((SMOKE ? 32 : 224))
 for dev in cpu gpu; do
   flags=(--precision bf16 --memory-format channels-last)  # the GPU path (the CPU in a smoke run)
   [ "$dev" = cpu ] && flags=(--cpu --precision fp32 --memory-format contiguous)

@@ -4,15 +4,15 @@
 # timm's load_state_dict, and gives the logits of the model the source weights were written for
 # (relative L2 < 1e-5): timm EfficientNet -> torchvision, torchvision EfficientNet -> timm and
 # -> fixres, torchvision ResNet -> fixres. Refusals: no torchvision layout for tf_efficientnet
-# (exit 2), an unwritable output (exit 6, nothing written). The timm cases run with timm's source
-# (../shared/oracles) and with the timm package $PY has installed, each when present.
+# (exit 2), an unwritable output (exit 6, nothing written). The timm cases run with the timm
+# package $PY has installed where there is one, else with timm's source (../shared/oracles).
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 ORACLES="$SRC/../shared/oracles"
 REF="$SRC/tests/reference"
-TIMMS=()  # the vendored timm source, and "pypi": the installed package (zoo_reference.import_timm)
-[ -f "$ORACLES/timm/__init__.py" ] && TIMMS+=("$ORACLES")
-env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && TIMMS+=(pypi)
+TIMMS=()  # "pypi": the installed package, else the vendored source (zoo_reference.import_timm)
+if env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null; then TIMMS=(pypi)
+elif [ -f "$ORACLES/timm/__init__.py" ]; then TIMMS=("$ORACLES"); fi
 "$PY" "$REF/export_check.py" make-tv efficientnet_b0 "$WORK/tv_b0.pth" || bad "tv weights"
 "$PY" "$REF/export_check.py" make-tv resnet18 "$WORK/r18.pth" || bad "resnet weights"
 

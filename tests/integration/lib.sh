@@ -4,6 +4,10 @@ PY=${FIXRES_PYTHON:-/usr/bin/python3}
 rm -rf "$WORK"; mkdir -p "$WORK"
 OUT="$WORK/.out"; ERR="$WORK/.err"; CODE=0; FAILURES=0; CMD=""; SKIPPED=()
 export FIXRES_THREADS=${FIXRES_THREADS:-1}
+# The Python references (PyTorch, NumPy) on one thread too. CTest runs one test per core, and a
+# second OpenMP thread in each process oversubscribes the cores: two torch processes side by side
+# on 2 cores ran 4x slower with 2 threads each than with 1 (OpenMP's workers spin while waiting).
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 run() { CMD="$*"; "$@" >"$OUT" 2>"$ERR"; CODE=$?; }
 bad() {

@@ -4,14 +4,15 @@
 # (288), against timm with PIL/torchvision's transform on the same files and the same weights:
 # logits within relative L2 1e-5; also with --interpolation bicubic, --mean and --std. The
 # reference's spelling (--architecture EfficientNet --EfficientNet-models NAME_ap) runs the same
-# model. Run with timm's source (../shared/oracles) and with the timm package $PY has installed,
-# each when present; skipped without either.
+# model. Run with the timm package $PY has installed (the second build's environment, timm from
+# PyPI) where there is one, else with timm's source (../shared/oracles): CI's two legs compare
+# with each once; skipped without either.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 ORACLES="$SRC/../shared/oracles"
-TIMMS=()  # the vendored timm source, and "pypi": the installed package (zoo_reference.import_timm)
-[ -f "$ORACLES/timm/__init__.py" ] && TIMMS+=("$ORACLES")
-env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && TIMMS+=(pypi)
+TIMMS=()  # "pypi": the installed package, else the vendored source (zoo_reference.import_timm)
+if env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null; then TIMMS=(pypi)
+elif [ -f "$ORACLES/timm/__init__.py" ]; then TIMMS=("$ORACLES"); fi
 if ! env -u PYTHONPATH "$PY" -c 'import timm' 2>/dev/null && required timm-pypi; then
   skip_check timm-pypi "no timm package for $PY"
 fi

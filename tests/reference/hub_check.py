@@ -17,6 +17,7 @@ timm HUB ORACLES PREDICTIONS
                            on every image of PREDICTIONS (fixres predict --format json
                            --output-type logit --topk C); prints the relative L2 error of timm's
                            logits against fixres's and timm's resolved input size and crop.
+timm-list ORACLES FILE     the same for each line "HUB PREDICTIONS" of FILE, in one process.
 predictions JSON CSV JSONL PREDICT_ROOT EXTRACT_ROOT NPY_FOLDER ARCH K [MIN_PROB]
                            the three outputs of one predict run on PREDICT_ROOT agree (CSV read by
                            the csv module, JSON lines by json); every readable image's top-K
@@ -167,6 +168,10 @@ if __name__ == "__main__":
         check_safetensors(sys.argv[2], sys.argv[3])
     elif cmd == "timm":
         timm_logits(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif cmd == "timm-list":
+        for line in open(sys.argv[3]):
+            if line.strip():
+                timm_logits(line.split()[0], sys.argv[2], line.split()[1])
     elif cmd == "predictions":
         check_predictions(*sys.argv[2:9], int(sys.argv[9]),
                           float(sys.argv[10]) if len(sys.argv) > 10 else 0.0)

@@ -7,9 +7,9 @@ make OUTDIR ORACLES   for each case: random weights saved as a timm state dict a
                       its own. ORACLES: the folder holding timm's source, or "pypi" for the
                       installed timm package; when that timm is absent every case is listed as
                       skipped and nothing else is written.
-weights ARCH OUT ORACLES
+weights ARCH OUT [ARCH OUT ...] ORACLES
                       the timm model ARCH (10 classes) with those random weights, saved as a
-                      state dict to OUT (for the ONNX checks).
+                      state dict to OUT (for the ONNX checks); each pair in one process.
 Prints one line per case written.
 
 The weights: N(0, 0.02^2) (timm's scale) for the linear and convolution weights, the patch
@@ -222,11 +222,12 @@ def make(out, oracles):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "")
-    elif len(sys.argv) == 5 and sys.argv[1] == "weights":
-        timm = import_timm(sys.argv[4])
-        family = "convnext" if sys.argv[2].startswith("convnext") else "vit"
-        model = build(timm, sys.argv[2], family)
-        randomize(model, torch.Generator().manual_seed(11))
-        torch.save(model.state_dict(), sys.argv[3])
+    elif len(sys.argv) >= 5 and len(sys.argv) % 2 == 1 and sys.argv[1] == "weights":
+        timm = import_timm(sys.argv[-1])
+        for arch, out in zip(sys.argv[2:-1:2], sys.argv[3:-1:2]):
+            family = "convnext" if arch.startswith("convnext") else "vit"
+            model = build(timm, arch, family)
+            randomize(model, torch.Generator().manual_seed(11))
+            torch.save(model.state_dict(), out)
     else:
         sys.exit(__doc__)

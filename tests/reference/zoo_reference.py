@@ -8,9 +8,9 @@ make OUTDIR ORACLES   for each case: random weights (BatchNorm statistics and af
                       ORACLES: the folder holding timm's source, or "pypi" for the installed
                       timm package (cases that need timm are left out, and listed as skipped,
                       when it is absent).
-weights ARCH OUT ORACLES
+weights ARCH OUT [ARCH OUT ...] ORACLES
                       a timm ARCH with NUM_CLASSES outputs and randomised BatchNorm, saved as a
-                      state dict to OUT.
+                      state dict to OUT; each pair in one process.
 logits WEIGHTS ARCH FOLDER SIZE OUT ORACLES [half|bicubic-half]
                       the reference model (timm) with WEIGHTS on every image of FOLDER (sorted
                       class folders, sorted files) through the FixRes val transform at SIZE
@@ -152,11 +152,12 @@ if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "")
     elif sys.argv[1] == "weights":
-        timm = import_timm(sys.argv[4])
-        torch.manual_seed(0)
-        m = build("timm", sys.argv[2], timm)
-        randomize(m, torch.Generator().manual_seed(5))
-        torch.save(m.state_dict(), sys.argv[3])
+        timm = import_timm(sys.argv[-1])
+        for arch, out in zip(sys.argv[2:-1:2], sys.argv[3:-1:2]):
+            torch.manual_seed(0)
+            m = build("timm", arch, timm)
+            randomize(m, torch.Generator().manual_seed(5))
+            torch.save(m.state_dict(), out)
     elif sys.argv[1] == "version":
         timm = import_timm(sys.argv[2])
         if timm is None:
