@@ -169,9 +169,8 @@ if __name__ == "__main__":
     elif cmd == "timm":
         timm_logits(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "timm-list":
-        for line in open(sys.argv[3]):
-            if line.strip():
-                timm_logits(line.split()[0], sys.argv[2], line.split()[1])
+        for hub, predictions in (line.split() for line in open(sys.argv[3]) if line.strip()):
+            timm_logits(hub, sys.argv[2], predictions)
     elif cmd == "predictions":
         check_predictions(*sys.argv[2:9], int(sys.argv[9]),
                           float(sys.argv[10]) if len(sys.argv) > 10 else 0.0)
