@@ -25,7 +25,7 @@ if grep -q "^libtorch .*, CPU build$" "$WORK/version.txt"; then
   expect_out "^cuda unavailable \(CPU build\)$"
   grep -q "libtorch_cuda" "$WORK/ldd.txt" && bad "the CPU build links libtorch_cuda"
   # Debian's Python has the same LibTorch: its version is torch's.
-  if [ "$PY" = /usr/bin/python3 ]; then
+  if [ "$PY_INTERPRETER" = /usr/bin/python3 ]; then
     want=$("$PY" -c 'import re, torch; print(re.match(r"[0-9]+\.[0-9]+\.[0-9]+", torch.__version__).group(0))')
     [ "$libtorch" = "$want" ] || bad "libtorch $libtorch, Debian's torch is $want"
   fi

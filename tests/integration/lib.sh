@@ -1,6 +1,22 @@
 # Helpers for integration tests. Usage: source lib.sh FIXRES_BIN SOURCE_DIR WORK_DIR
 FIXRES="$1"; SRC="$2"; WORK="$3"
-PY=${FIXRES_PYTHON:-/usr/bin/python3}
+# The Python references' interpreter (PY_INTERPRETER), run through tests/reference/pyrun: each
+# script in a process forked from one that has imported torch already (an import of torch is
+# 1.5-2.6 s of CPU, and the suite runs a few hundred references). FIXRES_PYRUN=0: the
+# interpreter itself.
+PY_INTERPRETER=${FIXRES_PYTHON:-/usr/bin/python3}
+export FIXRES_PYRUN_PYTHON=$PY_INTERPRETER
+PY=$SRC/tests/reference/pyrun
+# served_python INTERPRETER: prints a command that runs INTERPRETER's scripts through pyrun (a
+# script in $WORK), or INTERPRETER itself where it is not an executable.
+served_python() {
+  if [ ! -x "$1" ] || [ "${FIXRES_PYRUN:-}" = 0 ]; then echo "$1"; return; fi
+  local w
+  w="$WORK/.pyrun-$(printf '%s' "$1" | cksum | cut -d' ' -f1)"
+  printf '#!/usr/bin/env bash\nFIXRES_PYRUN_PYTHON=%q exec %q "$@"\n' "$1" "$PY" >"$w"
+  chmod +x "$w"
+  echo "$w"
+}
 rm -rf "$WORK"; mkdir -p "$WORK"
 OUT="$WORK/.out"; ERR="$WORK/.err"; CODE=0; FAILURES=0; CMD=""; SKIPPED=()
 export FIXRES_THREADS=${FIXRES_THREADS:-1}

@@ -25,11 +25,12 @@
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 REF="$SRC/tests/reference"
-ORT_PY=${FIXRES_ORT_PYTHON:-$SRC/.venv-torch2/bin/python}
+ORT_PY=$(served_python "${FIXRES_ORT_PYTHON:-$SRC/.venv-torch2/bin/python}")
 D="$WORK/data"
 "$PY" "$REF/make_image_folder.py" "$D" --classes 3 --train 8 --val 4 --size 72 >/dev/null || bad "data"
 HAVE_ONNX=0
-if /usr/bin/python3 -c "import onnx" 2>/dev/null; then HAVE_ONNX=1; else
+DEB_PY=$(served_python /usr/bin/python3)  # Debian's, with python3-onnx
+if "$DEB_PY" -c "import onnx" 2>/dev/null; then HAVE_ONNX=1; else
   skip_check onnx-python "no onnx package for /usr/bin/python3 (Debian's python3-onnx): ONNX's checker"
 fi
 HAVE_ORT=0
@@ -60,7 +61,7 @@ flush_checks() {  # each queued model: one "ok" line of the checker, one ONNX Ru
   local model
   [ ${#CHECKED_ONNX[@]} -gt 0 ] || return 0
   if [ "$HAVE_ONNX" = 1 ]; then
-    run /usr/bin/python3 "$REF/onnx_proto_check.py" "${CHECKED_ONNX[@]}"
+    run "$DEB_PY" "$REF/onnx_proto_check.py" "${CHECKED_ONNX[@]}"
     expect_code 0
     for model in "${CHECKED_ONNX[@]}"; do expect_out "^ok $model "; done
   fi
@@ -209,7 +210,7 @@ R18=(--architecture resnet18 --num-classes 10 --weight-path "$WORK/r18.pth" --fo
 run "$FIXRES" export "${R18[@]}" --external-data --out "$WORK/r18ext.onnx"
 expect_code 0; expect_file "$WORK/r18ext.onnx.data"
 if [ "$HAVE_ONNX" = 1 ]; then
-  run /usr/bin/python3 "$REF/onnx_external_check.py" "$WORK/r18.onnx" "$WORK/r18ext.onnx"
+  run "$DEB_PY" "$REF/onnx_external_check.py" "$WORK/r18.onnx" "$WORK/r18ext.onnx"
   expect_code 0; expect_out "^ok: [0-9]+ of [0-9]+ tensors external, equal to the inline export$"
 fi
 if [ "$HAVE_ORT" = 1 ]; then  # ONNX Runtime reads the tensors beside the model: predict's logits
@@ -219,7 +220,7 @@ fi
 # Moved with its data file, the model still loads (the location is relative).
 mkdir -p "$WORK/moved" && mv "$WORK/r18ext.onnx" "$WORK/r18ext.onnx.data" "$WORK/moved/"
 if [ "$HAVE_ONNX" = 1 ]; then
-  run /usr/bin/python3 "$REF/onnx_external_check.py" "$WORK/r18.onnx" "$WORK/moved/r18ext.onnx"
+  run "$DEB_PY" "$REF/onnx_external_check.py" "$WORK/r18.onnx" "$WORK/moved/r18ext.onnx"
   expect_code 0
 fi
 # The same path exported inline: the earlier data file goes.

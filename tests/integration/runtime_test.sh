@@ -34,7 +34,7 @@ if ! grep -q "^runtimes libtorch openvino" "$OUT"; then
   finish
 fi
 cp "$OUT" "$WORK/version.txt"
-ENV_PY="$SRC/.venv-torch2/bin/python"
+ENV_PY=$(served_python "$SRC/.venv-torch2/bin/python")
 # The OpenVINO built in is the pinned wheel's (the one Python imports in the same environment).
 if [ -x "$ENV_PY" ] && want=$("$ENV_PY" -c "import openvino; print(openvino.__version__.split('-')[0])" 2>/dev/null); then
   grep -qx "runtimes libtorch openvino $want" "$WORK/version.txt" || bad "fixres version names another OpenVINO than $want"

@@ -237,7 +237,7 @@ done
 [ -e "$WORK/s8" ] && bad "a refused crop sweep made its folder"
 
 # --- 6. further evaluation sets ------------------------------------------------------------------
-SHIFT_PY=${FIXRES_ORT_PYTHON:-$SRC/.venv-torch2/bin/python}
+SHIFT_PY=$(served_python "${FIXRES_ORT_PYTHON:-$SRC/.venv-torch2/bin/python}")
 NOISE="$D/val"  # without imagecorruptions, the split itself (the checks below still hold)
 if [ -x "$SHIFT_PY" ] && "$SHIFT_PY" -c "import imagecorruptions" 2>/dev/null; then
   run "$SHIFT_PY" "$SRC/scripts/make_shifted_set.py" "$D/val" "$WORK/noise" gaussian_noise 5

@@ -69,7 +69,7 @@ CHECKS=("fixres,resnet50,$WORK/resnet50.pth,$WORK/resnet50.fixres.pth,")
 # TensorBoard from $PY, else from the project's PyPI environment (make torch2-env).
 TB_PY=$PY
 if ! "$PY" -c "import tensorboard" 2>/dev/null && [ -x "$SRC/.venv-torch2/bin/python" ]; then
-  TB_PY="$SRC/.venv-torch2/bin/python"
+  TB_PY=$(served_python "$SRC/.venv-torch2/bin/python")
 fi
 run "$TB_PY" "$H" events "$RUNS/train/t" "$RUNS/finetune/f"
 expect_code 0; cat "$OUT"

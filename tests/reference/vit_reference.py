@@ -63,15 +63,15 @@ SIZES = {"s0": None, "s1": (288, 288), "s2": (160, 256)}  # None: the model's de
 # 14 px patches: 224 x 224 and 154 x 252 (11 x 18 patches) instead.
 SIZES_PATCH14 = {"s0": None, "s1": (224, 224), "s2": (154, 252)}
 
-# case -> (family, default image size). vit_base_patch16_224 is vit_small's code at twice the width
-# (its parameter and state-dict counts against timm's stay in unit/models/VitParityTest.cpp,
-# TransformerNames): left out, it was a third of the references' time and 350 MB of files.
+# case -> (family, default image size). vit_base_patch16_224 and vit_small_patch16_224 are
+# vit_tiny's code at other widths, deit_tiny_patch16_224 the distilled model's code without the
+# distillation token (their parameter and state-dict counts against timm's stay in
+# unit/models/VitParityTest.cpp, TransformerNames): measured once (docs/models.md), left out of
+# the suite; vit_base was a third of the references' time and 350 MB of files.
 CASES = {
     "vit_tiny_patch16_224": ("vit", 224),
-    "vit_small_patch16_224": ("vit", 224),
     "vit_medium_patch16_reg4_gap_256": ("vit", 256),
     "vit_small_patch14_reg4_dinov2": ("vit", 518),
-    "deit_tiny_patch16_224": ("vit", 224),
     "deit_tiny_distilled_patch16_224": ("vit", 224),
     "convnext_nano": ("convnext", 224),
     "convnext_tiny": ("convnext", 224),

@@ -81,7 +81,7 @@ inline int runCommand(const std::string& cmd) {
 inline std::string runReference(const std::string& script, const std::string& args,
                                 bool* ok = nullptr) {
   if (ok) *ok = false;
-  const std::string cmd = std::string(FIXRES_PYTHON) + " " + FIXRES_SOURCE_DIR +
+  const std::string cmd = std::string(FIXRES_PYTHON_COMMAND) + " " + FIXRES_SOURCE_DIR +
                           "/tests/reference/" + script + " " + args;
   std::string output;
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -116,8 +116,8 @@ inline constexpr const char* kReferenceComplete = ".complete";
 inline std::string cachedReference(const std::string& script, const std::string& argsTemplate,
                                    std::string* dirOut = nullptr) {
   const std::string scriptPath = std::string(FIXRES_SOURCE_DIR) + "/tests/reference/" + script;
-  const size_t key =
-      std::hash<std::string>{}(readText(scriptPath) + "\n" + argsTemplate + "\n" + FIXRES_PYTHON);
+  const size_t key = std::hash<std::string>{}(readText(scriptPath) + "\n" + argsTemplate + "\n" +
+                                              FIXRES_PYTHON_COMMAND);
   std::ostringstream name;
   name << "fixres_ref_" << std::hex << key;
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / name.str();

@@ -23,7 +23,7 @@ std::string tempDir(const std::string& name) {
 }
 
 int python(const std::string& code) {
-  std::string cmd = std::string(FIXRES_PYTHON) + " -c \"" + code + "\"";
+  std::string cmd = std::string(FIXRES_PYTHON_COMMAND) + " -c \"" + code + "\"";
   return std::system(cmd.c_str());
 }
 
@@ -165,10 +165,10 @@ TEST(Npy, HeaderParsingAgreesWithNumpy) {
   std::string names;
   for (const auto& c : cases) names += " " + c.name;
   const std::string out = d + "/verdicts.txt";
-  ASSERT_EQ(
-      std::system(
-          (std::string(FIXRES_PYTHON) + " " + script + " " + d + names + " > " + out).c_str()),
-      0);
+  ASSERT_EQ(std::system(
+                (std::string(FIXRES_PYTHON_COMMAND) + " " + script + " " + d + names + " > " + out)
+                    .c_str()),
+            0);
   std::ifstream in(out);
   std::string line;
   size_t seen = 0;

@@ -177,7 +177,7 @@ TEST(ModelEmaTest, CheckpointKeepsModelEmaBitwiseAndPythonReadsIt) {
                            "/c.pth')['model_ema']; k = list(d); "
                            "assert k[0] == 'n_averaged' and int(d['n_averaged']) == 3, k[:2]; "
                            "assert all(x.startswith('module.') for x in k[1:]); print(len(k))";
-  EXPECT_EQ(testing::runCommand(std::string(FIXRES_PYTHON) + " -c \"" + code + "\""), 0);
+  EXPECT_EQ(testing::runCommand(std::string(FIXRES_PYTHON_COMMAND) + " -c \"" + code + "\""), 0);
   // Its weights load as a model (the --use-ema path), n_averaged set aside.
   auto viaEntry = models::createModel("resnet_tiny", 4);
   models::LoadOptions lo;

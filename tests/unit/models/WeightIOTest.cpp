@@ -91,7 +91,8 @@ TEST(WeightIO, RoundTripLoadsInPythonTorchvisionWithSameOutputs) {
   g.insert("tuple", c10::ivalue::Tuple::create({int64_t{1}, std::string("a")}));
   writeTorchFile(dir + "/generic.pth", g);
 
-  std::string cmd = std::string(FIXRES_PYTHON) + " " + testing::referenceScript() + " check " + dir;
+  std::string cmd =
+      std::string(FIXRES_PYTHON_COMMAND) + " " + testing::referenceScript() + " check " + dir;
   EXPECT_EQ(testing::runCommand(cmd), 0) << cmd;
 
   // Generic values read back in C++.
@@ -206,7 +207,7 @@ TEST(WeightIO, BadFilesAreWeightsErrorsWithClearMessages) {
   const std::string marker = dir + "/payload_ran";
   ::setenv("FIXRES_PAYLOAD_MARKER", marker.c_str(), 1);
   ASSERT_EQ(
-      testing::runCommand(std::string(FIXRES_PYTHON) +
+      testing::runCommand(std::string(FIXRES_PYTHON_COMMAND) +
                           " -c \"import torch,sys; torch.load(sys.argv[1], weights_only=False)\" " +
                           ref + "/payload.pth"),
       0);
