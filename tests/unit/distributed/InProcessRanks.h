@@ -22,7 +22,7 @@ inline void runRanks(int ranks, const std::function<void(Communicator&)>& f,
   // LibTorch 2.x records every collective in a process-wide flight recorder, whose first record
   // for a process group inserts into a map before taking its lock: two groups of one process
   // starting their first collectives on two threads (the ranks here; never in fixres, one group
-  // a process) crashed there about once in a hundred runs. Off for these tests (read when the
+  // a process) crashed there about once in 150 runs. Off for these tests (read when the
   // first group is made; tests/CMakeLists.txt sets it for every suite too).
   ::setenv("TORCH_FR_BUFFER_SIZE", "0", 0);
   auto store = c10::make_intrusive<c10d::HashStore>();
