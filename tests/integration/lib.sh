@@ -10,7 +10,7 @@ PY=$SRC/tests/reference/pyrun
 # served_python INTERPRETER: prints a command that runs INTERPRETER's scripts through pyrun (a
 # script in $WORK), or INTERPRETER itself where it is not an executable.
 served_python() {
-  if [ ! -x "$1" ] || [ "${FIXRES_PYRUN:-}" = 0 ]; then echo "$1"; return; fi
+  if [ ! -x "$1" ]; then echo "$1"; return; fi
   local w
   w="$WORK/.pyrun-$(printf '%s' "$1" | cksum | cut -d' ' -f1)"
   printf '#!/usr/bin/env bash\nFIXRES_PYRUN_PYTHON=%q exec %q "$@"\n' "$1" "$PY" >"$w"

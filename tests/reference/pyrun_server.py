@@ -15,6 +15,7 @@ import socket
 import sys
 
 IDLE = 120
+MAX_REQUEST = 64 << 20  # argv and environment: far below this
 
 
 def preload():
@@ -31,8 +32,8 @@ def receive(conn):
     data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
     while not data.endswith(b"\n"):
         more = conn.recv(1 << 20)
-        if not more:
-            raise OSError("request cut short")
+        if not more or len(data) > MAX_REQUEST:
+            raise OSError("request cut short or over 64 MiB")
         data += more
     if len(fds) != 3:
         raise OSError("three descriptors expected")
