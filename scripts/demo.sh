@@ -181,7 +181,7 @@ split: {best} px, crop {crop:g} (apparent-size suggestion {sweep['suggested_size
 ![top-1 vs test resolution](sweep/sweep.svg) ![top-1 over size and crop](sweep/sweep_grid.svg)
 
 Calibration of the fine-tuned model at {best} px (report/): expected calibration error
-{100 * rep['ece']:.2f} %, {100 * rep['temperature']['ece']:.2f} % after dividing the logits by the
+{rep['ece']:.2f} %, {rep['temperature']['ece']:.2f} % after dividing the logits by the
 temperature {rep['temperature']['value']:.3f} fitted on the held-out split (test loss
 {rep['loss']:.4f} -> {rep['temperature']['loss']:.4f}).
 
@@ -197,7 +197,7 @@ print("\n" + gain_line)
 print(held_line)
 if safe_line:
     print(safe_line)
-print(f"ECE {100 * rep['ece']:.2f} % -> {100 * rep['temperature']['ece']:.2f} % at temperature {rep['temperature']['value']:.3f}")
+print(f"ECE {rep['ece']:.2f} % -> {rep['temperature']['ece']:.2f} % at temperature {rep['temperature']['value']:.3f}")
 print(f"plot:   {out}/sweep/sweep.svg")
 print(f"report: {out}/report.md")
 PY
