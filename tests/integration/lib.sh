@@ -61,8 +61,12 @@ skip_check() {
 }
 # required NEED: true when FIXRES_REQUIRE lists NEED.
 required() { case " ${FIXRES_REQUIRE:-} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+# A test that passed (or skipped) leaves no files: the suite's outputs (checkpoints, exports) add
+# up to several GB over a leg, and a full disk fails every test after it. A failed test keeps its
+# folder to look into; FIXRES_KEEP_WORK=1 keeps every folder.
 finish() {
   if [ "$FAILURES" -ne 0 ]; then echo "$FAILURES check(s) failed"; exit 1; fi
+  [ "${FIXRES_KEEP_WORK:-0}" = 1 ] || { cd / && rm -rf "$WORK"; }
   if [ ${#SKIPPED[@]} -ne 0 ]; then
     echo "every check that ran passed; skipped for want of: ${SKIPPED[*]}"; exit 77
   fi
