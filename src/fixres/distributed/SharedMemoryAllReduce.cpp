@@ -23,7 +23,10 @@
 #include "fixres/common/Log.h"
 
 namespace fixres::distributed {
-namespace {
+// A named namespace, not an anonymous one: Impl's members hold these types, and GCC warns
+// (-Wsubobject-linkage) when a class with a field of an anonymous namespace's type is compiled in
+// a unity file, which includes this one. Inline: found unqualified, as they were.
+inline namespace shm_internal {
 
 // The head of each rank's segment; the two data areas follow at kDataOffset. Counters only grow:
 // `arrived` = the last chunk whose data this rank has copied in, `reduced` = the last chunk whose
@@ -100,7 +103,7 @@ class PendingShm : public PendingOp {
   std::shared_ptr<Op> op_;
 };
 
-}  // namespace
+}  // namespace shm_internal
 
 class SharedMemoryAllReduce::Impl {
  public:
