@@ -6,7 +6,11 @@
 set(FIXRES_OPENVINO_DIR "" CACHE PATH "Folder of OpenVINOConfig.cmake (default: the openvino wheel in .venv-torch2)")
 option(FIXRES_WITH_OPENVINO "Build the OpenVINO runtime where OpenVINO is found" ON)
 set(FIXRES_HAVE_OPENVINO OFF)
-if(FIXRES_WITH_OPENVINO)
+# Sanitizer builds leave it out: the wheel's TBB loads its NUMA helper (libtbbbind) with
+# RTLD_DEEPBIND, which the sanitizer runtimes refuse, so every OpenVINO run would fail there.
+if(FIXRES_WITH_OPENVINO AND FIXRES_SANITIZE)
+  message(STATUS "fixres: sanitizer build: --runtime openvino left out (TBB's RTLD_DEEPBIND)")
+elseif(FIXRES_WITH_OPENVINO)
   set(_fixres_ov_hints "${FIXRES_OPENVINO_DIR}")
   if(NOT _fixres_ov_hints)
     file(GLOB _fixres_ov_hints

@@ -12,14 +12,14 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 
+#include "../Reference.h"
+
 namespace fixres::data {
 namespace {
 
+// A fresh folder per test, removed when the process exits.
 std::string tempDir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() /
-           ("fixres_npy_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(d);
-  return d.string();
+  return fixres::testing::makeTempDir("fixres_npy_" + name + "_");
 }
 
 int python(const std::string& code) {
