@@ -41,11 +41,11 @@ expect_file "$WORK/out/sweep/config.json"
 for f in confusion.svg reliability.svg per_class.csv report.json; do expect_file "$WORK/out/report/$f"; done
 expect_out "^ECE [0-9.]+ % -> [0-9.]+ % at temperature [0-9.]+$"
 # report.json's ECEs are percentages already (eval_report_check.py holds them to its own count).
-want=$("$PY" -c "import json; r = json.load(open('$WORK/out/report/report.json'))
-print('ECE %.2f %% -> %.2f %% at' % (r['ece'], r['temperature']['ece']))")
+{ read -r want; read -r md; } < <("$PY" -c "import json; r = json.load(open('$WORK/out/report/report.json'))
+e, t = r['ece'], r['temperature']['ece']
+print('ECE %.2f %% -> %.2f %% at' % (e, t)); print('%.2f %%, %.2f %% after' % (e, t))")
+[ -n "$md" ] || bad "report.json's ECEs could not be read"
 grep -qF "$want" "$OUT" || bad "the ECE line is not report.json's ECE in percent ($want)"
-md=$("$PY" -c "import json; r = json.load(open('$WORK/out/report/report.json'))
-print('%.2f %%, %.2f %% after' % (r['ece'], r['temperature']['ece']))")
 grep -qF "$md" "$WORK/out/report.md" || bad "report.md's ECE is not report.json's in percent ($md)"
 grep -q "report/reliability.svg" "$WORK/out/report.md" || bad "report.md does not show the reliability diagram"
 grep -q "<svg" "$WORK/out/sweep/sweep.svg" || bad "sweep.svg is not an SVG"
