@@ -114,7 +114,8 @@ def make_paths(out, model, init, data):
         json.dump({"torch": torch.__version__, "steps": LONG_STEPS, "made": made}, f)
 
 
-def make(out):
+def make_inputs(out):
+    """The model, its initial weights and the batches, written to OUT's init.pth and data.pth."""
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
@@ -127,6 +128,11 @@ def make(out):
         data[f"x{k}"] = torch.randn(4, 3, 16, 16, generator=gen)
         data[f"y{k}"] = torch.randint(0, CLASSES, (4,), generator=gen)
     torch.save(data, f"{out}/data.pth")
+    return model, init, data
+
+
+def make(out):
+    model, init, data = make_inputs(out)
     for name, (opt, lr, momentum, wd, nesterov, norm_wd, bias_wd, clip) in CASES.items():
         model.load_state_dict(init)
         model.train()

@@ -74,8 +74,8 @@ Command addBenchTrain(CLI::App& bench) {
   addBenchShapeOptions(*sub, s->shape);
   addSharedFlag(*sub, "--finetune", s->step.finetune);
   addSharedFlag(*sub, "--sync-bn", s->step.syncBatchNorm);
-  addSharedChoice(*sub, "--opt", s->step.optimizer, engine::optimizerKinds());
-  addSharedChoice(*sub, "--optimizer-impl", s->step.optimizerImpl, engine::optimizerImpls());
+  addSharedChoice(*sub, "--opt", s->step.optimizer, optim::optimizerKinds());
+  addSharedChoice(*sub, "--optimizer-impl", s->step.optimizerImpl, optim::optimizerImpls());
   addSharedChoice(*sub, "--skip-on", s->step.skipOn, engine::skipOnChoices());
   addSharedChoice(*sub, "--cuda-graph", s->step.cudaGraph, engine::graphModes());
   distributed::ReducerOptions::visitSettings(s->step.reducer, SettingsBinder{*sub});

@@ -59,8 +59,7 @@ template <typename E>
 const std::string& choiceName(const ChoiceTable<E>& table, E value) {
   for (const auto& entry : table.entries)
     if (entry.second == value) return entry.first;
-  FIXRES_FAIL(InternalError, "a ", table.noun, " value has no name (", static_cast<int>(value),
-              ")");
+  FIXRES_FAIL(InternalError, "a ", table.noun, " value has no name");
 }
 
 }  // namespace fixres

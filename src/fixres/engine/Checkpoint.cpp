@@ -59,7 +59,7 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
   d.insert("accuracy", s.accuracy);
   auto weights = c10::impl::toGenericDict(models::stateDict(model));
   auto optState =
-      c10::impl::toGenericDict(optimizerState(model, optimizer.optimizer, optimizer.kind));
+      c10::impl::toGenericDict(optim::optimizerState(model, optimizer.optimizer, optimizer.kind));
   auto [crc, bytes] = tensorChecksum({weights, optState});
   c10::impl::GenericDict integrity(c10::StringType::get(), c10::AnyType::get());
   integrity.insert("algorithm", std::string("crc32"));
@@ -75,7 +75,7 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
   }
   d.insert("model", weights);
   d.insert("optimizer", optState);
-  d.insert("optimizer_kind", choiceName(optimizerKinds(), optimizer.kind));
+  d.insert("optimizer_kind", choiceName(optim::optimizerKinds(), optimizer.kind));
   if (optimizer.scaler) {
     c10::impl::GenericDict scaler(c10::StringType::get(), c10::AnyType::get());
     scaler.insert("scale", static_cast<double>(optimizer.scaler->scale()));
@@ -136,12 +136,12 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
                    "): the file is corrupt");
     }
   }
-  OptimizerKind kind = OptimizerKind::kSgd;  // checkpoints before --opt
+  optim::OptimizerKind kind = optim::optimizerNamed("sgd");  // checkpoints before --opt
   if (d.contains("optimizer_kind")) {
     const auto name = field<std::string>(d, "optimizer_kind", path);
-    const std::string unknown = choiceError(optimizerKinds(), name);
+    const std::string unknown = choiceError(optim::optimizerKinds(), name);
     FIXRES_CHECK(unknown.empty(), WeightsError, path, ": 'optimizer_kind': ", unknown);
-    kind = parseChoice(optimizerKinds(), name, path);
+    kind = parseChoice(optim::optimizerKinds(), name, path);
   }
   std::optional<std::pair<double, int64_t>> scaler;
   if (d.contains("loss_scaler")) {
@@ -159,11 +159,11 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
   if (check) check(s);
   models::loadStateDict(model, d.at("model"), models::LoadOptions{}, path);
   if (kind == optimizer.kind) {
-    restoreOptimizerState(d.at("optimizer").toGenericDict(), model, optimizer.optimizer, kind,
-                          path);
+    optim::restoreOptimizerState(d.at("optimizer").toGenericDict(), model, optimizer.optimizer,
+                                 kind, path);
   } else {
-    log::warn(path, " holds the state of optimizer ", choiceName(optimizerKinds(), kind),
-              ", not of ", choiceName(optimizerKinds(), optimizer.kind),
+    log::warn(path, " holds the state of optimizer ", choiceName(optim::optimizerKinds(), kind),
+              ", not of ", choiceName(optim::optimizerKinds(), optimizer.kind),
               ": the optimizer starts fresh");
   }
   if (optimizer.scaler && scaler) {

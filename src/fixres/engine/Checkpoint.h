@@ -17,7 +17,7 @@
 
 #include "fixres/engine/LossScaler.h"
 #include "fixres/engine/ModelEma.h"
-#include "fixres/engine/Optimizer.h"
+#include "fixres/optim/Optimizer.h"
 
 namespace fixres::engine {
 
@@ -42,7 +42,7 @@ using CheckpointCheck = std::function<void(const CheckpointState&)>;
 // loss scaler when the run has one.
 struct OptimizerRef {
   torch::optim::Optimizer& optimizer;
-  OptimizerKind kind = OptimizerKind::kSgd;
+  optim::OptimizerKind kind = optim::optimizerNamed("sgd");
   LossScaler* scaler = nullptr;
 };
 

@@ -170,8 +170,8 @@ RunConfig RunConfig::forMode(RunMode mode) {
 
 void RunConfig::validateValues() const {
   visitSettings(*this, RangeChecker{});
-  FIXRES_CHECK(!step.nesterov || (step.optimizer == OptimizerKind::kSgd && step.momentum > 0),
-               UsageError, "--nesterov needs --opt sgd and --momentum > 0");
+  FIXRES_CHECK(!step.nesterov || (step.optimizer->nesterov && step.momentum > 0), UsageError,
+               "--nesterov needs --opt sgd or lars and --momentum > 0");
   progressive.validate(epochs);
   FIXRES_CHECK(!progressive.enabled() || mode == RunMode::kTrain, UsageError,
                "--min-res/--max-res (progressive resizing) are for train, not finetune");

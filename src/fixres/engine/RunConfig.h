@@ -18,11 +18,11 @@
 #include "fixres/engine/ModelEma.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/Numerics.h"
-#include "fixres/engine/Optimizer.h"
 #include "fixres/engine/ProgressiveResize.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/engine/TrainStep.h"
 #include "fixres/image/Transform.h"
+#include "fixres/optim/Optimizer.h"
 
 namespace fixres::engine {
 

@@ -39,7 +39,7 @@ std::string whyNoGraph(const GraphConditions& c) {
   if (c.accumulationSteps > 1) return "--accumulation-steps: a step spans several micro-batches";
   if (c.syncBatchNorm) return "--sync-bn: BatchNorm statistics are all-reduced inside the forward";
   if (c.lossScaling) return "fp16 loss scaling decides and rescales on the host";
-  if (c.optimizer != OptimizerKind::kSgd || c.impl != OptimizerImpl::kFused)
+  if (!c.optimizer->capturable || c.impl != optim::OptimizerImpl::kFused)
     return "only SGD's fused kernel reads its learning rate from the device here (AdamW's step "
            "count and the foreach and loop paths' rates are host numbers)";
   if (!c.deviceSkip) return "the not-finite check is read on the host (--skip-on host)";

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "fixres/common/Choice.h"
-#include "fixres/engine/MultiTensorStep.h"
-#include "fixres/engine/Optimizer.h"
+#include "fixres/optim/MultiTensorStep.h"
+#include "fixres/optim/Optimizer.h"
 
 namespace fixres::engine {
 
@@ -33,8 +33,8 @@ struct GraphConditions {
   bool syncBatchNorm = false;
   bool lossScaling = false;  // fp16's dynamic loss scaling
   bool deviceSkip = false;   // the not-finite check stays on the device (--skip-on)
-  OptimizerKind optimizer = OptimizerKind::kSgd;
-  OptimizerImpl impl = OptimizerImpl::kFused;  // resolved
+  optim::OptimizerKind optimizer = optim::optimizerNamed("sgd");
+  optim::OptimizerImpl impl = optim::OptimizerImpl::kFused;  // resolved
 };
 // Whether this build can capture at all (a CUDA LibTorch).
 bool buildHasCudaGraphs();

@@ -49,7 +49,7 @@ torch::Tensor anyNotFinite(const std::vector<torch::Tensor>& grads) {
 // Where a step's values that are not finite are dropped, and why not on the device ("" when it
 // can be): a fused kernel takes found_inf; loss scaling decides on the host.
 std::string whyHostSkip(const StepOptions& o, bool lossScaling) {
-  if (resolveOptimizerImpl(o.optimizerImpl, o.optimizer) != OptimizerImpl::kFused)
+  if (optim::resolveOptimizerImpl(o.optimizerImpl, o.optimizer) != optim::OptimizerImpl::kFused)
     return "the update path has no found_inf input (fused SGD and AdamW have)";
   if (lossScaling) return "fp16 loss scaling decides on the host";
   return "";
@@ -81,7 +81,7 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
   params_ = trainableParameters();
   FIXRES_CHECK(std::isfinite(o_.clipGradNorm) && o_.clipGradNorm >= 0, UsageError,
                "--clip-grad-norm must be a finite number >= 0 (0: none), got ", o_.clipGradNorm);
-  OptimizerOptions oo;
+  optim::OptimizerOptions oo;
   oo.kind = o_.optimizer;
   oo.learningRate = o_.learningRate;
   oo.momentum = o_.momentum;
@@ -98,13 +98,10 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
       return it == scales->end() ? 1.0 : it->second;
     };
   }
-  optimizer_ = makeOptimizer(*model_, oo);
-  // A fused kernel this build lacks is a usage error now, not at the first step.
-  FIXRES_CHECK(o_.optimizerImpl != OptimizerImpl::kFused || hasFusedKernel(o_.optimizer),
-               UsageError, "--optimizer-impl fused: this build has no fused ",
-               choiceName(optimizerKinds(), o_.optimizer),
-               " kernel (LibTorch 2.x has SGD's and AdamW's; foreach works everywhere)");
-  groupScales_ = groupLearningRateScales(*model_, oo);
+  optimizer_ = optim::makeOptimizer(*model_, oo);
+  // A path this optimizer lacks here is a usage error now, not at the first step.
+  optim::checkOptimizerImpl(o_.optimizerImpl, o_.optimizer);
+  groupScales_ = optim::groupLearningRateScales(*model_, oo);
   if (o_.lossScaling) scaler_.emplace(*o_.lossScaling);
   reducer_ = std::make_unique<distributed::GradReducer>(comm_, params_, o_.reducer);
   const torch::Device device = params_.empty() ? torch::Device(torch::kCPU) : params_[0].device();
@@ -125,7 +122,7 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
   gc.lossScaling = scaler_.has_value();
   gc.deviceSkip = deviceSkip_;
   gc.optimizer = o_.optimizer;
-  gc.impl = resolveOptimizerImpl(o_.optimizerImpl, o_.optimizer);
+  gc.impl = optim::resolveOptimizerImpl(o_.optimizerImpl, o_.optimizer);
   if (planStepGraph(o_.cudaGraph, gc, &whyNotCaptured_)) {
     graphLr_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device));
     graphs_ = std::make_unique<StepGraphs>(*this);
@@ -210,7 +207,7 @@ bool TrainStep::rollBack() {
 bool TrainStep::stateFinite() {
   std::vector<torch::Tensor> all = buffers_;
   for (auto& p : model_->parameters()) all.push_back(p);
-  for (auto& t : optimizerStateTensors(*optimizer_, o_.optimizer)) all.push_back(t);
+  for (auto& t : optim::optimizerStateTensors(*optimizer_, o_.optimizer)) all.push_back(t);
   return allFinite(all);
 }
 
@@ -280,11 +277,12 @@ StepResult TrainStep::finishStep(double lr, bool lossFinite) {
   if (!deviceSkip_) return finishOnHost(skip, grads, lr);
   restoreBuffersWhere(skip);
   if (o_.clipGradNorm > 0) clipOnDevice(grads);
-  setLearningRate(*optimizer_, lr, groupScales_);
+  optim::setLearningRate(*optimizer_, lr, groupScales_);
   phase_ = Phase::kApplying;
   // Captured, the learning rate is read from graphLr_ (filled before each replay).
-  optimizerStep(*optimizer_, o_.optimizer, o_.optimizerImpl,
-                DeviceSkip{skip.to(torch::kFloat), tally_->deviceSkips(), graphLr_, groupScales_});
+  optim::optimizerStep(
+      *optimizer_, o_.optimizer, o_.optimizerImpl,
+      optim::DeviceSkip{skip.to(torch::kFloat), tally_->deviceSkips(), graphLr_, groupScales_});
   phase_ = Phase::kIdle;
   return StepResult::kPending;
 }
@@ -307,9 +305,9 @@ StepResult TrainStep::finishOnHost(const torch::Tensor& skip,
   if (o_.clipGradNorm > 0)
     lastGradNorm_ = torch::full({}, torch::nn::utils::clip_grad_norm_(params_, o_.clipGradNorm),
                                 torch::kDouble);
-  setLearningRate(*optimizer_, lr, groupScales_);
+  optim::setLearningRate(*optimizer_, lr, groupScales_);
   phase_ = Phase::kApplying;
-  optimizerStep(*optimizer_, o_.optimizer, o_.optimizerImpl);
+  optim::optimizerStep(*optimizer_, o_.optimizer, o_.optimizerImpl);
   phase_ = Phase::kIdle;
   return StepResult::kApplied;
 }
@@ -364,7 +362,7 @@ double TrainStep::lastGradNorm() const {
 
 StepWindow TrainStep::takeWindow() {
   StepWindow w = tally_->take();
-  rewindStepCounts(*optimizer_, o_.optimizer, w.deviceSkips);
+  optim::rewindStepCounts(*optimizer_, o_.optimizer, w.deviceSkips);
   return w;
 }
 

@@ -15,12 +15,12 @@
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/FinetuneRecipe.h"
 #include "fixres/engine/LossScaler.h"
-#include "fixres/engine/MultiTensorStep.h"
-#include "fixres/engine/Optimizer.h"
 #include "fixres/engine/Precision.h"
 #include "fixres/engine/StepGraph.h"
 #include "fixres/engine/StepTally.h"
 #include "fixres/models/Model.h"
+#include "fixres/optim/MultiTensorStep.h"
+#include "fixres/optim/Optimizer.h"
 
 namespace fixres::engine {
 
@@ -46,9 +46,9 @@ struct StepOptions {
   double momentum = 0.9;
   double weightDecay = 1e-4;
   bool nesterov = false;
-  OptimizerKind optimizer = OptimizerKind::kSgd;
-  OptimizerImpl optimizerImpl = OptimizerImpl::kAuto;  // MultiTensorStep.h
-  std::optional<double> normWeightDecay;               // nullopt: weightDecay (OptimizerOptions)
+  optim::OptimizerKind optimizer = optim::optimizerNamed("sgd");
+  optim::OptimizerImpl optimizerImpl = optim::OptimizerImpl::kAuto;  // MultiTensorStep.h
+  std::optional<double> normWeightDecay;  // nullopt: weightDecay (optim::OptimizerOptions)
   std::optional<double> biasWeightDecay;  // nullopt: as the other parameters of their layer
   double clipGradNorm = 0;                // > 0: clip the gradients' total 2-norm to this
   // Dynamic loss scaling (what --precision fp16 uses; usable with any precision here).
@@ -74,23 +74,17 @@ struct StepOptions {
   template <typename Self, typename V>
   static void visitSettings(Self& o, V&& v) {
     const char* const g = "Optimisation";
-    v(Setting{"opt",
-              "--opt",
-              g,
-              "Optimizer (the torchvision references'): sgd, adamw (default betas and eps) or "
-              "rmsprop (eps 0.0316, alpha 0.9)",
-              {},
-              SettingRole::kDefinesRun},
-      o.optimizer, optimizerKinds());
+    v(Setting{"opt", "--opt", g, optim::optimizersHelp(), {}, SettingRole::kDefinesRun},
+      o.optimizer, optim::optimizerKinds());
     v(Setting{"optimizer_impl",
               "--optimizer-impl",
               g,
               "How the optimizer updates the weights: auto (fused where the build has the "
-              "kernel: LibTorch 2.x's SGD and AdamW; else foreach), fused, foreach (multi-tensor "
-              "kernels, torch.optim's foreach=True), loop (parameter by parameter, LibTorch's own "
-              "step)",
+              "kernel: LibTorch 2.x's SGD and AdamW; else foreach where the optimizer has it: sgd, "
+              "adamw, rmsprop; else loop), fused, foreach (multi-tensor kernels, torch.optim's "
+              "foreach=True), loop (parameter by parameter)",
               {}},
-      o.optimizerImpl, optimizerImpls());
+      o.optimizerImpl, optim::optimizerImpls());
     v(Setting{"skip_on",
               "--skip-on",
               g,
@@ -245,7 +239,7 @@ class TrainStep {
   bool stateFinite();
 
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
-  OptimizerKind optimizerKind() const { return o_.optimizer; }
+  optim::OptimizerKind optimizerKind() const { return o_.optimizer; }
   LossScaler* lossScaler() { return scaler_ ? &*scaler_ : nullptr; }  // null without loss scaling
   std::vector<torch::Tensor> trainableParameters() const;
 

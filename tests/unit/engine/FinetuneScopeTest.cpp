@@ -18,8 +18,8 @@
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/engine/FinetuneRecipe.h"
-#include "fixres/engine/Optimizer.h"
 #include "fixres/models/Registry.h"
+#include "fixres/optim/Optimizer.h"
 
 namespace fixres::engine {
 namespace {
@@ -111,22 +111,22 @@ TEST(FinetuneScope, ResNetLayerDecayIsTimms) {
 }
 
 // The optimizer's groups carry the multipliers: each parameter's group has lr * its scale, after
-// makeOptimizer and after setLearningRate with the groups' scales.
+// optim::makeOptimizer and after optim::setLearningRate with the groups' scales.
 TEST(FinetuneScope, LayerDecayReachesTheOptimizersGroups) {
   models::Model vit = models::createModel("vit_demo", 5);
   auto recipe = finetuneRecipe(vit, false, FinetuneScope::kAll, 0.5);
   std::map<const void*, double> scale;
   for (size_t k = 0; k < recipe.trainable.size(); ++k)
     scale[recipe.trainable[k].unsafeGetTensorImpl()] = recipe.lrScale[k];
-  OptimizerOptions o;
-  o.kind = OptimizerKind::kAdamw;
+  optim::OptimizerOptions o;
+  o.kind = optim::optimizerNamed("adamw");
   o.learningRate = 0.01;
   o.lrScale = [&](const torch::Tensor& p) { return scale.at(p.unsafeGetTensorImpl()); };
-  auto opt = makeOptimizer(*vit, o);
-  const auto scales = groupLearningRateScales(*vit, o);
+  auto opt = optim::makeOptimizer(*vit, o);
+  const auto scales = optim::groupLearningRateScales(*vit, o);
   ASSERT_EQ(scales.size(), opt->param_groups().size());
   for (double lr : {0.01, 0.2}) {
-    setLearningRate(*opt, lr, scales);
+    optim::setLearningRate(*opt, lr, scales);
     size_t seen = 0;
     for (auto& g : opt->param_groups())
       for (const auto& p : g.params()) {

@@ -313,7 +313,7 @@ TEST(RunConfigTest, OptimizerKeysRoundTripAndOptDefinesTheRun) {
   EXPECT_TRUE(plain.at("norm_weight_decay").is_null());
   EXPECT_TRUE(plain.at("bias_weight_decay").is_null());
   EXPECT_EQ(plain.at("clip_grad_norm"), 0.0);
-  c.step.optimizer = OptimizerKind::kAdamw;
+  c.step.optimizer = optim::optimizerNamed("adamw");
   c.step.normWeightDecay = 0.0;
   c.step.clipGradNorm = 1.5;
   c.numerics.precision = PrecisionChoice::kFp16;
@@ -323,17 +323,17 @@ TEST(RunConfigTest, OptimizerKeysRoundTripAndOptDefinesTheRun) {
   EXPECT_TRUE(j.at("bias_weight_decay").is_null());
   EXPECT_EQ(j.at("precision"), "fp16");
   const RunConfig back = RunConfig::fromJson(j);
-  EXPECT_EQ(back.step.optimizer, OptimizerKind::kAdamw);
+  EXPECT_EQ(back.step.optimizer, optim::optimizerNamed("adamw"));
   EXPECT_EQ(back.step.normWeightDecay, std::optional<double>(0.0));
   EXPECT_FALSE(back.step.biasWeightDecay.has_value());
   EXPECT_EQ(back.step.clipGradNorm, 1.5);
   EXPECT_EQ(back.toJson(), j);
   const RunConfig old = RunConfig::fromJson(readJson("config-0.1.0-train.json"));
-  EXPECT_EQ(old.step.optimizer, OptimizerKind::kSgd);
+  EXPECT_EQ(old.step.optimizer, optim::optimizerNamed("sgd"));
   EXPECT_FALSE(old.step.normWeightDecay.has_value());
   EXPECT_THROW(RunConfig::fromJson({{"opt", "lion"}}), UsageError);
   RunConfig other = back;
-  other.step.optimizer = OptimizerKind::kRmsprop;
+  other.step.optimizer = optim::optimizerNamed("rmsprop");
   other.step.clipGradNorm = 2;
   std::string seen;
   for (const auto& change : resumeChanges(j, other))

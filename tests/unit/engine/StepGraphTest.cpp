@@ -18,8 +18,8 @@ GraphConditions capturable() {
   c.cuda = true;
   c.buildHasGraphs = true;
   c.deviceSkip = true;
-  c.optimizer = OptimizerKind::kSgd;
-  c.impl = OptimizerImpl::kFused;
+  c.optimizer = optim::optimizerNamed("sgd");
+  c.impl = optim::OptimizerImpl::kFused;
   return c;
 }
 
@@ -36,8 +36,8 @@ TEST(StepGraphTest, CapturesOnlyWhatAGraphCanReplayAndNamesWhyNot) {
       {[](GraphConditions& c) { c.accumulationSteps = 4; }, "--accumulation-steps"},
       {[](GraphConditions& c) { c.syncBatchNorm = true; }, "--sync-bn"},
       {[](GraphConditions& c) { c.lossScaling = true; }, "fp16 loss scaling"},
-      {[](GraphConditions& c) { c.optimizer = OptimizerKind::kAdamw; }, "AdamW"},
-      {[](GraphConditions& c) { c.impl = OptimizerImpl::kForeach; }, "foreach"},
+      {[](GraphConditions& c) { c.optimizer = optim::optimizerNamed("adamw"); }, "AdamW"},
+      {[](GraphConditions& c) { c.impl = optim::OptimizerImpl::kForeach; }, "foreach"},
       {[](GraphConditions& c) { c.deviceSkip = false; }, "--skip-on host"},
   };
   for (const auto& k : cases) {

@@ -109,7 +109,7 @@ std::vector<torch::Tensor> snapshot(models::Model& model, TrainStep& step) {
   std::vector<torch::Tensor> out;
   for (auto& t : model->parameters()) out.push_back(t.detach().clone());
   for (auto& t : model->buffers()) out.push_back(t.clone());
-  for (auto& t : optimizerStateTensors(step.optimizer(), step.optimizerKind()))
+  for (auto& t : optim::optimizerStateTensors(step.optimizer(), step.optimizerKind()))
     out.push_back(t.clone());
   return out;
 }
@@ -352,7 +352,7 @@ TEST(StepTallyTest, CountsLossesAndSkipsAndHaltsAsTheNanPolicySays) {
 
 // The state after a run of steps: parameters, buffers, optimizer state and (AdamW) step counts.
 // `omit`: the poisoned batches are drawn but not stepped on.
-std::vector<torch::Tensor> stateAfterSteps(OptimizerKind kind, SkipOn skipOn,
+std::vector<torch::Tensor> stateAfterSteps(optim::OptimizerKind kind, SkipOn skipOn,
                                            const std::vector<bool>& poisoned, StepWindow* window,
                                            bool omit = false) {
   auto comm = distributed::makeSingleProcessCommunicator();
@@ -360,9 +360,9 @@ std::vector<torch::Tensor> stateAfterSteps(OptimizerKind kind, SkipOn skipOn,
   StepOptions so;
   so.learningRate = 0.05;
   so.optimizer = kind;
-  so.nesterov = kind == OptimizerKind::kSgd;
+  so.nesterov = kind == optim::optimizerNamed("sgd");
   so.weightDecay = 0.01;
-  so.optimizerImpl = OptimizerImpl::kFused;
+  so.optimizerImpl = optim::OptimizerImpl::kFused;
   so.maxSkippedInARow = 10;
   so.skipOn = skipOn;
   TrainStep step(model, so, *comm);
@@ -385,9 +385,9 @@ std::vector<torch::Tensor> stateAfterSteps(OptimizerKind kind, SkipOn skipOn,
   for (auto& t : model->parameters()) out.push_back(t.detach().clone());
   for (auto& t : model->buffers()) out.push_back(t.clone());
   for (auto& p : model->parameters()) {
-    auto* s = parameterState(step.optimizer(), p);
+    auto* s = optim::parameterState(step.optimizer(), p);
     if (!s) continue;
-    if (kind == OptimizerKind::kSgd) {
+    if (kind == optim::optimizerNamed("sgd")) {
       out.push_back(static_cast<torch::optim::SGDParamState&>(*s).momentum_buffer().clone());
     } else {
       auto& a = static_cast<torch::optim::AdamWParamState&>(*s);
@@ -403,14 +403,14 @@ std::vector<torch::Tensor> stateAfterSteps(OptimizerKind kind, SkipOn skipOn,
 // the buffers restored, AdamW's step counts put back), the state is the one of the same run
 // with the poisoned batches left out (the first step of SGD's momentum included).
 TEST(StepSkipTest, SkippedOnTheDeviceEqualsSkippedOnTheHost) {
-  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdamw}) {
-    FIXRES_SKIP_UNLESS(hasFusedKernel(kind), "fused-optimizer",
+  for (optim::OptimizerKind kind : {optim::optimizerNamed("sgd"), optim::optimizerNamed("adamw")}) {
+    FIXRES_SKIP_UNLESS(optim::hasFusedKernel(kind), "fused-optimizer",
                        "LibTorch 1.13 has no fused optimizer kernel to skip on the device");
     const std::vector<bool> poisoned = {true, false, false, true, false};
     StepWindow host, device;
     const auto h = stateAfterSteps(kind, SkipOn::kHost, poisoned, &host);
     const auto d = stateAfterSteps(kind, SkipOn::kDevice, poisoned, &device);
-    EXPECT_TRUE(sameState(h, d)) << choiceName(optimizerKinds(), kind);
+    EXPECT_TRUE(sameState(h, d)) << choiceName(optim::optimizerKinds(), kind);
     for (const StepWindow& w : {host, device}) {
       EXPECT_EQ(w.applied, 3);
       EXPECT_EQ(w.skipped, 2);
@@ -423,7 +423,7 @@ TEST(StepSkipTest, SkippedOnTheDeviceEqualsSkippedOnTheHost) {
     EXPECT_EQ(device.deviceSkips, 2);
     StepWindow none;
     const auto n = stateAfterSteps(kind, SkipOn::kHost, poisoned, &none, /*omit=*/true);
-    EXPECT_TRUE(sameState(n, h)) << choiceName(optimizerKinds(), kind);
+    EXPECT_TRUE(sameState(n, h)) << choiceName(optim::optimizerKinds(), kind);
     EXPECT_EQ(none.applied, 3);
   }
 }
@@ -431,7 +431,7 @@ TEST(StepSkipTest, SkippedOnTheDeviceEqualsSkippedOnTheHost) {
 TEST(StepSkipTest, DeviceSkipWithoutAFusedKernelIsAUsageError) {
   auto comm = distributed::makeSingleProcessCommunicator();
   StepOptions so;
-  so.optimizer = OptimizerKind::kRmsprop;
+  so.optimizer = optim::optimizerNamed("rmsprop");
   so.skipOn = SkipOn::kDevice;
   EXPECT_THROW(TrainStep(tinyModel(), so, *comm), UsageError);
 }

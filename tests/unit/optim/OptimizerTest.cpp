@@ -17,11 +17,11 @@
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Checkpoint.h"
 #include "fixres/engine/LossScaler.h"
-#include "fixres/engine/MultiTensorStep.h"
-#include "fixres/engine/Optimizer.h"
 #include "fixres/engine/TrainStep.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
+#include "fixres/optim/MultiTensorStep.h"
+#include "fixres/optim/Optimizer.h"
 
 namespace fixres::engine {
 namespace {
@@ -70,7 +70,7 @@ double maxDiffToReference(models::Model& model, const std::string& file) {
 
 struct Case {
   const char* name;  // optim_reference.py's CASES
-  OptimizerKind kind;
+  optim::OptimizerKind kind;
   double lr, momentum, weightDecay;
   bool nesterov;
   std::optional<double> normDecay, biasDecay;
@@ -78,12 +78,13 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {"sgd_nesterov", OptimizerKind::kSgd, 0.05, 0.9, 1e-2, true, 0.0, 1e-3, 0},
-    {"sgd_groups_clip", OptimizerKind::kSgd, 0.1, 0.9, 1e-4, false, 0.0, std::nullopt, 0.5},
-    {"adamw", OptimizerKind::kAdamw, 1e-2, 0.0, 0.05, false, 0.0, 0.01, 0},
-    {"rmsprop", OptimizerKind::kRmsprop, 1e-2, 0.9, 1e-3, false, 1e-5, 0.0, 0},
-    {"rmsprop_clip", OptimizerKind::kRmsprop, 1e-2, 0.9, 1e-3, false, std::nullopt, std::nullopt,
-     1.0},
+    {"sgd_nesterov", optim::optimizerNamed("sgd"), 0.05, 0.9, 1e-2, true, 0.0, 1e-3, 0},
+    {"sgd_groups_clip", optim::optimizerNamed("sgd"), 0.1, 0.9, 1e-4, false, 0.0, std::nullopt,
+     0.5},
+    {"adamw", optim::optimizerNamed("adamw"), 1e-2, 0.0, 0.05, false, 0.0, 0.01, 0},
+    {"rmsprop", optim::optimizerNamed("rmsprop"), 1e-2, 0.9, 1e-3, false, 1e-5, 0.0, 0},
+    {"rmsprop_clip", optim::optimizerNamed("rmsprop"), 1e-2, 0.9, 1e-3, false, std::nullopt,
+     std::nullopt, 1.0},
 };
 
 StepOptions stepOptions(const Case& c) {
@@ -105,7 +106,7 @@ TEST(OptimizerTest, FiveStepsEqualTorchOptimWithParameterGroupsAndClipping) {
     SCOPED_TRACE(c.name);
     models::Model model = referenceModel();
     StepOptions so = stepOptions(c);
-    so.optimizerImpl = OptimizerImpl::kLoop;  // LibTorch's optimizers against torch.optim's
+    so.optimizerImpl = optim::OptimizerImpl::kLoop;  // LibTorch's optimizers against torch.optim's
     TrainStep step(model, so, *comm);
     step.setTrainingMode();
     std::vector<double> norms;
@@ -162,10 +163,10 @@ TEST(OptimizerTest, UpdatePathsEqualTorchOptimsLoopForeachAndFused) {
   const std::string torch = made.at("torch").get<std::string>();
   int same = 0;
   for (const Case& c : kCases) {
-    for (OptimizerImpl impl :
-         {OptimizerImpl::kLoop, OptimizerImpl::kForeach, OptimizerImpl::kFused}) {
-      if (impl == OptimizerImpl::kFused && !hasFusedKernel(c.kind)) continue;
-      const std::string ours = choiceName(optimizerImpls(), impl);
+    for (optim::OptimizerImpl impl : {optim::OptimizerImpl::kLoop, optim::OptimizerImpl::kForeach,
+                                      optim::OptimizerImpl::kFused}) {
+      if (impl == optim::OptimizerImpl::kFused && !optim::hasFusedKernel(c.kind)) continue;
+      const std::string ours = choiceName(optim::optimizerImpls(), impl);
       SCOPED_TRACE(std::string(c.name) + " " + ours);
       models::Model model = referenceModel();
       StepOptions so = stepOptions(c);
@@ -200,7 +201,7 @@ TEST(OptimizerTest, UpdatePathsEqualTorchOptimsLoopForeachAndFused) {
 TEST(OptimizerTest, FusedWithoutTheKernelIsAUsageError) {
   auto comm = distributed::makeSingleProcessCommunicator();
   StepOptions so = stepOptions(kCases[3]);  // RMSprop: no fused kernel in any build
-  so.optimizerImpl = OptimizerImpl::kFused;
+  so.optimizerImpl = optim::OptimizerImpl::kFused;
   EXPECT_THROW(
       {
         try {
@@ -211,8 +212,9 @@ TEST(OptimizerTest, FusedWithoutTheKernelIsAUsageError) {
         }
       },
       UsageError);
-  EXPECT_EQ(resolveOptimizerImpl(OptimizerImpl::kAuto, OptimizerKind::kRmsprop),
-            OptimizerImpl::kForeach);
+  EXPECT_EQ(
+      optim::resolveOptimizerImpl(optim::OptimizerImpl::kAuto, optim::optimizerNamed("rmsprop")),
+      optim::OptimizerImpl::kForeach);
 }
 
 // The groups of the references' set_weight_decay (norm layers' parameters, then parameters named
@@ -222,11 +224,11 @@ TEST(OptimizerTest, ParameterGroupsEqualTheReferencesSetWeightDecay) {
   const auto expected =
       nlohmann::json::parse(testing::readText(optimReferenceDir() + "/groups.json"));
   models::Model model = models::createModel("resnet_tiny", kClasses);
-  OptimizerOptions o;
+  optim::OptimizerOptions o;
   o.weightDecay = 1e-2;
   o.normWeightDecay = 0.0;
   o.biasWeightDecay = 1e-3;
-  const auto groups = parameterGroups(*model, o);
+  const auto groups = optim::parameterGroups(*model, o);
   ASSERT_EQ(groups.size(), 3u);
   for (const auto& g : groups) {
     SCOPED_TRACE(g.role);
@@ -236,8 +238,8 @@ TEST(OptimizerTest, ParameterGroupsEqualTheReferencesSetWeightDecay) {
   EXPECT_EQ(groups[1].weightDecay, 0.0);
   EXPECT_EQ(groups[2].weightDecay, 1e-3);
   // Neither flag: one group, every parameter, --weight-decay.
-  OptimizerOptions plain;
-  const auto one = parameterGroups(*model, plain);
+  optim::OptimizerOptions plain;
+  const auto one = optim::parameterGroups(*model, plain);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].parameters.size(), model->parameters().size());
 }
@@ -255,12 +257,12 @@ TEST(OptimizerTest, ParameterGroupsCoverTheTrainableParametersOfEveryFamily) {
       so.normWeightDecay = 0.0;
       so.biasWeightDecay = 0.0;
       TrainStep step(model, so, *comm);  // freezes for finetune
-      OptimizerOptions o;
+      optim::OptimizerOptions o;
       o.normWeightDecay = 0.0;
       o.biasWeightDecay = 0.0;
       std::set<std::string> grouped;
       size_t count = 0;
-      for (const auto& g : parameterGroups(*model, o)) {
+      for (const auto& g : optim::parameterGroups(*model, o)) {
         for (const auto& n : g.names) {
           grouped.insert(n);
           const bool bias = n.size() >= 5 && n.compare(n.size() - 5, 5, ".bias") == 0;
@@ -284,26 +286,27 @@ TEST(OptimizerTest, ParameterGroupsCoverTheTrainableParametersOfEveryFamily) {
 
 TEST(OptimizerTest, BadOptionsAreRefusedNamingTheFlag) {
   models::Model model = models::createModel("resnet_tiny", kClasses);
-  auto refused = [&](OptimizerOptions o, const std::string& flag) {
+  auto refused = [&](optim::OptimizerOptions o, const std::string& flag) {
     try {
-      makeOptimizer(*model, o);
+      optim::makeOptimizer(*model, o);
       ADD_FAILURE() << "accepted, expected an error naming " << flag;
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
     }
   };
-  OptimizerOptions o;
+  optim::OptimizerOptions o;
   o.normWeightDecay = -1;
   refused(o, "--norm-weight-decay");
   o = {};
   o.biasWeightDecay = NAN;
   refused(o, "--bias-weight-decay");
   o = {};
-  o.kind = OptimizerKind::kAdamw;
+  o.kind = optim::optimizerNamed("adamw");
   o.nesterov = true;
   refused(o, "--nesterov");
-  EXPECT_EQ(parseChoice(optimizerKinds(), "rmsprop", "--opt"), OptimizerKind::kRmsprop);
-  EXPECT_THROW(parseChoice(optimizerKinds(), "lion", "--opt"), UsageError);
+  EXPECT_EQ(parseChoice(optim::optimizerKinds(), "rmsprop", "--opt"),
+            optim::optimizerNamed("rmsprop"));
+  EXPECT_THROW(parseChoice(optim::optimizerKinds(), "lion", "--opt"), UsageError);
 }
 
 // torch.cuda.amp.GradScaler's defaults, read from its signature by optim_reference.py.
@@ -359,7 +362,7 @@ std::vector<torch::Tensor> fullState(models::Model& model, TrainStep& step) {
   for (auto& t : model->parameters()) out.push_back(t.detach().clone());
   for (auto& t : model->buffers()) out.push_back(t.clone());
   // By parameter name (the optimizer's own map has no fixed order).
-  for (const auto& item : optimizerState(*model, step.optimizer(), step.optimizerKind()))
+  for (const auto& item : optim::optimizerState(*model, step.optimizer(), step.optimizerKind()))
     out.push_back(item.value().clone());
   return out;
 }
@@ -493,8 +496,8 @@ TEST(OptimizerTest, CheckpointResumesAdamwAndRmspropBitwise) {
     EXPECT_EQ(d.at("optimizer_kind").toStringRef(),
               c.name == std::string("adamw") ? "adamw" : "rmsprop");
     auto opt = d.at("optimizer").toGenericDict();
-    EXPECT_TRUE(opt.contains(c.kind == OptimizerKind::kAdamw ? "exp_avg_sq/fc.weight"
-                                                             : "square_avg/fc.weight"));
+    EXPECT_TRUE(opt.contains(c.kind == optim::optimizerNamed("adamw") ? "exp_avg_sq/fc.weight"
+                                                                      : "square_avg/fc.weight"));
     EXPECT_EQ(opt.at("step/fc.weight").toTensor().item<int64_t>(), 2);
   }
 }

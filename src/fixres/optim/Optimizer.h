@@ -1,6 +1,8 @@
-// The optimizers of a run (the torchvision references' --opt: SGD, AdamW, RMSprop) over parameter
-// groups (their utils.set_weight_decay: norm layers and biases may have their own weight decay),
-// and their per-parameter state by parameter name, for checkpoints.
+// The optimizers of a run (--opt: the torchvision references' SGD, AdamW, RMSprop, and LARS and
+// LAMB as timm.optim's) over parameter groups (the references' utils.set_weight_decay: norm layers
+// and biases may have their own weight decay), and their per-parameter state by parameter name,
+// for checkpoints. Each optimizer is an OptimizerDescriptor (OptimizerDescriptor.h), listed in
+// OptimizerList.h.
 #pragma once
 
 #include <torch/torch.h>
@@ -13,29 +15,33 @@
 #include <vector>
 
 #include "fixres/common/Choice.h"
+#include "fixres/optim/OptimizerDescriptor.h"
 
-namespace fixres::engine {
+namespace fixres::optim {
 
-// sgd: torch.optim.SGD(lr, momentum, weight_decay, nesterov); adamw: torch.optim.AdamW(lr,
-// weight_decay) with its default betas (0.9, 0.999) and eps 1e-8; rmsprop: torch.optim.RMSprop(lr,
-// momentum, weight_decay, eps=0.0316, alpha=0.9), the references' (TensorFlow-like) setting.
-enum class OptimizerKind { kSgd, kAdamw, kRmsprop };
-const ChoiceTable<OptimizerKind>& optimizerKinds();  // sgd, adamw, rmsprop
-
-constexpr double kRmspropEps = 0.0316;
-constexpr double kRmspropAlpha = 0.9;
+// An optimizer is its descriptor; the registry's entries are compared by address.
+using OptimizerKind = const OptimizerDescriptor*;
+// Every optimizer of OptimizerList.h, in its order.
+const std::vector<OptimizerKind>& optimizers();
+// Their names for --opt, config.json and checkpoints.
+const ChoiceTable<OptimizerKind>& optimizerKinds();
+// The optimizer named `name` (InternalError for a name that is not one: user input goes through
+// optimizerKinds()).
+OptimizerKind optimizerNamed(const std::string& name);
+// --opt's help: each optimizer's phrase (text that lives as long as the program).
+const char* optimizersHelp();
 
 struct OptimizerOptions {
-  OptimizerKind kind = OptimizerKind::kSgd;
+  OptimizerKind kind = optimizerNamed("sgd");
   double learningRate = 0.1;
-  double momentum = 0.9;  // sgd, rmsprop
+  double momentum = 0.9;  // where the descriptor reads it
   double weightDecay = 1e-4;
-  bool nesterov = false;  // sgd
+  bool nesterov = false;  // where the descriptor allows it
   // Parameters of norm layers (BatchNorm, GroupNorm, LayerNorm, InstanceNorm, LocalResponseNorm);
-  // nullopt: weightDecay.
+  // nullopt: weightDecay (0 for an optimizer that excludes norm layers and biases).
   std::optional<double> normWeightDecay;
   // Parameters named "bias" (norm layers' included, as the references' custom key); nullopt: as
-  // the other parameters of their layer.
+  // the other parameters of their layer (0 for an optimizer that excludes norm layers and biases).
   std::optional<double> biasWeightDecay;
   // A parameter's learning-rate multiplier (layer-wise decay); empty: 1 for every parameter.
   std::function<double(const torch::Tensor&)> lrScale;
@@ -68,23 +74,16 @@ void setLearningRate(torch::optim::Optimizer& optimizer, double lr,
 std::vector<double> groupLearningRateScales(const torch::nn::Module& model,
                                             const OptimizerOptions& options);
 
-// The state LibTorch's optimizer keeps for parameter `p`, or nullptr before its first step; and a
-// new state stored for `p` (replacing any), returned.
-torch::optim::OptimizerParamState* parameterState(torch::optim::Optimizer& optimizer,
-                                                  const torch::Tensor& p);
-torch::optim::OptimizerParamState& setParameterState(
-    torch::optim::Optimizer& optimizer, const torch::Tensor& p,
-    std::unique_ptr<torch::optim::OptimizerParamState> state);
-
 // Every (defined) tensor of the optimizer's per-parameter state (momentum, moments), in no fixed
 // order.
 std::vector<torch::Tensor> optimizerStateTensors(torch::optim::Optimizer& optimizer,
                                                  OptimizerKind kind);
 
-// The per-parameter state as a flat dict of CPU tensors. sgd: {parameter name: momentum buffer}
-// (fixres's checkpoint layout since 0.1.0); adamw: {"exp_avg/NAME", "exp_avg_sq/NAME",
-// "step/NAME" (int64 scalar)}; rmsprop: {"square_avg/NAME", "momentum_buffer/NAME" (momentum > 0),
-// "step/NAME"}.
+// The per-parameter state as a flat dict of CPU tensors, keys as the descriptor's saveState puts
+// them. sgd: {parameter name: momentum buffer} (fixres's checkpoint layout since 0.1.0); adamw
+// and lamb: {"exp_avg/NAME", "exp_avg_sq/NAME", "step/NAME" (int64 scalar)}; rmsprop:
+// {"square_avg/NAME", "momentum_buffer/NAME" (momentum > 0), "step/NAME"}; lars:
+// {"momentum_buffer/NAME"}.
 c10::Dict<std::string, at::Tensor> optimizerState(const torch::nn::Module& model,
                                                   torch::optim::Optimizer& optimizer,
                                                   OptimizerKind kind);
@@ -94,4 +93,4 @@ void restoreOptimizerState(const c10::impl::GenericDict& state, const torch::nn:
                            torch::optim::Optimizer& optimizer, OptimizerKind kind,
                            const std::string& path);
 
-}  // namespace fixres::engine
+}  // namespace fixres::optim
