@@ -127,6 +127,7 @@ void RunConfig::visitSettings(Self& c, V&& v) {
             "a restart (fixres launch --max-restarts) loses little work (0: off)",
             Range::integers(0), kNotCompared},
     c.checkpointEverySteps);
+  KeepBestOptions::visitSettings(c.keepBest, v);
   v(Setting{"nan_policy", "--nan-policy", "Optimisation",
             "A step whose loss or gradient is NaN or inf: stop (exit 1, the state before it "
             "saved) or skip it (warned, counted in metrics.jsonl)"},

@@ -112,6 +112,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   state_.seed = cfg_.seed;
   state_.scheduleKind = choiceName(scheduleKinds(), cfg_.schedule.kind);
   state_.configJson = jsonText(cfg_.toJson());
+  parts_ = makeRunParts(cfg_);
 }
 
 RunSummary Trainer::run() {
@@ -119,6 +120,7 @@ RunSummary Trainer::run() {
   summary_.split = splitName();
   start_ = Clock::now();
   const bool resumed = resume();
+  for (auto& part : parts_) part->start(moment(), resumed, val_ != nullptr);
   startRunFolder(resumed);
   if (!resumed && cfg_.mode == RunMode::kFinetune && val_) evaluateBeforeTraining();
   stepsAtStart_ = state_.globalStep;
@@ -298,7 +300,8 @@ void Trainer::finishEpoch() {
   if (sums[1] > 0)
     record["train"] = {{"top1", 100.0 * sums[0] / sums[1]},
                        {"count", static_cast<int64_t>(sums[1])}};
-  if (val_ && (epoch >= cfg_.epochs || epoch % cfg_.evalEvery == 0)) {
+  const bool evaluated = val_ && (epoch >= cfg_.epochs || epoch % cfg_.evalEvery == 0);
+  if (evaluated) {
     evaluateAfter();
     state_.accuracy = summary_.after.top1;
     const auto& r = summary_.after;
@@ -311,6 +314,7 @@ void Trainer::finishEpoch() {
     record["eval"]["split"] = splitName();
     if (ema_) record["eval_ema"] = e.toJson();
   }
+  for (auto& part : parts_) part->epochEnd(moment(), evaluated ? &summary_.after : nullptr, record);
   if (record.contains("train") || record.contains("eval")) appendMetrics(record);
   state_.epoch = epoch;
   state_.iteration = 0;

@@ -20,6 +20,7 @@
 #include "fixres/engine/MetricsLog.h"
 #include "fixres/engine/ModelEma.h"
 #include "fixres/engine/RunConfig.h"
+#include "fixres/engine/RunPart.h"
 #include "fixres/engine/Schedule.h"
 #include "fixres/engine/TrainStep.h"
 #include "fixres/models/Model.h"
@@ -106,6 +107,7 @@ class Trainer {
   void updateEma(int64_t iteration);
   void writeCheckpoints(bool epochEnd);
   OptimizerRef optimizerRef();
+  RunMoment moment() const { return RunMoment{state_, cfg_.runDir, comm_.rank()}; }
   void logProgress(int64_t iteration, int64_t iterations, double loss, double lr, double imgPerSec,
                    double dataWaitShare, double etaSeconds, double runEtaSeconds);
   void appendMetrics(const nlohmann::json& line);
@@ -119,9 +121,10 @@ class Trainer {
   std::shared_ptr<const data::Dataset> train_, val_;
   image::TransformOptions trainTransform_;
   std::unique_ptr<TrainStep> step_;
-  std::unique_ptr<ModelEma> ema_;  // --model-ema
-  std::unique_ptr<BatchMix> mix_;  // --mixup-alpha / --cutmix-alpha
-  bool emaInterrupted_ = false;    // an error interrupted an EMA update: nothing may be saved
+  std::unique_ptr<ModelEma> ema_;                // --model-ema
+  std::unique_ptr<BatchMix> mix_;                // --mixup-alpha / --cutmix-alpha
+  std::vector<std::unique_ptr<RunPart>> parts_;  // RunPart.h
+  bool emaInterrupted_ = false;  // an error interrupted an EMA update: nothing may be saved
   std::unique_ptr<Schedule> schedule_;
   CheckpointState state_;
   double scaledLr_ = 0;

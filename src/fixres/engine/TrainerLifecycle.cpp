@@ -175,10 +175,12 @@ void Trainer::writeCheckpoints(bool epochEnd) {
   state_.learningRate = schedule_->rate(static_cast<int>(state_.epoch));
   state_.worldSize = comm_.worldSize();
   saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, optimizerRef(), ema_.get());
+  std::string epochFile;
   if (epochEnd) {
-    saveCheckpoint(cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth", state_,
-                   *model_, optimizerRef(), ema_.get());
+    epochFile = cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth";
+    saveCheckpoint(epochFile, state_, *model_, optimizerRef(), ema_.get());
   }
+  for (auto& part : parts_) part->checkpointWritten(moment(), epochFile);
   saving_ = false;
 }
 

@@ -68,6 +68,7 @@ const std::set<std::string> kConfigKeys = {"absolute_lr",
                                            "bias_weight_decay",
                                            "bucket_mb",
                                            "checkpoint_every_steps",
+                                           "checkpoint_hist",
                                            "clip_grad_norm",
                                            "cuda_graph",
                                            "cutmix_alpha",
@@ -176,8 +177,8 @@ TEST(SettingsTable, TheRolesAreThoseResumeHasAlwaysApplied) {
     if (r.setting.role == SettingRole::kNotCompared) notCompared.insert(r.setting.key);
   }
   EXPECT_EQ(defines, kDefinesRun);
-  EXPECT_EQ(notCompared,
-            (std::set<std::string>{"run_dir", "stop_after_steps", "checkpoint_every_steps"}));
+  EXPECT_EQ(notCompared, (std::set<std::string>{"run_dir", "stop_after_steps",
+                                                "checkpoint_every_steps", "checkpoint_hist"}));
   // The rows say it, resumeChanges does it: a changed run-defining key is flagged.
   auto before = engine::RunConfig::forMode(engine::RunMode::kTrain);
   auto after = before;

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# --checkpoint-hist N (keep-best checkpoints, a training-loop part): after a 5-epoch run only the
+# N epoch checkpoints with the best held-out top-1 are left, listed best first with their metrics
+# in best_checkpoints.json; checked against the rule applied independently to metrics.jsonl's
+# evaluations (ties: the earlier epoch first). A run stopped twice and resumed ends with the same
+# list and files; a bad count is refused before anything is written.
+set -u
+source "$(dirname "$0")/lib.sh" "$@"
+D="$WORK/data"
+"$PY" "$SRC/tests/reference/make_image_folder.py" "$D" --classes 3 --train 8 --val 6 --size 24 >/dev/null || bad "data generation"
+RUNS="$WORK/runs"
+T=(train --architecture resnet_tiny --workers 2 --log-every 1 --sampler distributed --epochs 5
+  --input-size 24 --batch 4 --seed 3 --shared-folder-path "$RUNS"
+  --absolute-lr --learning-rate 0.05 --checkpoint-hist 2)
+
+check_kept() {  # check_kept JOB: the kept files are the rule's, and nothing else is left
+  run "$PY" - "$RUNS/train/$1" <<'PY'
+import json, os, re, sys
+d = sys.argv[1]
+evals = [json.loads(l) for l in open(f"{d}/metrics.jsonl") if '"eval"' in l]
+evals = [r for r in evals if "epoch" in r and "eval" in r]
+assert len(evals) == 5, len(evals)
+ranked = sorted(evals, key=lambda r: -r["eval"]["top1"])  # stable: earlier first among equals
+want = [(r["epoch"] - 1, r["eval"]["top1"]) for r in ranked[:2]]
+got = json.load(open(f"{d}/best_checkpoints.json"))
+# metrics.jsonl rounds to 12 significant digits; the list keeps the full value.
+assert [k["epoch"] for k in got] == [e for e, _ in want], (got, want)
+assert all(abs(k["eval"]["top1"] - t) < 1e-9 for k, (_, t) in zip(got, want)), (got, want)
+assert all(k["file"] == f"checkpoint_{k['epoch']}.pth" for k in got), got
+left = sorted(f for f in os.listdir(d) if re.fullmatch(r"checkpoint_\d+\.pth", f))
+assert left == sorted(k["file"] for k in got), left
+assert os.path.exists(f"{d}/checkpoint.pth")
+print("kept", [(e, t) for e, t in want], "of", [r["eval"]["top1"] for r in evals])
+PY
+  expect_code 0
+}
+
+# 1. An uninterrupted run.
+run "$FIXRES" "${T[@]}" --imnet-path "$D" --job-id whole
+expect_code 0
+check_kept whole
+
+# 2. Stopped inside epoch 2 and after epoch 3 (steps 10, 18; 6 a epoch), resumed: the same list.
+run "$FIXRES" "${T[@]}" --imnet-path "$D" --job-id parts --stop-after-steps 10
+expect_code 0
+run "$FIXRES" "${T[@]}" --imnet-path "$D" --job-id parts --stop-after-steps 18
+expect_code 0; expect_err "resumed from"
+run "$FIXRES" "${T[@]}" --imnet-path "$D" --job-id parts
+expect_code 0
+check_kept parts
+cmp -s "$RUNS/train/whole/best_checkpoints.json" "$RUNS/train/parts/best_checkpoints.json" ||
+  bad "the resumed run kept other checkpoints than the uninterrupted one"
+
+# 3. A bad count is refused while parsing, naming the flag, before anything is written.
+run "$FIXRES" "${T[@]}" --imnet-path "$D" --job-id bad --checkpoint-hist -1
+expect_code 2; expect_err_lines 1; expect_err "^fixres: error: .*--checkpoint-hist"
+[ -e "$RUNS/train/bad" ] && bad "a refused run wrote its folder"
+finish
