@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config clang-format
   libtorch-dev libgloo-dev libopenblas0-pthread
   libjpeg62-turbo-dev libpng-dev libwebp-dev libtiff-dev libstb-dev
-  libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev
+  libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev libssl-dev
   libgtest-dev libgmock-dev
   python3-torch python3-torchvision python3-pil python3-numpy python3-onnx fonts-dejavu-core
   dataset-fashion-mnist gnuplot-nox iproute2 procps libgl1 libglib2.0-0

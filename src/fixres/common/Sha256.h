@@ -1,11 +1,12 @@
-// SHA-256 (FIPS 180-4), streamed, for checking downloaded weight files against published digests.
-// Ours rather than a library's: a hundred lines, no new link dependency for the common layer.
+// SHA-256 (FIPS 180-4), streamed, for checking downloaded weight files against published digests
+// and naming cached files: OpenSSL's libcrypto (its EVP digest interface) behind a small class.
 #pragma once
 
-#include <array>
 #include <cstddef>
-#include <cstdint>
+#include <memory>
 #include <string>
+
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
 
 namespace fixres {
 
@@ -13,18 +14,19 @@ namespace fixres {
 // lower-case hexadecimal digits. After hexDigest() the object must be reset() before reuse.
 class Sha256 {
  public:
-  Sha256() { reset(); }
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
   void reset();
   void update(const void* data, size_t size);
   std::string hexDigest();
 
  private:
-  void block(const uint8_t* p);
-
-  std::array<uint32_t, 8> h_{};
-  std::array<uint8_t, 64> buffer_{};
-  size_t buffered_ = 0;
-  uint64_t length_ = 0;  // bytes fed so far
+  struct Free {
+    void operator()(evp_md_ctx_st* ctx) const;
+  };
+  std::unique_ptr<evp_md_ctx_st, Free> ctx_;
 };
 
 // The digest of a whole string.
