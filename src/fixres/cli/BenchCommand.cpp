@@ -14,8 +14,8 @@
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/ModelSpec.h"
-#include "fixres/engine/StepBench.h"
-#include "fixres/engine/TrainStep.h"
+#include "fixres/step/StepBench.h"
+#include "fixres/step/TrainStep.h"
 #include "fixres/models/Registry.h"
 
 namespace fixres::cli {

@@ -8,7 +8,7 @@
 #include "fixres/data/BenchData.h"
 #include "fixres/data/DeviceTransform.h"
 #include "fixres/data/GpuJpeg.h"
-#include "fixres/engine/Numerics.h"
+#include "fixres/runtime/Numerics.h"
 
 namespace fixres::cli {
 

@@ -13,7 +13,7 @@
 #include "fixres/common/Log.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/engine/ModelCard.h"
-#include "fixres/engine/Schedule.h"
+#include "fixres/step/Schedule.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/Catalogue.h"
 #include "fixres/models/Registry.h"

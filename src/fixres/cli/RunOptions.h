@@ -17,7 +17,7 @@
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/ModelSpec.h"
-#include "fixres/engine/Numerics.h"
+#include "fixres/runtime/Numerics.h"
 #include "fixres/engine/RunConfig.h"
 
 namespace fixres::cli {

@@ -14,8 +14,8 @@
 #include "fixres/engine/Export.h"
 #include "fixres/engine/Predict.h"
 #include "fixres/engine/RunConfig.h"
-#include "fixres/engine/StepBench.h"
-#include "fixres/engine/Sweep.h"
+#include "fixres/step/StepBench.h"
+#include "fixres/sweep/Sweep.h"
 
 namespace fixres::cli {
 namespace {

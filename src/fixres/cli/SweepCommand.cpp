@@ -16,7 +16,7 @@
 #include "fixres/common/StopSignal.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/Resolution.h"
-#include "fixres/engine/Sweep.h"
+#include "fixres/sweep/Sweep.h"
 #include "fixres/models/Registry.h"
 
 namespace fixres::cli {

@@ -8,8 +8,8 @@
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
-#include "fixres/engine/RunFolder.h"
-#include "fixres/engine/Trainer.h"
+#include "fixres/train/RunFolder.h"
+#include "fixres/train/Trainer.h"
 
 namespace fixres::cli {
 namespace {

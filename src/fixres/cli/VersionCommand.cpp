@@ -8,7 +8,7 @@
 #include "fixres/common/Runtime.h"
 #include "fixres/distributed/ProcessGroupCommunicator.h"
 #include "fixres/engine/OnnxExport.h"
-#include "fixres/engine/OpenVinoSession.h"
+#include "fixres/runtime/OpenVinoSession.h"
 #include "fixres/image/Codec.h"
 
 namespace fixres::cli {

@@ -7,7 +7,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/data/Loader.h"
 #include "fixres/data/Sampler.h"
-#include "fixres/engine/ModelInput.h"
+#include "fixres/runtime/ModelInput.h"
 #include "fixres/models/BatchNorm.h"
 #include "fixres/models/Family.h"
 

@@ -11,7 +11,7 @@
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/Export.h"
 #include "fixres/engine/ModelResolution.h"
-#include "fixres/engine/Numerics.h"
+#include "fixres/runtime/Numerics.h"
 
 namespace fixres::engine {
 

@@ -10,9 +10,9 @@
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/Loader.h"
 #include "fixres/data/Sampler.h"
-#include "fixres/engine/DevicePrefetcher.h"
-#include "fixres/engine/Metrics.h"
-#include "fixres/engine/ModelInput.h"
+#include "fixres/runtime/DevicePrefetcher.h"
+#include "fixres/runtime/Metrics.h"
+#include "fixres/runtime/ModelInput.h"
 
 namespace fixres::engine {
 namespace {

@@ -10,9 +10,9 @@
 
 #include "fixres/data/Dataset.h"
 #include "fixres/distributed/Communicator.h"
-#include "fixres/engine/Metrics.h"
+#include "fixres/runtime/Metrics.h"
 #include "fixres/engine/ModelSpec.h"
-#include "fixres/engine/Numerics.h"
+#include "fixres/runtime/Numerics.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/Model.h"
 

@@ -7,7 +7,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/NumberText.h"
-#include "fixres/engine/OpenVinoSession.h"
+#include "fixres/runtime/OpenVinoSession.h"
 
 namespace fixres::engine {
 

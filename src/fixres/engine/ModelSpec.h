@@ -11,7 +11,7 @@
 
 #include "fixres/common/Download.h"
 #include "fixres/common/Setting.h"
-#include "fixres/engine/Numerics.h"
+#include "fixres/runtime/Numerics.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/Model.h"
 #include "fixres/models/Registry.h"

@@ -16,7 +16,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/JsonInput.h"
-#include "fixres/engine/OnnxModel.h"
+#include "fixres/runtime/OnnxModel.h"
 #include "fixres/models/GraphWriter.h"
 
 namespace fixres::engine {

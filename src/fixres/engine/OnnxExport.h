@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fixres/engine/ModelCard.h"
-#include "fixres/engine/OpenVinoSession.h"
+#include "fixres/runtime/OpenVinoSession.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::engine {

@@ -11,7 +11,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/OnnxExport.h"
-#include "fixres/engine/OpenVinoSession.h"
+#include "fixres/runtime/OpenVinoSession.h"
 #include "fixres/models/Family.h"
 
 namespace fixres::engine {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "fixres/engine/ModelCard.h"
-#include "fixres/engine/Precision.h"
+#include "fixres/runtime/Precision.h"
 #include "fixres/models/Model.h"
 
 namespace fixres::engine {

@@ -16,9 +16,9 @@
 #include "fixres/data/Sampler.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Evaluator.h"
-#include "fixres/engine/Numerics.h"
-#include "fixres/engine/Schedule.h"
-#include "fixres/engine/StepBench.h"
+#include "fixres/runtime/Numerics.h"
+#include "fixres/step/Schedule.h"
+#include "fixres/step/StepBench.h"
 #include "fixres/image/Transform.h"
 
 namespace fixres::cli {

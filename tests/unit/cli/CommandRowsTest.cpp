@@ -17,8 +17,8 @@
 #include "fixres/engine/EvalJob.h"
 #include "fixres/engine/Export.h"
 #include "fixres/engine/Predict.h"
-#include "fixres/engine/StepBench.h"
-#include "fixres/engine/Sweep.h"
+#include "fixres/step/StepBench.h"
+#include "fixres/sweep/Sweep.h"
 
 namespace fixres::cli {
 namespace {

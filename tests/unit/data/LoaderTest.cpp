@@ -19,7 +19,7 @@
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
-#include "fixres/engine/ModelInput.h"
+#include "fixres/runtime/ModelInput.h"
 
 namespace fixres::data {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
-#include "fixres/engine/BatchMix.h"
-#include "fixres/engine/TrainStep.h"
+#include "fixres/step/BatchMix.h"
+#include "fixres/step/TrainStep.h"
 #include "fixres/models/TorchFile.h"
 
 namespace fixres::engine {

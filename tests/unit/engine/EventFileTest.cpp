@@ -2,7 +2,7 @@
 // (tests/reference/event_file_check.py: its own CRC-32C and a hand-written protobuf decoder;
 // TensorBoard's own loader too when installed), the scalars of metrics records against the
 // documented tag rule, and a write that fails leaving whole records only.
-#include "fixres/engine/EventFile.h"
+#include "fixres/train/EventFile.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

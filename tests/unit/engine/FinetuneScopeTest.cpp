@@ -17,7 +17,7 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
-#include "fixres/engine/FinetuneRecipe.h"
+#include "fixres/step/FinetuneRecipe.h"
 #include "fixres/models/Registry.h"
 #include "fixres/optim/Optimizer.h"
 

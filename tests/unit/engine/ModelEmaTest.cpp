@@ -9,8 +9,8 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
-#include "fixres/engine/Checkpoint.h"
-#include "fixres/engine/ModelEma.h"
+#include "fixres/step/Checkpoint.h"
+#include "fixres/step/ModelEma.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/TorchFile.h"
 #include "fixres/models/WeightIO.h"

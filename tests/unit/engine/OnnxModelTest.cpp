@@ -4,7 +4,7 @@
 // bytes, and every field reads back as it was set (negative integers, a float attribute, a
 // string attribute, int64 and float initializers, a scalar, symbolic and fixed dimensions,
 // metadata). And the structural rules checkModel enforces before a file is written.
-#include "fixres/engine/OnnxModel.h"
+#include "fixres/runtime/OnnxModel.h"
 
 #include <gtest/gtest.h>
 

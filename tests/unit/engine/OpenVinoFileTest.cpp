@@ -9,7 +9,7 @@
 #include "../Reference.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/OnnxExport.h"
-#include "fixres/engine/OpenVinoSession.h"
+#include "fixres/runtime/OpenVinoSession.h"
 #include "fixres/models/Registry.h"
 
 namespace fixres::engine {

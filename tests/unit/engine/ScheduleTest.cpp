@@ -1,6 +1,6 @@
 // Learning-rate schedules against their formulas: torch StepLR stepped with the epoch (as the
 // reference), cosine annealing, linear warm-up, and the FixRes linear scaling rule.
-#include "fixres/engine/Schedule.h"
+#include "fixres/step/Schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/distributed/Communicator.h"
-#include "fixres/engine/StepGraph.h"
-#include "fixres/engine/TrainStep.h"
+#include "fixres/step/StepGraph.h"
+#include "fixres/step/TrainStep.h"
 #include "fixres/models/Registry.h"
 
 namespace fixres::engine {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fixres/common/Error.h"
-#include "fixres/engine/Sweep.h"
+#include "fixres/sweep/Sweep.h"
 
 namespace {
 

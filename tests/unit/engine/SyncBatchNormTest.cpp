@@ -11,7 +11,7 @@
 
 #include "../distributed/InProcessRanks.h"
 #include "fixres/distributed/GradReducer.h"
-#include "fixres/engine/SyncBatchNorm.h"
+#include "fixres/step/SyncBatchNorm.h"
 #include "fixres/models/BatchNorm.h"
 #include "fixres/models/Registry.h"
 

@@ -14,8 +14,8 @@
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/distributed/Communicator.h"
-#include "fixres/engine/Precision.h"
-#include "fixres/engine/TrainStep.h"
+#include "fixres/runtime/Precision.h"
+#include "fixres/step/TrainStep.h"
 #include "fixres/models/Registry.h"
 
 namespace fixres::engine {

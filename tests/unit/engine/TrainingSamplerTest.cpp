@@ -1,7 +1,7 @@
 // The training sampler's choice: the reader's required sampler replaces --sampler, with the log
 // line the issue asks for ("train: <reader> reads in order: sampler shard (not --sampler X)");
 // --sampler shard on data read in any order is a UsageError naming the data.
-#include "fixres/engine/TrainingSampler.h"
+#include "fixres/train/TrainingSampler.h"
 
 #include <gtest/gtest.h>
 

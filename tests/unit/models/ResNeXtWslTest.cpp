@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "../Reference.h"
-#include "fixres/engine/FinetuneRecipe.h"
+#include "fixres/step/FinetuneRecipe.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/ResNet.h"
 #include "fixres/models/WeightIO.h"

@@ -15,7 +15,7 @@
 #include "ParameterCount.h"
 #include "Parity.h"
 #include "fixres/common/Error.h"
-#include "fixres/engine/FinetuneRecipe.h"
+#include "fixres/step/FinetuneRecipe.h"
 #include "fixres/models/EfficientNet.h"
 #include "fixres/models/PNASNet.h"
 #include "fixres/models/Registry.h"

@@ -1,11 +1,11 @@
-// The stand-in of a build without OpenVINO (engine/openvino/Unavailable.cpp), linked on its own in
+// The stand-in of a build without OpenVINO (runtime/openvino/Unavailable.cpp), linked on its own in
 // every build, so that a build without the OpenVINO wheel still links: it says it has no OpenVINO,
 // supports no precision and refuses each use with a UsageError naming the use.
 #include <cstdio>
 #include <string>
 
 #include "fixres/common/Error.h"
-#include "fixres/engine/OpenVinoSession.h"
+#include "fixres/runtime/OpenVinoSession.h"
 
 int main() {
   using namespace fixres;

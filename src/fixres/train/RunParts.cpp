@@ -1,0 +1,17 @@
+// The training-loop parts (RunPart.h), one line each: a part's maker returns nullptr when the
+// run's configuration leaves it off.
+#include "fixres/engine/RunConfig.h"
+#include "fixres/train/RunPart.h"
+
+namespace fixres::engine {
+
+std::unique_ptr<RunPart> makeKeepBest(const RunConfig& config);  // KeepBest.cpp
+
+std::vector<std::unique_ptr<RunPart>> makeRunParts(const RunConfig& config) {
+  std::vector<std::unique_ptr<RunPart>> parts;
+  for (auto make : {makeKeepBest})
+    if (auto part = make(config)) parts.push_back(std::move(part));
+  return parts;
+}
+
+}  // namespace fixres::engine
