@@ -14,9 +14,9 @@
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/ModelSpec.h"
+#include "fixres/models/Registry.h"
 #include "fixres/step/StepBench.h"
 #include "fixres/step/TrainStep.h"
-#include "fixres/models/Registry.h"
 
 namespace fixres::cli {
 namespace {

@@ -13,11 +13,11 @@
 #include "fixres/common/Log.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/engine/ModelCard.h"
-#include "fixres/step/Schedule.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/Catalogue.h"
 #include "fixres/models/Registry.h"
 #include "fixres/optim/Optimizer.h"
+#include "fixres/step/Schedule.h"
 
 namespace fixres::cli {
 

@@ -17,8 +17,8 @@
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/ModelSpec.h"
-#include "fixres/runtime/Numerics.h"
 #include "fixres/engine/RunConfig.h"
+#include "fixres/runtime/Numerics.h"
 
 namespace fixres::cli {
 

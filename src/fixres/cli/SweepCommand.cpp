@@ -16,8 +16,8 @@
 #include "fixres/common/StopSignal.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/Resolution.h"
-#include "fixres/sweep/Sweep.h"
 #include "fixres/models/Registry.h"
+#include "fixres/sweep/Sweep.h"
 
 namespace fixres::cli {
 namespace {

@@ -8,8 +8,8 @@
 #include "fixres/common/Runtime.h"
 #include "fixres/distributed/ProcessGroupCommunicator.h"
 #include "fixres/engine/OnnxExport.h"
-#include "fixres/runtime/OpenVinoSession.h"
 #include "fixres/image/Codec.h"
+#include "fixres/runtime/OpenVinoSession.h"
 
 namespace fixres::cli {
 namespace {

@@ -7,9 +7,9 @@
 #include "fixres/common/Error.h"
 #include "fixres/data/Loader.h"
 #include "fixres/data/Sampler.h"
-#include "fixres/runtime/ModelInput.h"
 #include "fixres/models/BatchNorm.h"
 #include "fixres/models/Family.h"
+#include "fixres/runtime/ModelInput.h"
 
 namespace fixres::engine {
 namespace {

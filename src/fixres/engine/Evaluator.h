@@ -10,11 +10,11 @@
 
 #include "fixres/data/Dataset.h"
 #include "fixres/distributed/Communicator.h"
-#include "fixres/runtime/Metrics.h"
 #include "fixres/engine/ModelSpec.h"
-#include "fixres/runtime/Numerics.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/Model.h"
+#include "fixres/runtime/Metrics.h"
+#include "fixres/runtime/Numerics.h"
 
 namespace fixres::engine {
 

@@ -11,11 +11,11 @@
 
 #include "fixres/common/Download.h"
 #include "fixres/common/Setting.h"
-#include "fixres/runtime/Numerics.h"
 #include "fixres/image/Transform.h"
 #include "fixres/models/Model.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
+#include "fixres/runtime/Numerics.h"
 
 namespace fixres::engine {
 

@@ -16,8 +16,8 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/JsonInput.h"
-#include "fixres/runtime/OnnxModel.h"
 #include "fixres/models/GraphWriter.h"
+#include "fixres/runtime/OnnxModel.h"
 
 namespace fixres::engine {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fixres/engine/ModelCard.h"
-#include "fixres/runtime/OpenVinoSession.h"
 #include "fixres/models/Model.h"
+#include "fixres/runtime/OpenVinoSession.h"
 
 namespace fixres::engine {
 

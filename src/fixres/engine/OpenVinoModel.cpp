@@ -11,8 +11,8 @@
 #include "fixres/common/Error.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/OnnxExport.h"
-#include "fixres/runtime/OpenVinoSession.h"
 #include "fixres/models/Family.h"
+#include "fixres/runtime/OpenVinoSession.h"
 
 namespace fixres::engine {
 namespace {

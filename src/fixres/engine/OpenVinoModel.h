@@ -8,8 +8,8 @@
 #include <string>
 
 #include "fixres/engine/ModelCard.h"
-#include "fixres/runtime/Precision.h"
 #include "fixres/models/Model.h"
+#include "fixres/runtime/Precision.h"
 
 namespace fixres::engine {
 

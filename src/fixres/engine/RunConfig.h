@@ -13,17 +13,17 @@
 #include "fixres/data/FileIndex.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/distributed/GradReducer.h"
-#include "fixres/step/BatchMix.h"
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/KeepBest.h"
-#include "fixres/step/ModelEma.h"
 #include "fixres/engine/ModelSpec.h"
-#include "fixres/runtime/Numerics.h"
 #include "fixres/engine/ProgressiveResize.h"
-#include "fixres/step/Schedule.h"
-#include "fixres/step/TrainStep.h"
 #include "fixres/image/Transform.h"
 #include "fixres/optim/Optimizer.h"
+#include "fixres/runtime/Numerics.h"
+#include "fixres/step/BatchMix.h"
+#include "fixres/step/ModelEma.h"
+#include "fixres/step/Schedule.h"
+#include "fixres/step/TrainStep.h"
 
 namespace fixres::engine {
 

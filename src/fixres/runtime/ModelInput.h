@@ -6,8 +6,8 @@
 #include <torch/types.h>
 
 #include "fixres/data/Loader.h"
-#include "fixres/runtime/Numerics.h"
 #include "fixres/image/Transform.h"
+#include "fixres/runtime/Numerics.h"
 
 namespace fixres::engine {
 

@@ -15,9 +15,9 @@
 #include <optional>
 #include <string>
 
+#include "fixres/optim/Optimizer.h"
 #include "fixres/step/LossScaler.h"
 #include "fixres/step/ModelEma.h"
-#include "fixres/optim/Optimizer.h"
 
 namespace fixres::engine {
 

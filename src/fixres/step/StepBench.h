@@ -5,9 +5,9 @@
 #include <torch/torch.h>
 
 #include "fixres/distributed/Communicator.h"
+#include "fixres/models/Model.h"
 #include "fixres/runtime/Numerics.h"
 #include "fixres/step/TrainStep.h"
-#include "fixres/models/Model.h"
 
 namespace fixres::engine {
 

@@ -13,14 +13,14 @@
 #include "fixres/common/Setting.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/distributed/GradReducer.h"
-#include "fixres/step/FinetuneRecipe.h"
-#include "fixres/step/LossScaler.h"
-#include "fixres/runtime/Precision.h"
-#include "fixres/step/StepGraph.h"
-#include "fixres/step/StepTally.h"
 #include "fixres/models/Model.h"
 #include "fixres/optim/MultiTensorStep.h"
 #include "fixres/optim/Optimizer.h"
+#include "fixres/runtime/Precision.h"
+#include "fixres/step/FinetuneRecipe.h"
+#include "fixres/step/LossScaler.h"
+#include "fixres/step/StepGraph.h"
+#include "fixres/step/StepTally.h"
 
 namespace fixres::engine {
 

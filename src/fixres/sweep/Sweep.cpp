@@ -17,8 +17,8 @@
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/Resolution.h"
-#include "fixres/train/RunFolder.h"
 #include "fixres/step/StepBench.h"
+#include "fixres/train/RunFolder.h"
 #include "fixres/train/Trainer.h"
 
 namespace fixres::engine {

@@ -21,8 +21,8 @@
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Evaluator.h"
 #include "fixres/engine/ModelSpec.h"
-#include "fixres/runtime/Numerics.h"
 #include "fixres/engine/RunConfig.h"
+#include "fixres/runtime/Numerics.h"
 
 namespace fixres::engine {
 

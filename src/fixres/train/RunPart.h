@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "fixres/step/Checkpoint.h"
 #include "fixres/engine/Evaluator.h"
+#include "fixres/step/Checkpoint.h"
 
 namespace fixres::engine {
 

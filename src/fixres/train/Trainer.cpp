@@ -17,8 +17,8 @@
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/DatasetReader.h"
 #include "fixres/distributed/GradReducer.h"
-#include "fixres/runtime/ModelInput.h"
 #include "fixres/engine/ModelResolution.h"
+#include "fixres/runtime/ModelInput.h"
 #include "fixres/train/TrainingSampler.h"
 
 namespace fixres::engine {

@@ -16,10 +16,10 @@
 #include "fixres/data/Sampler.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Evaluator.h"
+#include "fixres/image/Transform.h"
 #include "fixres/runtime/Numerics.h"
 #include "fixres/step/Schedule.h"
 #include "fixres/step/StepBench.h"
-#include "fixres/image/Transform.h"
 
 namespace fixres::cli {
 namespace {

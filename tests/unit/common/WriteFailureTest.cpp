@@ -22,10 +22,10 @@
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/data/Npy.h"
-#include "fixres/train/EventFile.h"
 #include "fixres/engine/MetricsLog.h"
 #include "fixres/image/Encode.h"
 #include "fixres/models/TorchFile.h"
+#include "fixres/train/EventFile.h"
 
 namespace fixres {
 namespace {

@@ -12,9 +12,9 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
+#include "fixres/models/TorchFile.h"
 #include "fixres/step/BatchMix.h"
 #include "fixres/step/TrainStep.h"
-#include "fixres/models/TorchFile.h"
 
 namespace fixres::engine {
 namespace {

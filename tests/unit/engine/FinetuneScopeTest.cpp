@@ -17,9 +17,9 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
-#include "fixres/step/FinetuneRecipe.h"
 #include "fixres/models/Registry.h"
 #include "fixres/optim/Optimizer.h"
+#include "fixres/step/FinetuneRecipe.h"
 
 namespace fixres::engine {
 namespace {

@@ -9,11 +9,11 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
-#include "fixres/step/Checkpoint.h"
-#include "fixres/step/ModelEma.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/TorchFile.h"
 #include "fixres/models/WeightIO.h"
+#include "fixres/step/Checkpoint.h"
+#include "fixres/step/ModelEma.h"
 
 namespace fixres::engine {
 namespace {

@@ -9,8 +9,8 @@
 #include "../Reference.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/OnnxExport.h"
-#include "fixres/runtime/OpenVinoSession.h"
 #include "fixres/models/Registry.h"
+#include "fixres/runtime/OpenVinoSession.h"
 
 namespace fixres::engine {
 namespace {

@@ -6,9 +6,9 @@
 
 #include "fixres/common/Error.h"
 #include "fixres/distributed/Communicator.h"
+#include "fixres/models/Registry.h"
 #include "fixres/step/StepGraph.h"
 #include "fixres/step/TrainStep.h"
-#include "fixres/models/Registry.h"
 
 namespace fixres::engine {
 namespace {

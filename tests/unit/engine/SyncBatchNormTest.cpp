@@ -11,9 +11,9 @@
 
 #include "../distributed/InProcessRanks.h"
 #include "fixres/distributed/GradReducer.h"
-#include "fixres/step/SyncBatchNorm.h"
 #include "fixres/models/BatchNorm.h"
 #include "fixres/models/Registry.h"
+#include "fixres/step/SyncBatchNorm.h"
 
 namespace fixres::engine {
 namespace {

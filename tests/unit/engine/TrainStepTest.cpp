@@ -14,9 +14,9 @@
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/distributed/Communicator.h"
+#include "fixres/models/Registry.h"
 #include "fixres/runtime/Precision.h"
 #include "fixres/step/TrainStep.h"
-#include "fixres/models/Registry.h"
 
 namespace fixres::engine {
 namespace {

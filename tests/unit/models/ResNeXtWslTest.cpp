@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "../Reference.h"
-#include "fixres/step/FinetuneRecipe.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/ResNet.h"
 #include "fixres/models/WeightIO.h"
+#include "fixres/step/FinetuneRecipe.h"
 
 namespace fixres::models {
 namespace {

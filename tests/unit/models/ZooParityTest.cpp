@@ -15,11 +15,11 @@
 #include "ParameterCount.h"
 #include "Parity.h"
 #include "fixres/common/Error.h"
-#include "fixres/step/FinetuneRecipe.h"
 #include "fixres/models/EfficientNet.h"
 #include "fixres/models/PNASNet.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
+#include "fixres/step/FinetuneRecipe.h"
 
 namespace fixres::models {
 namespace {

@@ -12,11 +12,11 @@
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/distributed/Communicator.h"
-#include "fixres/step/Checkpoint.h"
-#include "fixres/step/TrainStep.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
 #include "fixres/optim/MultiTensorStep.h"
+#include "fixres/step/Checkpoint.h"
+#include "fixres/step/TrainStep.h"
 
 namespace fixres::engine {
 namespace lars_lamb_test {

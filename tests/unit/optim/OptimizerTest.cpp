@@ -15,13 +15,13 @@
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/distributed/Communicator.h"
-#include "fixres/step/Checkpoint.h"
-#include "fixres/step/LossScaler.h"
-#include "fixres/step/TrainStep.h"
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
 #include "fixres/optim/MultiTensorStep.h"
 #include "fixres/optim/Optimizer.h"
+#include "fixres/step/Checkpoint.h"
+#include "fixres/step/LossScaler.h"
+#include "fixres/step/TrainStep.h"
 
 namespace fixres::engine {
 namespace {
