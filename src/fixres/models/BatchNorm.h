@@ -1,6 +1,6 @@
 // BatchNorm2d with torch::nn::BatchNorm2d's options, parameters, buffers, names and forward,
 // whose training-mode forward can be handed to an override: SyncBatchNorm
-// (engine/SyncBatchNorm.h) computes the statistics over the batches of every rank. Every model of
+// (step/SyncBatchNorm.h) computes the statistics over the batches of every rank. Every model of
 // fixres builds its BatchNorm layers from this class. (A class of its own rather than a subclass of
 // LibTorch's: LibTorch does not export every member of its BatchNorm template.)
 #pragma once

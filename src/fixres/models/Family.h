@@ -2,7 +2,7 @@
 // one ArchitectureFamily: its names, how each is built, the preprocessing its published weights
 // expect, its FixRes fine-tuning recipe and the other published layout of its weight files.
 // models/Families.cpp lists the families; the registry (Registry.h), the weight loader
-// (WeightIO.h), fine-tuning (engine/FinetuneRecipe.h) and export (engine/Export.h) ask a model's
+// (WeightIO.h), fine-tuning (step/FinetuneRecipe.h) and export (engine/Export.h) ask a model's
 // family and name none.
 #pragma once
 
@@ -100,7 +100,7 @@ struct ArchitectureFamily {
   // The parameter groups, as timm's group_matcher: the layer of parameter `name`, from 0 (the
   // stem or the embeddings) to `headLayer` (the head and the norm before it). --finetune-scope
   // all scales each parameter's learning rate by layerDecay^(headLayer - layer), in one engine
-  // implementation (engine/FinetuneRecipe.cpp); nullptr: every parameter at the full rate.
+  // implementation (step/FinetuneRecipe.cpp); nullptr: every parameter at the full rate.
   int64_t (*layerOf)(const ModelImpl& model, const std::string& name) = nullptr;
   int64_t (*headLayer)(const ModelImpl& model) = nullptr;
 

@@ -1,4 +1,4 @@
-// fixres's own ONNX encoder (engine/OnnxModel.h) read by ONNX's Python package
+// fixres's own ONNX encoder (runtime/OnnxModel.h) read by ONNX's Python package
 // (tests/reference/onnx_proto_check.py on Debian's python3-onnx and its protobuf): the checker
 // with full shape inference accepts the model, protobuf writes the parsed model back to the same
 // bytes, and every field reads back as it was set (negative integers, a float attribute, a
