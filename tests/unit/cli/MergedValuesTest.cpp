@@ -64,7 +64,9 @@ bool has(const std::string& text, const std::string& part) {
 TEST_F(MergedValuesTest, CrossChecksSeeTheFilesValues) {
   const std::string run = "train --imnet-path d ";
   std::string e = refusal(run + "--nesterov --config " + file("momentum = 0\n"));
-  EXPECT_TRUE(has(e, "cfg.toml: momentum = 0: --nesterov needs --opt sgd and --momentum > 0")) << e;
+  EXPECT_TRUE(
+      has(e, "cfg.toml: momentum = 0: --nesterov needs --opt sgd or lars and --momentum > 0"))
+      << e;
   e = refusal(run + "--momentum 0 --config " + file("nesterov = true\n"));
   EXPECT_TRUE(has(e, "cfg.toml: nesterov = true: --nesterov needs")) << e;
   // finetune's transform is val: RandAugment needs a train transform.
@@ -73,7 +75,7 @@ TEST_F(MergedValuesTest, CrossChecksSeeTheFilesValues) {
   EXPECT_TRUE(has(e, "cfg.toml: auto-augment = ra: --auto-augment ra needs --transform")) << e;
   // Both on the command line: the same refusal, no file named.
   e = refusal(run + "--nesterov --momentum 0");
-  EXPECT_EQ(e.rfind("--nesterov needs --opt sgd and --momentum > 0", 0), 0u) << e;
+  EXPECT_EQ(e.rfind("--nesterov needs --opt sgd or lars and --momentum > 0", 0), 0u) << e;
 }
 
 // --pretrained against --architecture on the merged values: every mix of sources is refused,
