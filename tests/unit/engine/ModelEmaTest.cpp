@@ -10,7 +10,7 @@
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/models/Registry.h"
-#include "fixres/models/TorchFile.h"
+#include "fixres/weights/TorchFile.h"
 #include "fixres/models/WeightIO.h"
 #include "fixres/step/Checkpoint.h"
 #include "fixres/step/ModelEma.h"
