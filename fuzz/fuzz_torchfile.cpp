@@ -11,9 +11,9 @@
 #include <string>
 
 #include "fixres/common/Error.h"
-#include "fixres/models/StorageResolver.h"
-#include "fixres/models/Unpickler.h"
-#include "fixres/models/WeightSource.h"
+#include "fixres/weights/StorageResolver.h"
+#include "fixres/weights/Unpickler.h"
+#include "fixres/weights/WeightSource.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include "fixres/common/Download.h"
 #include "fixres/common/Error.h"
 #include "fixres/models/Catalogue.h"
-#include "fixres/models/WeightCache.h"
+#include "fixres/weights/WeightCache.h"
 
 namespace fixres::cli {
 namespace {

@@ -11,10 +11,10 @@
 #include "fixres/common/CsvText.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
-#include "fixres/common/HeatMapSvg.h"
+#include "fixres/plot/HeatMapSvg.h"
 #include "fixres/common/JsonInput.h"
 #include "fixres/common/NumberText.h"
-#include "fixres/common/SvgPlot.h"
+#include "fixres/plot/SvgPlot.h"
 
 namespace fixres::engine {
 namespace {

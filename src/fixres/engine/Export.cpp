@@ -13,7 +13,7 @@
 #include "fixres/engine/OnnxExport.h"
 #include "fixres/engine/OpenVinoModel.h"
 #include "fixres/models/Family.h"
-#include "fixres/models/SafetensorsFile.h"
+#include "fixres/weights/SafetensorsFile.h"
 #include "fixres/models/WeightIO.h"
 
 namespace fixres::engine {

@@ -13,8 +13,8 @@
 #include "fixres/engine/OpenVinoModel.h"
 #include "fixres/models/Family.h"
 #include "fixres/models/Registry.h"
-#include "fixres/models/WeightCache.h"
-#include "fixres/models/WeightSource.h"
+#include "fixres/weights/WeightCache.h"
+#include "fixres/weights/WeightSource.h"
 
 namespace fixres::engine {
 

@@ -9,7 +9,7 @@
 #include "fixres/common/Files.h"
 #include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
-#include "fixres/common/SvgPlot.h"
+#include "fixres/plot/SvgPlot.h"
 #include "fixres/engine/MetricsLog.h"
 
 namespace fixres::engine {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fixres/models/Model.h"
-#include "fixres/models/TorchFile.h"     // readTorchFile, writeTorchFile
-#include "fixres/models/WeightSource.h"  // openWeightSource
+#include "fixres/weights/TorchFile.h"     // readTorchFile, writeTorchFile
+#include "fixres/weights/WeightSource.h"  // openWeightSource
 
 namespace fixres::models {
 

@@ -48,7 +48,7 @@ T field(const c10::impl::GenericDict& d, const char* key, const std::string& pat
 
 void saveCheckpoint(const std::string& path, const CheckpointState& s,
                     const torch::nn::Module& model, const OptimizerRef& optimizer,
-                    const ModelEma* ema) {
+                    const CheckpointExtras& extras) {
   c10::impl::GenericDict sched(c10::StringType::get(), c10::AnyType::get());
   sched.insert("kind", s.scheduleKind);
   sched.insert("last_epoch", s.epoch);
@@ -65,13 +65,14 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
   integrity.insert("algorithm", std::string("crc32"));
   integrity.insert("crc32", crc);
   integrity.insert("bytes", bytes);
-  // The EMA's checksum in keys of its own: readers that know no model_ema verify the rest alike.
-  std::optional<c10::impl::GenericDict> averaged;
-  if (ema) {
-    averaged = c10::impl::toGenericDict(ema->stateDict());
-    auto [emaCrc, emaBytes] = tensorChecksum({*averaged});
-    integrity.insert("model_ema_crc32", emaCrc);
-    integrity.insert("model_ema_bytes", emaBytes);
+  // Each part's checksum in keys of its own: readers that know no such part verify the rest alike.
+  std::vector<std::pair<std::string, c10::impl::GenericDict>> parts;
+  for (const auto& extra : extras) {
+    auto dict = c10::impl::toGenericDict(extra.save());
+    auto [partCrc, partBytes] = tensorChecksum({dict});
+    integrity.insert(extra.key + "_crc32", partCrc);
+    integrity.insert(extra.key + "_bytes", partBytes);
+    parts.emplace_back(extra.key, dict);
   }
   d.insert("model", weights);
   d.insert("optimizer", optState);
@@ -82,7 +83,7 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
     scaler.insert("growth_tracker", optimizer.scaler->growthTracker());
     d.insert("loss_scaler", scaler);
   }
-  if (averaged) d.insert("model_ema", *averaged);
+  for (const auto& [key, dict] : parts) d.insert(key, dict);
   d.insert("integrity", integrity);
   d.insert("lr_scheduler", sched);
   d.insert("iteration", s.iteration);
@@ -95,7 +96,7 @@ void saveCheckpoint(const std::string& path, const CheckpointState& s,
 
 CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
                                const OptimizerRef& optimizer, const CheckpointCheck& check,
-                               ModelEma* ema) {
+                               const CheckpointExtras& extras) {
   auto content = models::readTorchFile(path);
   FIXRES_CHECK(content.isGenericDict(), WeightsError, path, ": not a fixres checkpoint");
   auto d = content.toGenericDict();
@@ -124,16 +125,23 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
                  ": checksum mismatch (", bytes, " tensor bytes with CRC-32 ", crc,
                  ", the file records ", expectedBytes, " bytes with ", expectedCrc,
                  "): the file is corrupt");
-    if (rec.contains("model_ema_crc32")) {
-      FIXRES_CHECK(d.contains("model_ema") && d.at("model_ema").isGenericDict(), WeightsError, path,
-                   ": malformed checkpoint (model_ema)");
-      const auto emaCrc = field<int64_t>(rec, "model_ema_crc32", path);
-      const auto emaBytes = field<int64_t>(rec, "model_ema_bytes", path);
-      auto [c, b] = tensorChecksum({d.at("model_ema").toGenericDict()});
-      FIXRES_CHECK(b == emaBytes && c == emaCrc, WeightsError, path,
-                   ": checksum mismatch in model_ema (", b, " tensor bytes with CRC-32 ", c,
-                   ", the file records ", emaBytes, " bytes with ", emaCrc,
-                   "): the file is corrupt");
+    // Every part's entry the record has a checksum for (model_ema, ...), known to this build or
+    // not.
+    for (const auto& entry : rec) {
+      const std::string k = entry.key().toStringRef();
+      const std::string suffix = "_crc32";
+      if (k == "crc32" || k.size() <= suffix.size() ||
+          k.compare(k.size() - suffix.size(), suffix.size(), suffix) != 0)
+        continue;
+      const std::string part = k.substr(0, k.size() - suffix.size());
+      FIXRES_CHECK(d.contains(part) && d.at(part).isGenericDict(), WeightsError, path,
+                   ": malformed checkpoint (", part, ")");
+      const auto partCrc = field<int64_t>(rec, k.c_str(), path);
+      const auto partBytes = field<int64_t>(rec, (part + "_bytes").c_str(), path);
+      auto [c, b] = tensorChecksum({d.at(part).toGenericDict()});
+      FIXRES_CHECK(b == partBytes && c == partCrc, WeightsError, path, ": checksum mismatch in ",
+                   part, " (", b, " tensor bytes with CRC-32 ", c, ", the file records ", partBytes,
+                   " bytes with ", partCrc, "): the file is corrupt");
     }
   }
   optim::OptimizerKind kind = optim::optimizerNamed("sgd");  // checkpoints before --opt
@@ -172,14 +180,11 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
     log::warn(path, " has no loss scaler state: the loss scale starts at ",
               optimizer.scaler->options().initScale);
   }
-  if (ema) {
-    if (d.contains("model_ema")) {
-      ema->loadStateDict(d.at("model_ema"), path);
+  for (const auto& extra : extras) {
+    if (d.contains(extra.key)) {
+      extra.load(d.at(extra.key), path);
     } else {
-      ema->restartAveraging();
-      log::warn(path,
-                " has no model_ema (a run without --model-ema): the EMA weights start over "
-                "at the next update");
+      extra.absent(path);
     }
   }
   return s;
@@ -187,7 +192,8 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
 
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
                                                 const OptimizerRef& optimizer,
-                                                const CheckpointCheck& check, ModelEma* ema) {
+                                                const CheckpointCheck& check,
+                                                const CheckpointExtras& extras) {
   namespace fs = std::filesystem;
   std::vector<std::pair<int64_t, std::string>> candidates;
   if (fs::exists(runDir + "/checkpoint.pth"))
@@ -206,7 +212,7 @@ std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch
   std::string failures;
   for (const auto& [epoch, path] : candidates) {
     try {
-      auto s = loadCheckpoint(path, model, optimizer, check, ema);
+      auto s = loadCheckpoint(path, model, optimizer, check, extras);
       if (!failures.empty())
         log::warn("unusable checkpoint(s): ", failures, "; resumed from ", path);
       return s;

@@ -4,7 +4,8 @@
 // torch.load reads, `optimizer` a flat dict of tensors by parameter name (Optimizer.h: SGD's
 // momentum buffers under the parameter names, as since 0.1.0; AdamW's and RMSprop's state under
 // "<state>/<name>"), `optimizer_kind` its kind (absent: sgd) and `loss_scaler` the loss scaler's
-// {scale, growth_tracker} when the run scales its loss; with --model-ema the EMA weights as
+// {scale, growth_tracker} when the run scales its loss; and what the run's training-loop parts
+// keep (CheckpointExtra), each a dict under its own key: with --model-ema the EMA weights as
 // `model_ema` (AveragedModel's state dict: n_averaged and module.*, as torchvision's references
 // store it).
 #pragma once
@@ -17,7 +18,6 @@
 
 #include "fixres/optim/Optimizer.h"
 #include "fixres/step/LossScaler.h"
-#include "fixres/step/ModelEma.h"
 
 namespace fixres::engine {
 
@@ -46,19 +46,30 @@ struct OptimizerRef {
   LossScaler* scaler = nullptr;
 };
 
+// What a training-loop part keeps in checkpoints: a dict of tensors under `key` (its checksum in
+// the integrity record as <key>_crc32 and <key>_bytes, which every reader verifies). `load`
+// restores it from the checkpoint's entry; `absent` runs when a checkpoint has none (one written
+// by a run without the part).
+struct CheckpointExtra {
+  std::string key;
+  std::function<c10::Dict<std::string, at::Tensor>()> save;
+  std::function<void(const c10::IValue& value, const std::string& path)> load;
+  std::function<void(const std::string& path)> absent;
+};
+using CheckpointExtras = std::vector<CheckpointExtra>;
+
 void saveCheckpoint(const std::string& path, const CheckpointState& state,
                     const torch::nn::Module& model, const OptimizerRef& optimizer,
-                    const ModelEma* ema = nullptr);
+                    const CheckpointExtras& extras = {});
 
 // Restores model weights, the optimizer's state, the loss scaler's and the checkpoint state.
 // WeightsError when the file is unreadable, corrupt, or does not fit the model. An optimizer
 // state of another kind (a resume with another --opt, allowed by `check`) is not restored: the
 // optimizer starts fresh, with a warning; so does a loss scaler the checkpoint has no state for.
-// With `ema`, the EMA weights too (a checkpoint without model_ema leaves `ema` to start over at its
-// next update, with a warning).
+// Each of `extras` from its key (or told it is absent).
 CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model,
                                const OptimizerRef& optimizer, const CheckpointCheck& check = {},
-                               ModelEma* ema = nullptr);
+                               const CheckpointExtras& extras = {});
 
 // The newest loadable checkpoint of a run folder: checkpoint.pth, else the highest
 // checkpoint_<epoch>.pth (with a warning naming what was corrupt). nullopt when the folder has
@@ -66,6 +77,6 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
                                                 const OptimizerRef& optimizer,
                                                 const CheckpointCheck& check = {},
-                                                ModelEma* ema = nullptr);
+                                                const CheckpointExtras& extras = {});
 
 }  // namespace fixres::engine

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fixres/common/Error.h"
+#include "fixres/common/Log.h"
 #include "fixres/models/WeightIO.h"
 
 namespace fixres::engine {
@@ -78,6 +79,18 @@ void ModelEma::loadStateDict(const c10::IValue& value, const std::string& source
   FIXRES_CHECK(n >= 0, WeightsError, source, ": 'model_ema' has n_averaged ", n);
   models::loadStateDict(*average_, value, models::LoadOptions{}, source + " (model_ema)");
   nAveraged_ = n;
+}
+
+CheckpointExtra ModelEma::checkpointState() {
+  return CheckpointExtra{
+      "model_ema", [this] { return stateDict(); },
+      [this](const c10::IValue& value, const std::string& path) { loadStateDict(value, path); },
+      [this](const std::string& path) {
+        restartAveraging();
+        log::warn(path,
+                  " has no model_ema (a run without --model-ema): the EMA weights start over "
+                  "at the next update");
+      }};
 }
 
 }  // namespace fixres::engine

@@ -12,6 +12,7 @@
 
 #include "fixres/common/Setting.h"
 #include "fixres/models/Model.h"
+#include "fixres/step/Checkpoint.h"
 
 namespace fixres::engine {
 
@@ -78,6 +79,9 @@ class ModelEma {
   // The inverse of stateDict (copying the values into the average, n_averaged restored).
   // WeightsError naming `source` when `value` is not such a dict or does not match the model.
   void loadStateDict(const c10::IValue& value, const std::string& source);
+  // Its place in checkpoints: stateDict() as `model_ema`; a checkpoint without one (a run without
+  // --model-ema) restarts the averaging at the next update, with a warning.
+  CheckpointExtra checkpointState();
 
  private:
   models::Model average_;

@@ -289,7 +289,7 @@ nlohmann::json sweepJson(const SweepOptions& options, const SweepResult& result)
 std::string sweepSvg(const SweepOptions& options, const SweepResult& result);
 std::string sweepSpeedSvg(const SweepOptions& options, const SweepResult& result);
 // sweep_grid.svg: top-1 over size (columns) x crop fraction (rows), a panel without and one with
-// fine-tuning, the chosen cell marked, cells outside the budget hatched (common/GridSvg.h).
+// fine-tuning, the chosen cell marked, cells outside the budget hatched (plot/GridSvg.h).
 std::string sweepGridSvg(const SweepOptions& options, const SweepResult& result);
 // Writes options.out/sweep.svg, sweep_grid.svg, sweep_speed.svg (when speed was measured),
 // the chosen weights (placeChosenWeights) and config.json (when a size was chosen), then

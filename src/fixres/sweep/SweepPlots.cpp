@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "fixres/common/GridSvg.h"
-#include "fixres/common/SvgPlot.h"
+#include "fixres/plot/GridSvg.h"
+#include "fixres/plot/SvgPlot.h"
 #include "fixres/sweep/Sweep.h"
 
 namespace fixres::engine {

@@ -13,7 +13,7 @@
 #include "fixres/train/RunPart.h"
 
 namespace fixres::engine {
-namespace {
+namespace keep_best {
 
 constexpr const char* kListFile = "best_checkpoints.json";
 
@@ -101,11 +101,11 @@ class KeepBest : public RunPart {
   std::optional<nlohmann::json> pending_;
 };
 
-}  // namespace
+}  // namespace keep_best
 
-std::unique_ptr<RunPart> makeKeepBest(const RunConfig& config) {
+std::unique_ptr<RunPart> makeKeepBest(const RunConfig& config, const RunServices&) {
   if (config.keepBest.checkpointHist <= 0) return nullptr;
-  return std::make_unique<KeepBest>(config.keepBest.checkpointHist);
+  return std::make_unique<keep_best::KeepBest>(config.keepBest.checkpointHist);
 }
 
 }  // namespace fixres::engine

@@ -5,12 +5,14 @@
 
 namespace fixres::engine {
 
-std::unique_ptr<RunPart> makeKeepBest(const RunConfig& config);  // KeepBest.cpp
+std::unique_ptr<RunPart> makeEmaPart(const RunConfig&, const RunServices&);   // EmaPart.cpp
+std::unique_ptr<RunPart> makeKeepBest(const RunConfig&, const RunServices&);  // KeepBest.cpp
 
-std::vector<std::unique_ptr<RunPart>> makeRunParts(const RunConfig& config) {
+std::vector<std::unique_ptr<RunPart>> makeRunParts(const RunConfig& config,
+                                                   const RunServices& services) {
   std::vector<std::unique_ptr<RunPart>> parts;
-  for (auto make : {makeKeepBest})
-    if (auto part = make(config)) parts.push_back(std::move(part));
+  for (auto make : {makeEmaPart, makeKeepBest})
+    if (auto part = make(config, services)) parts.push_back(std::move(part));
   return parts;
 }
 

@@ -61,19 +61,18 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   auto built = buildModel(resolved, classes, run_, cfg_.seed);
   model_ = built.model;
   const int64_t outputs = cfg_.model.numClasses > 0 ? cfg_.model.numClasses : classes;
-  if (cfg_.ema.enabled) {
-    // A second model of the same architecture, file and layout, on the same device; built the
-    // same way (buildModel seeds torch's generator first), it leaves the generator where the
-    // first build left it. Its values are replaced by the first update.
-    EmaOptions eo = cfg_.ema;
-    eo.warmupEpochs = cfg_.schedule.warmupEpochs;
-    eo.adjustedDecay = adjustedEmaDecay(eo.decay, comm_.worldSize(),
-                                        static_cast<int64_t>(cfg_.batch) * cfg_.accumulationSteps,
-                                        eo.steps, cfg_.epochs);
-    ema_ = std::make_unique<ModelEma>(buildModel(resolved, classes, run_, cfg_.seed).model, eo);
-    log::info("EMA weights: decay ", eo.adjustedDecay, " (", eo.decay, " adjusted) every ",
-              eo.steps, " steps");
-  }
+  // The training-loop parts (RunPart.h), made here: a part's model (the EMA's) is built right
+  // after the run's, with the same seed, so torch's generator ends where the run's build left it.
+  RunServices services{
+      comm_,
+      [this, resolved, classes] { return buildModel(resolved, classes, run_, cfg_.seed).model; },
+      [this](models::Model& m) {
+        return evaluate(m, val_,
+                        evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(),
+                                    cfg_.model.preprocessing(), run_, cfg_.seed),
+                        comm_);
+      }};
+  parts_ = makeRunParts(cfg_, services);
   if (cfg_.mix.enabled()) {
     MixOptions mo = cfg_.mix;
     mo.numClasses = outputs;
@@ -112,7 +111,6 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   state_.seed = cfg_.seed;
   state_.scheduleKind = choiceName(scheduleKinds(), cfg_.schedule.kind);
   state_.configJson = jsonText(cfg_.toJson());
-  parts_ = makeRunParts(cfg_);
 }
 
 RunSummary Trainer::run() {
@@ -260,13 +258,15 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
     unsaved_ = true;
     ++done;
     const bool logNow = state_.iteration % cfg_.logEvery == 0 || state_.iteration == iterations;
-    const bool emaNow = ema_ && (state_.iteration - 1) % cfg_.ema.steps == 0;
+    std::vector<RunPart*> acting;  // the parts that act after this step
+    for (auto& part : parts_)
+      if (part->actsAfterStep(moment())) acting.push_back(part.get());
     const bool checkpointNow = cfg_.checkpointEverySteps > 0 &&
                                state_.globalStep % cfg_.checkpointEverySteps == 0 &&
                                state_.iteration < iterations;
-    if (logNow || emaNow || checkpointNow || outcome == StepOutcome::kSkippedOnHost)
+    if (logNow || !acting.empty() || checkpointNow || outcome == StepOutcome::kSkippedOnHost)
       if (auto stop = readSteps()) return stop;
-    if (emaNow && epoch_.lastApplied) updateEma(state_.iteration - 1);
+    for (RunPart* part : acting) part->stepEnd(moment(), model_, epoch_.lastApplied);
     if (logNow) {
       epochTally.images += windowTally.images;
       reportProgress(iterations, lr, secondsSince(epochStart), done, epochTally, windowTally,
@@ -302,17 +302,10 @@ void Trainer::finishEpoch() {
                        {"count", static_cast<int64_t>(sums[1])}};
   const bool evaluated = val_ && (epoch >= cfg_.epochs || epoch % cfg_.evalEvery == 0);
   if (evaluated) {
-    evaluateAfter();
+    std::string line = detail::concat("epoch ", epoch, ": ");
+    evaluateAfter(&record, &line);
     state_.accuracy = summary_.after.top1;
-    const auto& r = summary_.after;
-    const auto& e = summary_.afterEma;
-    log::info("epoch ", epoch, ": ", splitName(), " top-1 ", r.top1, "  top-5 ", r.top5, "  loss ",
-              r.loss, " (", r.count, " images)",
-              ema_ ? detail::concat("; EMA top-1 ", e.top1, "  top-5 ", e.top5, "  loss ", e.loss)
-                   : std::string());
-    record["eval"] = r.toJson();
-    record["eval"]["split"] = splitName();
-    if (ema_) record["eval_ema"] = e.toJson();
+    log::info(line);
   }
   for (auto& part : parts_) part->epochEnd(moment(), evaluated ? &summary_.after : nullptr, record);
   if (record.contains("train") || record.contains("eval")) appendMetrics(record);
@@ -336,28 +329,25 @@ EvalResult Trainer::evaluateNow() {
                   comm_);
 }
 
-EvalResult Trainer::evaluateEma() {
-  // Each rank's average took its own BatchNorm statistics; rank 0's are the ones saved.
-  if (comm_.worldSize() > 1) {
-    std::vector<torch::Tensor> buffers;
-    for (auto& b : ema_->model()->buffers()) buffers.push_back(b);
-    distributed::GradReducer::broadcastFromRoot(comm_, buffers);
-  }
-  return evaluate(ema_->model(), val_,
-                  evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(),
-                              cfg_.model.preprocessing(), run_, cfg_.seed),
-                  comm_);
-}
-
-void Trainer::evaluateAfter() {
+void Trainer::evaluateAfter(nlohmann::json* record, std::string* line) {
   summary_.after = evaluateNow();
-  if (ema_) summary_.afterEma = evaluateEma();
+  const auto& r = summary_.after;
+  if (line)
+    *line += detail::concat(splitName(), " top-1 ", r.top1, "  top-5 ", r.top5, "  loss ", r.loss,
+                            " (", r.count, " images)");
+  if (record) {
+    (*record)["eval"] = r.toJson();
+    (*record)["eval"]["split"] = splitName();
+  }
+  Evaluation e{r, record, line, summary_};
+  for (auto& part : parts_) part->evaluated(moment(), e);
 }
 
-void Trainer::updateEma(int64_t iteration) {
-  emaInterrupted_ = true;  // until the update is complete
-  ema_->afterStep(*model_, state_.epoch, iteration);
-  emaInterrupted_ = false;
+CheckpointExtras Trainer::partStates() {
+  CheckpointExtras out;
+  for (auto& part : parts_)
+    if (auto s = part->checkpointState()) out.push_back(std::move(*s));
+  return out;
 }
 
 OptimizerRef Trainer::optimizerRef() {

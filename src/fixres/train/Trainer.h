@@ -19,7 +19,6 @@
 #include "fixres/runtime/DevicePrefetcher.h"
 #include "fixres/step/BatchMix.h"
 #include "fixres/step/Checkpoint.h"
-#include "fixres/step/ModelEma.h"
 #include "fixres/step/Schedule.h"
 #include "fixres/step/TrainStep.h"
 #include "fixres/train/EventFile.h"
@@ -100,11 +99,12 @@ class Trainer {
   RunSummary summarize();
 
   EvalResult evaluateNow();
-  // The EMA weights on the validation set (rank 0's buffers on every rank).
-  EvalResult evaluateEma();
   // Evaluates the raw weights (summary_.after) and, with --model-ema, the EMA (afterEma).
-  void evaluateAfter();
-  void updateEma(int64_t iteration);
+  // Evaluates the run's weights (summary_.after), adds them to `record` and `line` (when given),
+  // then lets the parts add theirs (the EMA's).
+  void evaluateAfter(nlohmann::json* record = nullptr, std::string* line = nullptr);
+  // The parts' states for a checkpoint (CheckpointExtra).
+  CheckpointExtras partStates();
   void writeCheckpoints(bool epochEnd);
   OptimizerRef optimizerRef();
   RunMoment moment() const { return RunMoment{state_, cfg_.runDir, comm_.rank()}; }
@@ -121,10 +121,8 @@ class Trainer {
   std::shared_ptr<const data::Dataset> train_, val_;
   image::TransformOptions trainTransform_;
   std::unique_ptr<TrainStep> step_;
-  std::unique_ptr<ModelEma> ema_;                // --model-ema
   std::unique_ptr<BatchMix> mix_;                // --mixup-alpha / --cutmix-alpha
   std::vector<std::unique_ptr<RunPart>> parts_;  // RunPart.h
-  bool emaInterrupted_ = false;  // an error interrupted an EMA update: nothing may be saved
   std::unique_ptr<Schedule> schedule_;
   CheckpointState state_;
   double scaledLr_ = 0;

@@ -35,7 +35,7 @@ std::string signalName(int signal) {
 bool Trainer::resume() {
   auto resumed = resumeFromRunDir(
       cfg_.runDir, *model_, optimizerRef(), [this](const CheckpointState& s) { checkResumable(s); },
-      ema_.get());
+      partStates());
   if (!resumed) return false;
   state_ = *resumed;
   state_.configJson = jsonText(cfg_.toJson());
@@ -141,8 +141,9 @@ RunSummary Trainer::stopRun(const Stop& stop) {
 // write (it would fail again), interrupted an update, or the weights are not finite.
 void Trainer::saveBeforeExit() {
   if (comm_.rank() != 0 || !unsaved_ || saving_) return;
-  if (emaInterrupted_) {
-    log::warn("no checkpoint saved: the error interrupted an update of the EMA weights");
+  for (auto& part : parts_) {
+    if (part->consistent()) continue;
+    log::warn("no checkpoint saved: the error interrupted an update of ", part->name());
     return;
   }
   if (!step_->rollBack()) {
@@ -174,11 +175,11 @@ void Trainer::writeCheckpoints(bool epochEnd) {
   saving_ = true;  // stays set when a write fails
   state_.learningRate = schedule_->rate(static_cast<int>(state_.epoch));
   state_.worldSize = comm_.worldSize();
-  saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, optimizerRef(), ema_.get());
+  saveCheckpoint(cfg_.runDir + "/checkpoint.pth", state_, *model_, optimizerRef(), partStates());
   std::string epochFile;
   if (epochEnd) {
     epochFile = cfg_.runDir + "/checkpoint_" + std::to_string(state_.epoch - 1) + ".pth";
-    saveCheckpoint(epochFile, state_, *model_, optimizerRef(), ema_.get());
+    saveCheckpoint(epochFile, state_, *model_, optimizerRef(), partStates());
   }
   for (auto& part : parts_) part->checkpointWritten(moment(), epochFile);
   saving_ = false;

@@ -24,7 +24,7 @@
 #include "fixres/data/Npy.h"
 #include "fixres/engine/MetricsLog.h"
 #include "fixres/image/Encode.h"
-#include "fixres/models/TorchFile.h"
+#include "fixres/weights/TorchFile.h"
 #include "fixres/train/EventFile.h"
 
 namespace fixres {

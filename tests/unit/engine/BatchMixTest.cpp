@@ -12,7 +12,7 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
-#include "fixres/models/TorchFile.h"
+#include "fixres/weights/TorchFile.h"
 #include "fixres/step/BatchMix.h"
 #include "fixres/step/TrainStep.h"
 

@@ -10,7 +10,7 @@
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/models/Registry.h"
-#include "fixres/models/TorchFile.h"
+#include "fixres/weights/TorchFile.h"
 #include "fixres/models/WeightIO.h"
 #include "fixres/step/Checkpoint.h"
 #include "fixres/step/ModelEma.h"
@@ -161,12 +161,12 @@ TEST(ModelEmaTest, CheckpointKeepsModelEmaBitwiseAndPythonReadsIt) {
   const std::string dir = testing::makeTempDir("fixres_emackpt_");
   CheckpointState state;
   state.configJson = "{}";
-  saveCheckpoint(dir + "/c.pth", state, *model, OptimizerRef{sgd}, &ema);
+  saveCheckpoint(dir + "/c.pth", state, *model, OptimizerRef{sgd}, {ema.checkpointState()});
 
   ModelEma back(models::createModel("resnet_tiny", 4), o);
   auto fresh = models::createModel("resnet_tiny", 4);
   torch::optim::SGD sgd2(fresh->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  loadCheckpoint(dir + "/c.pth", *fresh, OptimizerRef{sgd2}, {}, &back);
+  loadCheckpoint(dir + "/c.pth", *fresh, OptimizerRef{sgd2}, {}, {back.checkpointState()});
   EXPECT_EQ(back.nAveraged(), 3);
   auto a = ema.stateDict();
   auto b = back.stateDict();

@@ -11,7 +11,7 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
-#include "fixres/common/SvgPlot.h"
+#include "fixres/plot/SvgPlot.h"
 
 namespace fixres::engine {
 namespace {

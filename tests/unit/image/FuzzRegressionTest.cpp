@@ -21,8 +21,8 @@
 #include "fixres/data/Npy.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/image/Decode.h"
-#include "fixres/models/StorageResolver.h"
-#include "fixres/models/Unpickler.h"
+#include "fixres/weights/StorageResolver.h"
+#include "fixres/weights/Unpickler.h"
 
 namespace fixres::image {
 namespace {
