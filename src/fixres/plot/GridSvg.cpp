@@ -17,7 +17,7 @@ namespace {
 constexpr int kCellW = 64, kCellH = 32, kFont = 12, kTitleFont = 14;
 using plot::textWidth;  // label widths estimated as the line charts estimate them
 
-std::string fixed(double v, int decimals) {
+std::string gridFixed(double v, int decimals) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
@@ -32,8 +32,8 @@ struct Layout {
 
 // "colours: 82.1 or less (lightest) to 88.0 (darkest)": the scale of the cells.
 std::string legendText(const ColourRange& r) {
-  return "colours: " + fixed(r.lo, 1) + (r.clipped ? " or less" : "") + " (lightest) to " +
-         fixed(r.hi, 1) + " (darkest)";
+  return "colours: " + gridFixed(r.lo, 1) + (r.clipped ? " or less" : "") + " (lightest) to " +
+         gridFixed(r.hi, 1) + " (darkest)";
 }
 
 Layout layoutOf(const GridSvgOptions& o, double legendWidth) {
@@ -106,15 +106,15 @@ void writeCells(std::ostringstream& s, const Layout& l, const std::vector<double
       const bool has = std::isfinite(x);
       const double t = !has ? 0 : hi > lo ? std::max(0.0, (x - lo) / (hi - lo)) : 0.5;
       s << "<rect class=\"cell\" data-row=\"" << r << "\" data-column=\"" << c << "\" data-value=\""
-        << (has ? fixed(x, 4) : "nan") << "\" x=\"" << l.x(c) << "\" y=\"" << l.y(r)
+        << (has ? gridFixed(x, 4) : "nan") << "\" x=\"" << l.x(c) << "\" y=\"" << l.y(r)
         << "\" width=\"" << kCellW << "\" height=\"" << kCellH << "\" fill=\""
         << (has ? heatColor(t * t) : "#ffffff") << "\" stroke=\"#cccccc\"><title>"
-        << svgEscape(o.rowNames[r] + ", " + o.columnNames[c]) << ": " << (has ? fixed(x, 2) : "n/a")
+        << svgEscape(o.rowNames[r] + ", " + o.columnNames[c]) << ": " << (has ? gridFixed(x, 2) : "n/a")
         << "</title></rect>\n";
       s << "<text class=\"cell-text\" x=\"" << l.x(c) + kCellW / 2.0 << "\" y=\""
         << l.y(r) + kCellH / 2.0 + 4 << "\" font-size=\"" << kFont
         << "\" text-anchor=\"middle\" fill=\"" << (t > 0.55 ? "#ffffff" : "#000000") << "\">"
-        << (has ? fixed(x, 1) : "n/a") << "</text>\n";
+        << (has ? gridFixed(x, 1) : "n/a") << "</text>\n";
     }
 }
 
@@ -185,8 +185,8 @@ std::string valueGridSvg(const std::vector<double>& values, const GridSvgOptions
     noteY += kFont + 6;
   }
   if (!legend.empty())
-    s << "<text class=\"legend\" data-lo=\"" << fixed(range.lo, 4) << "\" data-hi=\""
-      << fixed(range.hi, 4) << "\" x=\"16\" y=\"" << noteY << "\" font-size=\"" << kFont << "\">"
+    s << "<text class=\"legend\" data-lo=\"" << gridFixed(range.lo, 4) << "\" data-hi=\""
+      << gridFixed(range.hi, 4) << "\" x=\"16\" y=\"" << noteY << "\" font-size=\"" << kFont << "\">"
       << svgEscape(legend) << "</text>\n";
   s << "</svg>\n";
   return s.str();
