@@ -14,7 +14,7 @@
 #include "fixres/data/Sampler.h"
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/Evaluator.h"
-#include "fixres/engine/KeepBest.h"
+#include "fixres/engine/KeepBestOptions.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/ProgressiveResize.h"
 #include "fixres/image/Transform.h"
@@ -83,7 +83,8 @@ struct RunConfig {
   int64_t stopAfterSteps = -1;  // >= 1: stop (checkpointed) after this many steps in total; -1 none
   // >= 1: also write checkpoint.pth every K steps in total (besides each epoch's end); 0 off.
   int64_t checkpointEverySteps = 0;
-  KeepBestOptions keepBest;  // --checkpoint-hist (KeepBest.h, a RunPart)
+  KeepBestOptions
+      keepBest;  // --checkpoint-hist (KeepBestOptions.h; the part is train/KeepBest.cpp)
   NanPolicy nanPolicy = NanPolicy::kStop;
   // Resume even when settings that define the run (resumeChanges) differ from the stored ones.
   // A choice of this invocation only: not part of config.json.

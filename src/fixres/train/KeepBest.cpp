@@ -1,5 +1,5 @@
-// Keep-best checkpoints (KeepBest.h), a RunPart.
-#include "fixres/engine/KeepBest.h"
+// Keep-best checkpoints (engine/KeepBestOptions.h), a RunPart.
+#include "fixres/engine/KeepBestOptions.h"
 
 #include <algorithm>
 #include <filesystem>
