@@ -3,15 +3,17 @@
 # N epoch checkpoints with the best held-out top-1 are left, listed best first with their metrics
 # in best_checkpoints.json; checked against the rule applied independently to metrics.jsonl's
 # evaluations (ties: the earlier epoch first). A run stopped twice and resumed ends with the same
-# list and files; a bad count is refused before anything is written.
+# list and files; turned on mid-run it leaves the earlier epochs' checkpoints alone; a bad count
+# is refused before anything is written.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 D="$WORK/data"
 "$PY" "$SRC/tests/reference/make_image_folder.py" "$D" --classes 3 --train 8 --val 6 --size 24 >/dev/null || bad "data generation"
 RUNS="$WORK/runs"
-T=(train --architecture resnet_tiny --workers 2 --log-every 1 --sampler distributed --epochs 5
+T0=(train --architecture resnet_tiny --workers 2 --log-every 1 --sampler distributed --epochs 5
   --input-size 24 --batch 4 --seed 3 --shared-folder-path "$RUNS"
-  --absolute-lr --learning-rate 0.05 --checkpoint-hist 2)
+  --absolute-lr --learning-rate 0.05)
+T=("${T0[@]}" --checkpoint-hist 2)
 
 check_kept() {  # check_kept JOB: the kept files are the rule's, and nothing else is left
   run "$PY" - "$RUNS/train/$1" <<'PY'
@@ -22,7 +24,9 @@ evals = [r for r in evals if "epoch" in r and "eval" in r]
 assert len(evals) == 5, len(evals)
 ranked = sorted(evals, key=lambda r: -r["eval"]["top1"])  # stable: earlier first among equals
 want = [(r["epoch"] - 1, r["eval"]["top1"]) for r in ranked[:2]]
-got = json.load(open(f"{d}/best_checkpoints.json"))
+doc = json.load(open(f"{d}/best_checkpoints.json"))
+assert doc["since"] == 0, doc
+got = doc["checkpoints"]
 # metrics.jsonl rounds to 12 significant digits; the list keeps the full value.
 assert [k["epoch"] for k in got] == [e for e, _ in want], (got, want)
 assert all(abs(k["eval"]["top1"] - t) < 1e-9 for k, (_, t) in zip(got, want)), (got, want)
@@ -51,7 +55,26 @@ check_kept parts
 cmp -s "$RUNS/train/whole/best_checkpoints.json" "$RUNS/train/parts/best_checkpoints.json" ||
   bad "the resumed run kept other checkpoints than the uninterrupted one"
 
-# 3. A bad count is refused while parsing, naming the flag, before anything is written.
+# 3. Turned on when resuming after 2 epochs without it: their checkpoints stay, and of epochs
+# 2-4 only the best is kept (the list starts at epoch 2).
+run "$FIXRES" "${T0[@]}" --imnet-path "$D" --job-id late --stop-after-steps 12
+expect_code 0
+run "$FIXRES" "${T0[@]}" --imnet-path "$D" --job-id late --checkpoint-hist 1
+expect_code 0
+run "$PY" - "$RUNS/train/late" <<'PY'
+import json, os, re, sys
+d = sys.argv[1]
+evals = [r for r in map(json.loads, open(f"{d}/metrics.jsonl")) if "epoch" in r and "eval" in r]
+best = sorted([r for r in evals if r["epoch"] >= 3], key=lambda r: -r["eval"]["top1"])[0]["epoch"] - 1
+doc = json.load(open(f"{d}/best_checkpoints.json"))
+assert doc["since"] == 2 and [k["epoch"] for k in doc["checkpoints"]] == [best], (doc, best)
+left = sorted(f for f in os.listdir(d) if re.fullmatch(r"checkpoint_\d+\.pth", f))
+assert left == sorted({"checkpoint_0.pth", "checkpoint_1.pth", f"checkpoint_{best}.pth"}), left
+print("kept", left)
+PY
+expect_code 0
+
+# 4. A bad count is refused while parsing, naming the flag, before anything is written.
 run "$FIXRES" "${T[@]}" --imnet-path "$D" --job-id bad --checkpoint-hist -1
 expect_code 2; expect_err_lines 1; expect_err "^fixres: error: .*--checkpoint-hist"
 [ -e "$RUNS/train/bad" ] && bad "a refused run wrote its folder"

@@ -36,14 +36,21 @@ class KeepBest : public RunPart {
                  "validation set");
     if (at.rank != 0) return;
     const std::string path = at.runDir + "/" + kListFile;
+    // The first epoch ranked here: the epoch checkpoints of a run resumed with --checkpoint-hist
+    // after epochs without it stay where they are.
+    since_ = at.state.epoch;
     if (!fileExists(path)) return;
     const std::vector<char> bytes = readFile(path);
-    nlohmann::json list;
+    nlohmann::json doc;
     std::string why;
-    FIXRES_CHECK(
-        parseJsonInput(std::string(bytes.begin(), bytes.end()), &list, &why) && list.is_array(),
-        DataError, path, ": not a JSON list of checkpoints", why.empty() ? "" : ": " + why);
-    for (const auto& k : list) {
+    FIXRES_CHECK(parseJsonInput(std::string(bytes.begin(), bytes.end()), &doc, &why) &&
+                     doc.is_object() && doc.contains("since") &&
+                     doc.at("since").is_number_integer() && doc.contains("checkpoints") &&
+                     doc.at("checkpoints").is_array(),
+                 DataError, path, ": not fixres's list of kept checkpoints (since, checkpoints)",
+                 why.empty() ? "" : ": " + why);
+    since_ = doc.at("since").get<int64_t>();
+    for (const auto& k : doc.at("checkpoints")) {
       FIXRES_CHECK(k.is_object() && k.contains("epoch") && k.contains("file") &&
                        k.contains("eval") && k.at("eval").contains("top1"),
                    DataError, path, ": an entry lacks epoch, file or eval.top1");
@@ -74,18 +81,22 @@ class KeepBest : public RunPart {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& k : kept_)
       list.push_back({{"epoch", k.epoch}, {"file", k.file}, {"eval", k.eval}});
-    writeFileAtomic(at.runDir + "/" + kListFile, list.dump(2) + "\n");
+    const nlohmann::json doc = {{"since", since_}, {"checkpoints", list}};
+    writeFileAtomic(at.runDir + "/" + kListFile, doc.dump(2) + "\n");
     removeOthers(at.runDir, epoch);
   }
 
  private:
-  // checkpoint_<k>.pth of the epochs up to `last` that the list does not hold.
+  // checkpoint_<k>.pth of the epochs since_ to `last` that the list does not hold (one dropped
+  // from the list just before a crash goes with the next pass).
   void removeOthers(const std::string& runDir, int64_t last) const {
     static const std::regex kName("checkpoint_([0-9]+)\\.pth");
     for (const auto& entry : std::filesystem::directory_iterator(runDir)) {
       const std::string name = entry.path().filename();
       std::smatch m;
-      if (!std::regex_match(name, m, kName) || std::stoll(m[1]) > last) continue;
+      if (!std::regex_match(name, m, kName)) continue;
+      const int64_t epoch = std::stoll(m[1]);
+      if (epoch < since_ || epoch > last) continue;
       if (std::any_of(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.file == name; }))
         continue;
       std::error_code ec;
@@ -97,6 +108,7 @@ class KeepBest : public RunPart {
   }
 
   int n_;
+  int64_t since_ = 0;
   std::vector<Kept> kept_;
   std::optional<nlohmann::json> pending_;
 };
