@@ -1,9 +1,10 @@
-// The seam where a feature joins a training run: a RunPart is called at the run's start, after
-// optimizer steps it asks for, after each evaluation of the run's weights (with the epoch's
-// metrics.jsonl record and log line), after each checkpoint write, and it puts its own state in
-// checkpoints (CheckpointExtra). What it keeps outside checkpoints it keeps in the run folder. A
-// part is one file (its class and maker) plus one line in RunParts.cpp; its options are nested in
-// RunConfig with their rows. The Trainer knows parts only through this interface.
+// The seam where a feature joins a training run: a RunPart is called at the run's start and when
+// its folder is opened, with each metrics record, after optimizer steps it asks for, after each
+// evaluation of the run's weights (with the epoch's metrics.jsonl record and log line), after each
+// checkpoint write, and it puts its own state in checkpoints (CheckpointExtra). What it keeps
+// outside checkpoints it keeps in the run folder. A part is one file (its class and maker) plus one
+// line in RunParts.cpp; its options are nested in RunConfig with their rows. The Trainer knows
+// parts only through this interface.
 #pragma once
 
 #include <functional>
@@ -55,6 +56,11 @@ class RunPart {
   // Before the first step (after a resume, `resumed`): checks what the part needs of the run
   // (UsageError naming the flag) and reads back what it kept in the run folder.
   virtual void start(const RunMoment& at, bool resumed, bool hasValidation) {}
+  // Rank 0 opened the run folder (config.json and metrics.jsonl written or reopened), after
+  // start() on every rank.
+  virtual void opened(const RunMoment& at, bool resumed) {}
+  // Rank 0 appended `record` (rounded as metrics.jsonl holds it) to metrics.jsonl.
+  virtual void recorded(const RunMoment& at, const nlohmann::json& record) {}
   // Whether the part acts after the step just counted (at.state.iteration steps done in the
   // epoch): the Trainer then reads the steps' device-side counts first, so that `applied` is known.
   virtual bool actsAfterStep(const RunMoment& at) const { return false; }

@@ -21,7 +21,6 @@
 #include "fixres/step/Checkpoint.h"
 #include "fixres/step/Schedule.h"
 #include "fixres/step/TrainStep.h"
-#include "fixres/train/EventFile.h"
 #include "fixres/train/RunPart.h"
 
 namespace fixres::engine {
@@ -127,7 +126,6 @@ class Trainer {
   CheckpointState state_;
   double scaledLr_ = 0;
   std::unique_ptr<MetricsLog> metrics_;  // rank 0
-  std::unique_ptr<EventFile> events_;    // rank 0, unless config.tensorboard is off
   bool unsaved_ = false;  // state_ has moved on since the last checkpoint written or read
   bool saving_ = false;   // a checkpoint write is under way (or failed)
   EpochCounts epoch_;

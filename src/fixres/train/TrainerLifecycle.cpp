@@ -83,13 +83,7 @@ void Trainer::startRunFolder(bool resumed) {
     std::optional<MetricsLog::Position> at;
     if (resumed) at = MetricsLog::Position{state_.globalStep, state_.epoch};
     metrics_ = std::make_unique<MetricsLog>(cfg_.runDir + "/metrics.jsonl", at);
-    if (cfg_.tensorboard) {
-      const double now = eventWallTimeNow();
-      events_ = std::make_unique<EventFile>(EventFile::newPath(cfg_.runDir, now), now);
-      // TensorBoard drops the older files' points from the restart step on: those of steps past
-      // the checkpoint, written before the run stopped.
-      if (resumed) events_->appendRestart(state_.globalStep + 1, now);
-    }
+    for (auto& part : parts_) part->opened(moment(), resumed);
     logHeader(resumed);
   }
   comm_.barrier();

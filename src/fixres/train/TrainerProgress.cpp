@@ -125,7 +125,8 @@ void Trainer::appendMetrics(const nlohmann::json& line) {
   // other way than the JSON's.
   const nlohmann::json rounded = roundedNumbers(line);
   if (metrics_) metrics_->append(rounded);
-  if (events_) events_->appendRecord(rounded, eventWallTimeNow());
+  if (comm_.rank() == 0)
+    for (auto& part : parts_) part->recorded(moment(), rounded);
 }
 
 void Trainer::logProgress(int64_t it, int64_t n, double loss, double lr, double ips,
