@@ -11,9 +11,9 @@
 #include "fixres/common/CsvText.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
-#include "fixres/plot/HeatMapSvg.h"
 #include "fixres/common/JsonInput.h"
 #include "fixres/common/NumberText.h"
+#include "fixres/plot/HeatMapSvg.h"
 #include "fixres/plot/SvgPlot.h"
 
 namespace fixres::engine {

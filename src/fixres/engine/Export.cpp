@@ -13,8 +13,8 @@
 #include "fixres/engine/OnnxExport.h"
 #include "fixres/engine/OpenVinoModel.h"
 #include "fixres/models/Family.h"
-#include "fixres/weights/SafetensorsFile.h"
 #include "fixres/models/WeightIO.h"
+#include "fixres/weights/SafetensorsFile.h"
 
 namespace fixres::engine {
 namespace {

@@ -9,8 +9,8 @@
 #include "fixres/common/Files.h"
 #include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
-#include "fixres/plot/SvgPlot.h"
 #include "fixres/engine/MetricsLog.h"
+#include "fixres/plot/SvgPlot.h"
 
 namespace fixres::engine {
 namespace {

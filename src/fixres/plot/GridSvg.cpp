@@ -109,8 +109,8 @@ void writeCells(std::ostringstream& s, const Layout& l, const std::vector<double
         << (has ? gridFixed(x, 4) : "nan") << "\" x=\"" << l.x(c) << "\" y=\"" << l.y(r)
         << "\" width=\"" << kCellW << "\" height=\"" << kCellH << "\" fill=\""
         << (has ? heatColor(t * t) : "#ffffff") << "\" stroke=\"#cccccc\"><title>"
-        << svgEscape(o.rowNames[r] + ", " + o.columnNames[c]) << ": " << (has ? gridFixed(x, 2) : "n/a")
-        << "</title></rect>\n";
+        << svgEscape(o.rowNames[r] + ", " + o.columnNames[c]) << ": "
+        << (has ? gridFixed(x, 2) : "n/a") << "</title></rect>\n";
       s << "<text class=\"cell-text\" x=\"" << l.x(c) + kCellW / 2.0 << "\" y=\""
         << l.y(r) + kCellH / 2.0 + 4 << "\" font-size=\"" << kFont
         << "\" text-anchor=\"middle\" fill=\"" << (t > 0.55 ? "#ffffff" : "#000000") << "\">"
@@ -186,8 +186,8 @@ std::string valueGridSvg(const std::vector<double>& values, const GridSvgOptions
   }
   if (!legend.empty())
     s << "<text class=\"legend\" data-lo=\"" << gridFixed(range.lo, 4) << "\" data-hi=\""
-      << gridFixed(range.hi, 4) << "\" x=\"16\" y=\"" << noteY << "\" font-size=\"" << kFont << "\">"
-      << svgEscape(legend) << "</text>\n";
+      << gridFixed(range.hi, 4) << "\" x=\"16\" y=\"" << noteY << "\" font-size=\"" << kFont
+      << "\">" << svgEscape(legend) << "</text>\n";
   s << "</svg>\n";
   return s.str();
 }

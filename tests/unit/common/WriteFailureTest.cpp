@@ -24,8 +24,8 @@
 #include "fixres/data/Npy.h"
 #include "fixres/engine/MetricsLog.h"
 #include "fixres/image/Encode.h"
-#include "fixres/weights/TorchFile.h"
 #include "fixres/train/EventFile.h"
+#include "fixres/weights/TorchFile.h"
 
 namespace fixres {
 namespace {

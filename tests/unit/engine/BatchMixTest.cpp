@@ -12,9 +12,9 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
-#include "fixres/weights/TorchFile.h"
 #include "fixres/step/BatchMix.h"
 #include "fixres/step/TrainStep.h"
+#include "fixres/weights/TorchFile.h"
 
 namespace fixres::engine {
 namespace {

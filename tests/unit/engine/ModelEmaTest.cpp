@@ -10,10 +10,10 @@
 #include "../Reference.h"
 #include "fixres/common/Error.h"
 #include "fixres/models/Registry.h"
-#include "fixres/weights/TorchFile.h"
 #include "fixres/models/WeightIO.h"
 #include "fixres/step/Checkpoint.h"
 #include "fixres/step/ModelEma.h"
+#include "fixres/weights/TorchFile.h"
 
 namespace fixres::engine {
 namespace {

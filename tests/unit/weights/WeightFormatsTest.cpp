@@ -10,10 +10,10 @@
 
 #include "../Reference.h"
 #include "fixres/common/Error.h"
-#include "fixres/weights/LegacyTorchFile.h"
 #include "fixres/models/Registry.h"
-#include "fixres/weights/SafetensorsFile.h"
 #include "fixres/models/WeightIO.h"
+#include "fixres/weights/LegacyTorchFile.h"
+#include "fixres/weights/SafetensorsFile.h"
 
 namespace fixres::models {
 namespace {
