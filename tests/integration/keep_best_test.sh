@@ -3,8 +3,9 @@
 # N epoch checkpoints with the best held-out top-1 are left, listed best first with their metrics
 # in best_checkpoints.json; checked against the rule applied independently to metrics.jsonl's
 # evaluations (ties: the earlier epoch first). A run stopped twice and resumed ends with the same
-# list and files; turned on mid-run it leaves the earlier epochs' checkpoints alone; a bad count
-# is refused before anything is written.
+# list and files; turned on mid-run it leaves the earlier epochs' checkpoints alone; a damaged
+# list is refused naming it with nothing removed; a bad count is refused before anything is
+# written.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 D="$WORK/data"
@@ -74,7 +75,27 @@ print("kept", left)
 PY
 expect_code 0
 
-# 4. A bad count is refused while parsing, naming the flag, before anything is written.
+# 4. A damaged list is refused when the run resumes (exit 3, one line naming it), before any file
+# is touched: not JSON, an entry of the wrong type, a FIFO in its place (no hang). A file named
+# like an epoch checkpoint with an epoch too large for an int64 is not taken for one.
+damaged() {  # damaged NAME: run resumes the copy of `whole` holding that list
+  run "$FIXRES" "${T[@]}" --imnet-path "$D" --job-id "$1"
+  expect_code 3; expect_err "^fixres: error: .*$1/best_checkpoints.json"
+  [ "$(grep -c '^fixres: error' "$ERR")" = 1 ] || bad "$1: not one error line"
+  [ "$(ls "$RUNS/train/$1" | grep -c '^checkpoint')" = 3 ] || bad "$1: a checkpoint was removed"
+}
+for k in notjson wrongtype fifo; do cp -r "$RUNS/train/whole" "$RUNS/train/$k"; done
+echo '{"since": 0, "checkpoints": [' >"$RUNS/train/notjson/best_checkpoints.json"
+echo '{"since": 0, "checkpoints": [{"epoch": "3", "file": "checkpoint_3.pth", "eval": {"top1": 1}}]}' \
+  >"$RUNS/train/wrongtype/best_checkpoints.json"
+rm "$RUNS/train/fifo/best_checkpoints.json" && mkfifo "$RUNS/train/fifo/best_checkpoints.json"
+for k in notjson wrongtype fifo; do damaged $k; done
+touch "$RUNS/train/whole/checkpoint_99999999999999999999.pth"
+run "$FIXRES" "${T[@]}" --imnet-path "$D" --job-id whole
+expect_code 0
+[ -e "$RUNS/train/whole/checkpoint_99999999999999999999.pth" ] || bad "a file not ours was removed"
+
+# 5. A bad count is refused while parsing, naming the flag, before anything is written.
 run "$FIXRES" "${T[@]}" --imnet-path "$D" --job-id bad --checkpoint-hist -1
 expect_code 2; expect_err_lines 1; expect_err "^fixres: error: .*--checkpoint-hist"
 [ -e "$RUNS/train/bad" ] && bad "a refused run wrote its folder"

@@ -190,6 +190,13 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
   return s;
 }
 
+std::optional<int64_t> epochCheckpointIndex(const std::string& fileName) {
+  static const std::regex kName("checkpoint_([0-9]{1,18})\\.pth");
+  std::smatch m;
+  if (!std::regex_match(fileName, m, kName)) return std::nullopt;
+  return std::stoll(m[1]);
+}
+
 std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch::nn::Module& model,
                                                 const OptimizerRef& optimizer,
                                                 const CheckpointCheck& check,
@@ -198,14 +205,10 @@ std::optional<CheckpointState> resumeFromRunDir(const std::string& runDir, torch
   std::vector<std::pair<int64_t, std::string>> candidates;
   if (fs::exists(runDir + "/checkpoint.pth"))
     candidates.push_back({INT64_MAX, runDir + "/checkpoint.pth"});
-  std::regex perEpoch("checkpoint_([0-9]+)\\.pth");
   if (fs::is_directory(runDir)) {
-    for (const auto& e : fs::directory_iterator(runDir)) {
-      std::smatch m;
-      std::string name = e.path().filename().string();
-      if (std::regex_match(name, m, perEpoch))
-        candidates.push_back({std::stoll(m[1]), e.path().string()});
-    }
+    for (const auto& e : fs::directory_iterator(runDir))
+      if (auto epoch = epochCheckpointIndex(e.path().filename().string()))
+        candidates.push_back({*epoch, e.path().string()});
   }
   if (candidates.empty()) return std::nullopt;
   std::sort(candidates.rbegin(), candidates.rend());

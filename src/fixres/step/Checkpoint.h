@@ -71,6 +71,10 @@ CheckpointState loadCheckpoint(const std::string& path, torch::nn::Module& model
                                const OptimizerRef& optimizer, const CheckpointCheck& check = {},
                                const CheckpointExtras& extras = {});
 
+// The epoch of an epoch checkpoint's file name ("checkpoint_<epoch>.pth"); nullopt for any other
+// name, or digits too many for an int64.
+std::optional<int64_t> epochCheckpointIndex(const std::string& fileName);
+
 // The newest loadable checkpoint of a run folder: checkpoint.pth, else the highest
 // checkpoint_<epoch>.pth (with a warning naming what was corrupt). nullopt when the folder has
 // none at all. `check` sees the chosen checkpoint before it is loaded.

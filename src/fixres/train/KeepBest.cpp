@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
@@ -16,6 +15,7 @@ namespace fixres::engine {
 namespace keep_best {
 
 constexpr const char* kListFile = "best_checkpoints.json";
+constexpr uint64_t kListMaxBytes = 16 << 20;  // a list of N entries is a few hundred bytes each
 
 // One kept checkpoint: its epoch (0-based, as its file name), file name and metrics.
 struct Kept {
@@ -40,24 +40,25 @@ class KeepBest : public RunPart {
     // after epochs without it stay where they are.
     since_ = at.state.epoch;
     if (!fileExists(path)) return;
-    const std::vector<char> bytes = readFile(path);
+    const std::string text =
+        readRegularFile<DataError>(path, kListMaxBytes, "kept-checkpoint list");
     nlohmann::json doc;
     std::string why;
-    FIXRES_CHECK(parseJsonInput(std::string(bytes.begin(), bytes.end()), &doc, &why) &&
-                     doc.is_object() && doc.contains("since") &&
+    FIXRES_CHECK(parseJsonInput(text, &doc, &why) && doc.is_object() && doc.contains("since") &&
                      doc.at("since").is_number_integer() && doc.contains("checkpoints") &&
                      doc.at("checkpoints").is_array(),
                  DataError, path, ": not fixres's list of kept checkpoints (since, checkpoints)",
                  why.empty() ? "" : ": " + why);
     since_ = doc.at("since").get<int64_t>();
     for (const auto& k : doc.at("checkpoints")) {
-      FIXRES_CHECK(k.is_object() && k.contains("epoch") && k.contains("file") &&
-                       k.contains("eval") && k.at("eval").contains("top1"),
-                   DataError, path, ": an entry lacks epoch, file or eval.top1");
+      FIXRES_CHECK(k.is_object() && k.contains("epoch") && k.at("epoch").is_number_integer() &&
+                       k.contains("file") && k.at("file").is_string() && k.contains("eval") &&
+                       k.at("eval").is_object() && k.at("eval").contains("top1") &&
+                       k.at("eval").at("top1").is_number(),
+                   DataError, path, ": an entry lacks an integer epoch, a file or eval.top1");
       kept_.push_back(
           {k.at("epoch").get<int64_t>(), k.at("file").get<std::string>(), k.at("eval")});
     }
-    (void)resumed;
   }
 
   void epochEnd(const RunMoment&, const EvalResult* eval, nlohmann::json&) override {
@@ -90,13 +91,10 @@ class KeepBest : public RunPart {
   // checkpoint_<k>.pth of the epochs since_ to `last` that the list does not hold (one dropped
   // from the list just before a crash goes with the next pass).
   void removeOthers(const std::string& runDir, int64_t last) const {
-    static const std::regex kName("checkpoint_([0-9]+)\\.pth");
     for (const auto& entry : std::filesystem::directory_iterator(runDir)) {
       const std::string name = entry.path().filename();
-      std::smatch m;
-      if (!std::regex_match(name, m, kName)) continue;
-      const int64_t epoch = std::stoll(m[1]);
-      if (epoch < since_ || epoch > last) continue;
+      const auto epoch = epochCheckpointIndex(name);
+      if (!epoch || *epoch < since_ || *epoch > last) continue;
       if (std::any_of(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.file == name; }))
         continue;
       std::error_code ec;

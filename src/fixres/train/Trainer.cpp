@@ -258,15 +258,16 @@ std::optional<Trainer::Stop> Trainer::trainEpoch(data::Loader& loader, int64_t i
     unsaved_ = true;
     ++done;
     const bool logNow = state_.iteration % cfg_.logEvery == 0 || state_.iteration == iterations;
-    std::vector<RunPart*> acting;  // the parts that act after this step
-    for (auto& part : parts_)
-      if (part->actsAfterStep(moment())) acting.push_back(part.get());
+    const bool partsAct = std::any_of(parts_.begin(), parts_.end(),
+                                      [this](const auto& p) { return p->actsAfterStep(moment()); });
     const bool checkpointNow = cfg_.checkpointEverySteps > 0 &&
                                state_.globalStep % cfg_.checkpointEverySteps == 0 &&
                                state_.iteration < iterations;
-    if (logNow || !acting.empty() || checkpointNow || outcome == StepOutcome::kSkippedOnHost)
+    if (logNow || partsAct || checkpointNow || outcome == StepOutcome::kSkippedOnHost)
       if (auto stop = readSteps()) return stop;
-    for (RunPart* part : acting) part->stepEnd(moment(), model_, epoch_.lastApplied);
+    if (partsAct)
+      for (auto& part : parts_)
+        if (part->actsAfterStep(moment())) part->stepEnd(moment(), model_, epoch_.lastApplied);
     if (logNow) {
       epochTally.images += windowTally.images;
       reportProgress(iterations, lr, secondsSince(epochStart), done, epochTally, windowTally,
