@@ -133,6 +133,19 @@ grep -q "rank 1 exited with code 137" "$WORK/l.err" || { bad "launcher did not n
 P=$(port)
 run env RANK=0 WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$P FIXRES_DIST_TIMEOUT=3 "$W" check
 expect_code 5; expect_err "rank\\(s\\) 1, 2 did not join"
+# A store port held by another program that accepts connections and never answers: the rank
+# gives up within its bound (2 x the timeout + 10 s) with exit code 5, naming the address.
+P=$(port)
+"$PY_INTERPRETER" -c 'import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); print("listening", flush=True)
+held = [s.accept()[0] for _ in range(8)]' "$P" >"$WORK/mute.out" 2>&1 &
+MUTE=$!
+for _ in $(seq 1 300); do grep -q listening "$WORK/mute.out" && break; sleep 0.1; done
+run env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$P FIXRES_DIST_TIMEOUT=2 \
+  timeout 60 "$W" check
+expect_code 5; expect_err "127\\.0\\.0\\.1:$P (got no answer|no longer answers)"
+kill "$MUTE" 2>/dev/null; wait "$MUTE" 2>/dev/null
 
 # 11. Bad settings: exit code 2 with one line.
 run env RANK=3 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "$FIXRES" launch --print-env

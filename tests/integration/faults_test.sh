@@ -18,7 +18,9 @@ EPOCHS=(--epochs 3)
 
 # Starts 2 ranks with a torchrun-style environment (no launcher), for job $1.
 start_ranks() {
-  local port=$((20000 + RANDOM % 20000))
+  # Below Linux's ephemeral range (32768-60999): a rank that dials before rank 0 listens cannot
+  # be handed the port itself as its source and connect to itself.
+  local port=$((20000 + RANDOM % 12000))
   PIDS=()
   for r in 0 1; do
     RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
@@ -124,7 +126,7 @@ run "$PY" "$SRC/tests/reference/state_dicts.py" equal "$RUNS/train/bigref/checkp
 
 # 5. kill -9 of rank 1 during a 2-rank evaluation: rank 0 exits 5 instead of reporting a
 # partial accuracy or hanging.
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))  # below the ephemeral range, as in start_ranks
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$FIXRES" eval \
     --imnet-path "$D" --architecture resnet50 --weight-path "$RUNS/train/bigref/checkpoint.pth" \
@@ -135,8 +137,15 @@ done
 # Rank 1 is killed once it has joined the job: its store connection and its Gloo pair are open
 # (two sockets), so the collective group is up and the evaluation under way (polled, 60 s at most).
 sockets() { find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
-for _ in $(seq 1 1200); do [ "$(sockets "${PIDS[1]}")" -ge 2 ] && break; sleep 0.05; done
-[ "$(sockets "${PIDS[1]}")" -ge 2 ] || bad "eval kill -9: rank 1 did not join within 60 s"
+for _ in $(seq 1 1200); do
+  [ "$(sockets "${PIDS[1]}")" -ge 2 ] && break
+  kill -0 "${PIDS[1]}" 2>/dev/null || break
+  sleep 0.05
+done
+[ "$(sockets "${PIDS[1]}")" -ge 2 ] || {
+  bad "eval kill -9: rank 1 did not join within 60 s (port $port)"
+  tail -2 "$WORK/eval.r0.err" "$WORK/eval.r1.err"
+}
 kill -9 "${PIDS[1]}"
 # Rank 0 notices within --dist-timeout (10 s) of its next collective; loading ResNet-50 and its
 # first 320 px batch with test flip on a loaded 2-core machine (ctest -j 2 beside the restart and

@@ -11,7 +11,7 @@ REPRO="$B/bin/c10d_shutdown_repro"
 [ -x "$REPRO" ] || { echo "c10d_repro: $REPRO not built (target c10d_shutdown_repro)" >&2; exit 2; }
 
 run() {  # SUPPRESSIONS LOG
-  local port=$((20000 + RANDOM % 20000))
+  local port=$((20000 + RANDOM % 12000))
   TSAN_OPTIONS="suppressions=$1 halt_on_error=1 second_deadlock_stack=1" \
     timeout 300 "$REPRO" "$port" >"$2" 2>&1
 }

@@ -10,7 +10,7 @@ export FIXRES_THREADS=2
 echo "== loader and dataset tests"
 "$B/bin/fixres_unit_tests" --gtest_filter='DataLoader*:DataDataset*:DataSampler*'
 echo "== reducer and heartbeat: 2 ranks of bucketed SGD over Gloo"
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 pids=()
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$B/bin/dist_worker" sgd 5 16 "$B/tsan_w.pt" >"$B/tsan_r$r.log" 2>&1 &

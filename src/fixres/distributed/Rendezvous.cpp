@@ -13,12 +13,20 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <future>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "fixres/common/Error.h"
 
 namespace fixres::distributed {
 namespace {
+
+std::string storeAddress(const WorldInfo& w) {
+  return w.store == StoreKind::kTcp ? w.masterAddr + ":" + std::to_string(w.masterPort)
+                                    : w.storePath;
+}
 
 c10::intrusive_ptr<c10d::Store> makeStore(const WorldInfo& w) {
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>(w.timeoutSeconds * 1000));
@@ -41,11 +49,8 @@ c10::intrusive_ptr<c10d::Store> makeStore(const WorldInfo& w) {
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    std::string where = w.store == StoreKind::kTcp
-                            ? w.masterAddr + ":" + std::to_string(w.masterPort)
-                            : w.storePath;
-    FIXRES_FAIL(DistributedError, "rendezvous at ", where, " failed for rank ", w.rank, " of ",
-                w.worldSize, " within ", w.timeoutSeconds,
+    FIXRES_FAIL(DistributedError, "rendezvous at ", storeAddress(w), " failed for rank ", w.rank,
+                " of ", w.worldSize, " within ", w.timeoutSeconds,
                 " s: ", oneLine(e.what()).substr(0, 200));
   }
   // Keys of this job only: a reused FileStore or store port cannot mix two jobs.
@@ -67,7 +72,7 @@ void waitForAllRanks(c10d::Store& store, const WorldInfo& w) {
       for (int r = 0; r < w.worldSize; ++r)
         if (!store.check({key(r)})) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     } catch (const std::exception&) {
-      missing = "0 (its rendezvous store no longer answers)";
+      missing = "0 (its rendezvous store at " + storeAddress(w) + " no longer answers)";
     }
     FIXRES_FAIL(DistributedError, "rank ", w.rank, " of ", w.worldSize, ": rank(s) ",
                 missing.empty() ? std::string("?") : missing, " did not join within ",
@@ -78,9 +83,26 @@ void waitForAllRanks(c10d::Store& store, const WorldInfo& w) {
 }  // namespace
 
 c10::intrusive_ptr<c10d::Store> rendezvous(const WorldInfo& world) {
-  auto store = makeStore(world);
-  waitForAllRanks(*store, world);
-  return store;
+  // c10d's store client bounds neither its handshake nor a reply it waits for: a store port
+  // held by another program (or a client that connected to its own port while rank 0 was not
+  // yet listening) would hold this rank forever. The meeting runs on a thread of its own, and
+  // this one gives up after both of its bounded waits (opening, every rank's arrival) and a
+  // grace; the thread is left behind, and a DistributedError ends the process at once.
+  using Task = std::packaged_task<c10::intrusive_ptr<c10d::Store>()>;
+  auto task = std::make_shared<Task>([world] {
+    auto store = makeStore(world);
+    waitForAllRanks(*store, world);
+    return store;
+  });
+  auto met = task->get_future();
+  std::thread([task] { (*task)(); }).detach();
+  const double bound = 2 * world.timeoutSeconds + 10;
+  if (met.wait_for(std::chrono::duration<double>(bound)) != std::future_status::ready) {
+    FIXRES_FAIL(DistributedError, "rendezvous at ", storeAddress(world), " got no answer for rank ",
+                world.rank, " of ", world.worldSize, " within ", bound,
+                " s: is another program listening on that address?");
+  }
+  return met.get();
 }
 
 std::string localAddressTowards(const std::string& host, int port) {

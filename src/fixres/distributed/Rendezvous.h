@@ -14,8 +14,9 @@ namespace fixres::distributed {
 // Opens the store of `world` and waits until all of its ranks have announced themselves, both
 // within world.timeoutSeconds. The store returned holds the keys of this job only (prefixed by
 // its job id), so a reused FileStore or store port cannot mix two jobs. Throws UsageError when
-// the world has no rendezvous, DistributedError when the store cannot be opened or naming the
-// ranks that did not join.
+// the world has no rendezvous, DistributedError when the store cannot be opened, naming the
+// ranks that did not join, or when the store did not answer at all within 2 x timeoutSeconds +
+// 10 s (another program on the store's port).
 c10::intrusive_ptr<c10d::Store> rendezvous(const WorldInfo& world);
 
 // The local IPv4 address that routes to `host` (an IPv4 address): what Gloo must bind so that
