@@ -40,8 +40,7 @@ Command addCalibrateCommand(CLI::App& parent) {
               checkOutputPath("--out", engine::openVinoBinPath(s->job.out),
                               givenInputs(*sub, {"--out"}));
             engine::CalibrationJob job = s->job;
-            job.model =
-                modelRequest(*sub, s->model, {s->job.inputSize}, s->eval.settings.resizeMode);
+            job.model = modelRequest(*sub, s->eval, s->model, {s->job.inputSize});
             job.eval = s->eval.settings;
             job.numerics = s->eval.numerics;
             job.cpu = s->eval.cpu;

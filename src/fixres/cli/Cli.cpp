@@ -148,7 +148,7 @@ void showFolderDefaults(CLI::App& app) {
     showFolderDefaults(*sub);
     if (sub->get_option_no_throw("--pretrained") == nullptr) continue;
     for (const char* flag :
-         {"--architecture", "--num-classes", "--interpolation", "--crop-pct", "--input-size"}) {
+         {"--architecture", "--num-classes", "--interpolation", "--input-size"}) {
       CLI::Option* o = sub->get_option_no_throw(flag);
       if (o != nullptr && o->get_description().find("model folder") != std::string::npos)
         o->default_str("");

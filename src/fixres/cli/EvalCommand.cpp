@@ -65,9 +65,9 @@ int runEval(EvalState& s, CLI::App& sub) {
   engine::EvalRequest request = s.request;
   const bool sizesGiven = sub.get_option("--input-size")->count() > 0;
   request.model =
-      modelRequest(sub, s.model,
+      modelRequest(sub, s.eval, s.model,
                    sizesGiven ? engine::parseSizeList(s.sizes, "--input-size") : std::vector<int>{},
-                   s.eval.settings.resizeMode, s.classNamesFile);
+                   s.classNamesFile);
   request.eval = s.eval.settings;
   checkEvalOutputs(sub, request);
   const engine::EvalJob job(request);
@@ -81,7 +81,7 @@ int runEval(EvalState& s, CLI::App& sub) {
     writeFileAtomic(request.json, jsonText(roundedNumbers(job.document(outcome)), 2) + "\n");
   if (outcome.signal != 0) {
     log::warn("eval stopped by signal ", outcome.signal, " after ", outcome.results.size(), " of ",
-              job.model().sizes.size(), " size(s)",
+              job.model().sizes().size(), " size(s)",
               request.json.empty() ? "" : "; partial results written to " + request.json);
     return 128 + outcome.signal;
   }

@@ -23,10 +23,10 @@ namespace {
 struct ExportState {
   engine::ModelSpec model;
   engine::ExportOptions output;
-  image::ResizeMode resizeMode = image::ResizeMode::kFixres;
+  int inputSize = 0;  // 0: the model folder's test size, else the architecture's
   std::string out;
   engine::CardOverrides card;
-  engine::EvalSettings eval;  // its --crop-pct
+  engine::ModelRequest request;  // its test preprocessing rows (--resize-mode, --crop-pct)
 };
 
 }  // namespace
@@ -44,11 +44,10 @@ Command addExportCommand(CLI::App& parent) {
   addSharedFlag(*sub, "--use-ema", s->model.useEma);
   engine::ExportOptions::visitSettings(s->output, SettingsBinder{*sub});
   addShared(*sub, "--out", s->out)->required();
-  addShared(*sub, "--input-size", s->card.testSize);
-  addSharedChoice(*sub, "--resize-mode", s->resizeMode, image::resizeModes());
+  addShared(*sub, "--input-size", s->inputSize);
   addShared(*sub, "--class-names", s->card.classNamesFile);
   addShared(*sub, "--license", s->card.license);
-  engine::EvalSettings::visitSettings(s->eval, SettingsBinder{*sub});
+  engine::ModelRequest::visitSettings(s->request, SettingsBinder{*sub});
   return {sub, [s, sub]() -> int {
             const bool onnx = s->output.format == engine::ExportLayout::kOnnx;
             const bool openvino = s->output.format == engine::ExportLayout::kOpenVino;
@@ -70,20 +69,21 @@ Command addExportCommand(CLI::App& parent) {
             // The classifier's size: given, the model folder's, the file's, else ImageNet's.
             if (s->model.numClasses == 0) s->model.numClasses = engine::classifierSizeIn(s->model);
             if (s->model.numClasses == 0) s->model.numClasses = 1000;
-            engine::RunDevice cpu;
-            const bool hub = s->output.format == engine::ExportLayout::kTimmHub;
-            engine::ModelCard card;  // the hub folder's and the ONNX model's test settings
-            if (hub || onnx || openvino) {
-              if (sub->get_option("--resize-mode")->count() > 0) s->card.resizeMode = s->resizeMode;
-              if (sub->get_option("--crop-pct")->count() > 0) s->card.testCropPct = s->eval.cropPct;
-              card = engine::exportCard(s->model, s->card);
-            }
+            // The test preprocessing, resolved once: what the hub folder and the ONNX and
+            // OpenVINO metadata record, and the size the model is built for.
+            engine::ModelRequest request = s->request;
+            request.spec = s->model;
+            if (s->inputSize > 0) request.sizes = {s->inputSize};
             // A dynamic graph resamples a position embedding from the weights' own grid.
-            if (s->output.dynamicSize) s->model.dynamicImgSize = true;
-            auto built = engine::buildModel(
-                engine::resolvedForSizes(s->model,
-                                         {card.testSize > 0 ? card.testSize : s->card.testSize}),
-                s->model.numClasses, cpu);
+            if (s->output.dynamicSize) request.spec.dynamicImgSize = true;
+            engine::ResolvedModel resolved = engine::resolveModel(request, {});
+            resolved.assumption.clear();  // what is assumed is what the export records
+            const bool hub = s->output.format == engine::ExportLayout::kTimmHub;
+            engine::ModelCard card;
+            if (hub || onnx || openvino)
+              card = engine::exportCard(s->model, resolved.input, s->card);
+            engine::RunDevice cpu;
+            auto built = engine::buildModel(resolved, s->model.numClasses, cpu);
             size_t n = engine::exportModel(*built.model, s->output.format, card, s->out,
                                            s->output.dynamicSize, s->output.externalData);
             std::cout << "exported " << n << (onnx || openvino ? " nodes of " : " tensors of ")

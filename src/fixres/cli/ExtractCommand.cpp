@@ -78,8 +78,7 @@ Command addExtractCommand(CLI::App& parent) {
   addClusterOptions(*sub, s->cluster);
   return {sub, [s, sub]() -> int {
             engine::ExtractRequest request;
-            request.model =
-                modelRequest(*sub, s->model, {s->inputSize}, s->eval.settings.resizeMode);
+            request.model = modelRequest(*sub, s->eval, s->model, {s->inputSize});
             request.datasetPath = s->datasetPath;
             request.savePath = s->savePath;
             request.eval = s->eval.settings;

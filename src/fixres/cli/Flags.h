@@ -133,6 +133,19 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, E& target,
   return opt;
 }
 
+// A choice row bound to an optional enum: set only when given (no default shown).
+template <typename E>
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::optional<E>& target,
+                         const ChoiceTable<E>& table) {
+  auto* opt = app.add_option_function<std::string>(
+      row.flags,
+      [&target, &table](const std::string& v) { target = parseChoice(table, v, "flag"); },
+      row.helpFor(commandName(app)));
+  opt->check(choiceValidator(table))->group(row.group);
+  if (row.envName[0] != '\0') opt->envname(row.envName);
+  return opt;
+}
+
 // A shared choice flag.
 template <typename E>
 CLI::Option* addSharedChoice(CLI::App& app, const std::string& name, E& target,
@@ -150,6 +163,10 @@ struct SettingsBinder {
   }
   template <typename E>
   void operator()(const Setting& row, E& target, const ChoiceTable<E>& table) const {
+    if (row.offeredTo(commandName(app))) bindSetting(app, row, target, table);
+  }
+  template <typename E>
+  void operator()(const Setting& row, std::optional<E>& target, const ChoiceTable<E>& table) const {
     if (row.offeredTo(commandName(app))) bindSetting(app, row, target, table);
   }
 };

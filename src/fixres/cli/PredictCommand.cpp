@@ -52,8 +52,7 @@ Command addPredictCommand(CLI::App& parent) {
           checkOutputFolder(s->out, "--out");
         }
         engine::PredictRequest request;
-        request.model = modelRequest(*sub, s->model, {s->inputSize}, s->eval.settings.resizeMode,
-                                     s->classNamesFile);
+        request.model = modelRequest(*sub, s->eval, s->model, {s->inputSize}, s->classNamesFile);
         request.inputs = s->inputs;
         request.output = s->output;
         request.eval = s->eval.settings;

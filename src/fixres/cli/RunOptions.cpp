@@ -145,11 +145,10 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
 }
 
 void addEvalFlags(CLI::App& app, EvalFlags& f) {
-  addSharedChoice(app, "--resize-mode", f.settings.resizeMode, image::resizeModes());
   addShared(app, "--batch", f.settings.batch);
   addShared(app, "--workers", f.settings.workers);
   addSharedFlag(app, "--test-flip", f.settings.testFlip);
-  engine::EvalSettings::visitSettings(f.settings, SettingsBinder{app});
+  engine::ModelRequest::visitSettings(f.request, SettingsBinder{app});
   addNumericsOptions(app, f.numerics, true);
   addSharedFlag(app, "--cpu", f.cpu);
 }
@@ -183,18 +182,13 @@ Rank connectForModel(const CLI::App& app, const ClusterOptions& cluster, const E
       model.numerics(eval.numerics, given("--runtime"), given("--precision"), onCpu));
 }
 
-engine::ModelRequest modelRequest(const CLI::App& app, const engine::ModelSpec& spec,
-                                  const std::vector<int>& sizes, image::ResizeMode resize,
+engine::ModelRequest modelRequest(const CLI::App& app, const EvalFlags& eval,
+                                  const engine::ModelSpec& spec, const std::vector<int>& sizes,
                                   const std::string& classNames) {
-  const auto given = [&app](const char* flag) {
-    const CLI::Option* o = app.get_option_no_throw(flag);
-    return o != nullptr && o->count() > 0;
-  };
-  engine::ModelRequest r;
+  const CLI::Option* o = app.get_option_no_throw("--input-size");
+  engine::ModelRequest r = eval.request;
   r.spec = spec;
-  if (given("--input-size")) r.sizes = sizes;
-  if (given("--resize-mode")) r.resizeMode = resize;
-  if (given("--crop-pct")) r.cropPct = app.get_option("--crop-pct")->as<double>();
+  if (o != nullptr && o->count() > 0) r.sizes = sizes;
   r.classNamesFile = classNames;
   return r;
 }

@@ -38,10 +38,12 @@ void addNumericsOptions(CLI::App& app, engine::NumericsOptions& numerics, bool n
 // Everything train and finetune share (their defaults: RunConfig::forMode), --cpu included.
 void addTrainingOptions(CLI::App& app, engine::RunConfig& cfg, std::string& imnetPath, bool& cpu);
 
-// What eval, extract and sweep share: --resize-mode, --batch, --workers, --test-flip, the
-// numerics and --cpu.
+// What eval, predict, extract, calibrate and sweep share: --batch, --workers, --test-flip, the
+// numerics and --cpu, and the inference commands' test preprocessing rows (--resize-mode,
+// --crop-pct: ModelRequest's, set only when given).
 struct EvalFlags {
   engine::EvalSettings settings;
+  engine::ModelRequest request;
   engine::NumericsOptions numerics;
   bool cpu = false;
 };
@@ -67,11 +69,12 @@ Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
 Rank connectForModel(const CLI::App& app, const ClusterOptions& cluster, const EvalFlags& eval,
                      const engine::ResolvedModel& model);
 
-// What a command was given about its model (engine/ModelResolution.h): `spec`, and `sizes`,
-// `resize` and `classNames` where --input-size, --resize-mode and --class-names were given on
-// `app` (or by --config); the model folder's values or the command's defaults apply to the others.
-engine::ModelRequest modelRequest(const CLI::App& app, const engine::ModelSpec& spec,
-                                  const std::vector<int>& sizes, image::ResizeMode resize,
+// What a command was given about its model (engine/ModelResolution.h): `spec`, the test
+// preprocessing rows of `eval` as given, `sizes` where --input-size was given on `app` (or by
+// --config), and `classNames`; the model folder's values or the command's defaults apply to
+// the others.
+engine::ModelRequest modelRequest(const CLI::App& app, const EvalFlags& eval,
+                                  const engine::ModelSpec& spec, const std::vector<int>& sizes,
                                   const std::string& classNames = "");
 
 }  // namespace fixres::cli

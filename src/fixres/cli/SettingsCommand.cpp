@@ -5,6 +5,7 @@
 // docs/cli-reference.md carries its output.
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "fixres/cli/Command.h"
@@ -74,11 +75,24 @@ struct CommandTablePrinter {
   void operator()(const Setting& s, const T& value) {
     row(s, nlohmann::json(value).dump(), s.range.brief());
   }
+  // A request's row set only when given: its default is the model's (folder, else FixRes's).
+  template <typename T>
+  void operator()(const Setting& s, const std::optional<T>&) {
+    row(s, "the model's", s.range.brief());
+  }
   template <typename E>
   void operator()(const Setting& s, const E& value, const ChoiceTable<E>& table) {
+    row(s, choiceName(table, value), choiceList(table));
+  }
+  template <typename E>
+  void operator()(const Setting& s, const std::optional<E>&, const ChoiceTable<E>& table) {
+    row(s, "the model's", choiceList(table));
+  }
+  template <typename E>
+  static std::string choiceList(const ChoiceTable<E>& table) {
     std::string names;
     for (const auto& n : choiceNames(table)) names += (names.empty() ? "" : ", ") + n;
-    row(s, choiceName(table, value), names);
+    return names;
   }
 };
 
@@ -92,7 +106,7 @@ void printTable(std::ostream& out, const char* title, const Options& defaults = 
 
 // The options of the commands that are not runs, each a settings visit of its own.
 void printCommandTables(std::ostream& out) {
-  printTable<engine::EvalSettings>(out, "inference (eval, predict, extract, calibrate, export)");
+  printTable<engine::ModelRequest>(out, "inference (eval, predict, extract, calibrate, export)");
   printTable<engine::PredictOptions>(out, "predict");
   printTable<engine::EvalRequest>(out, "eval");
   printTable<engine::SweepOptions>(out, "sweep");

@@ -88,6 +88,12 @@ struct Setting {
   // The help `command` shows: its entry in perCommand, else `help`.
   std::string helpFor(const std::string& command) const;
   bool saved() const { return role != SettingRole::kInvocation; }
+  // The same row, offered to `commandList` alone (one declaration bound by several requests).
+  constexpr Setting offeredOnlyTo(const char* commandList) const {
+    Setting s = *this;
+    s.commands = commandList;
+    return s;
+  }
 };
 
 // UsageError "<flag> must be <range>, got <v>" unless setting.range holds v.

@@ -9,7 +9,7 @@ namespace fixres::engine {
 CalibrationResult runCalibration(const CalibrationJob& job, int* size) {
   FIXRES_CHECK(!job.model.spec.weightPath.empty(), UsageError,
                "calibrate needs --weight-path (the trained weights to calibrate)");
-  const ResolvedModel model = resolveModel(job.model, {job.inputSize}, job.eval.resizeMode);
+  const ResolvedModel model = resolveModel(job.model, {job.inputSize});
   if (size != nullptr) *size = model.size();
   auto dataset = data::openUnlabelledImages(job.datasetPath);
   int64_t classes = model.spec.numClasses;
@@ -26,15 +26,10 @@ CalibrationResult runCalibration(const CalibrationJob& job, int* size) {
   built.model->to(torch::kCPU);
   if (job.layout == ExportLayout::kTimmHub || job.layout == ExportLayout::kOnnx ||
       job.layout == ExportLayout::kOpenVino) {
-    // The hub folder and the ONNX model record the resolution just calibrated for, and its
-    // resize rule.
+    // The hub folder and the ONNX model record the preprocessing just calibrated with.
     ModelSpec spec = job.model.spec;
     spec.numClasses = classes;
-    CardOverrides card;
-    card.testSize = model.size();
-    card.resizeMode = model.resizeMode;
-    card.testCropPct = model.cropPct;
-    exportModel(*built.model, job.layout, exportCard(spec, card), job.out);
+    exportModel(*built.model, job.layout, exportCard(spec, model.input), job.out);
   } else {
     exportWeights(*built.model, job.layout, job.out);
   }

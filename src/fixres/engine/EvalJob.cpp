@@ -28,7 +28,7 @@ EvalJob::EvalJob(const EvalRequest& request) : request_(request) {
   FIXRES_CHECK(!r.imnetPath.empty() || !r.datasetPath.empty(), UsageError,
                "eval needs --imnet-path or --dataset-path");
   FIXRES_CHECK(!r.model.spec.weightPath.empty(), UsageError, "eval needs --weight-path");
-  model_ = resolveModel(r.model, {224}, r.eval.resizeMode);
+  model_ = resolveModel(r.model, {224});
   const std::string evaluated = r.datasetPath.empty() ? r.imnetPath + "/val" : r.datasetPath;
   dataset_ = !r.labelsCsv.empty() ? data::openLabelsCsv(r.datasetPath, r.labelsCsv,
                                                         model_.classNames, model_.classCount())
@@ -60,7 +60,7 @@ EvalResult EvalJob::reportSize(models::Model& model, const EvalOptions& o, int s
                                std::optional<ClassReport>& kept) const {
   const std::string& report = request_.report;
   const std::string dir =
-      model_.sizes.size() == 1
+      model_.sizes().size() == 1
           ? report
           : (std::filesystem::path(report) / (std::to_string(size) + "px")).string();
   auto ex = extract(model, dataset_, o, comm, /*embeddings=*/false);
@@ -110,8 +110,8 @@ EvalOutcome EvalJob::run(const RunDevice& device, distributed::Communicator& com
   // are kept (the command writes them, marked partial).
   installStopHandlers();
   EvalOutcome out;
-  for (size_t k = 0; k < model_.sizes.size() && stopSignal() == 0; ++k) {
-    const int size = model_.sizes[k];
+  for (size_t k = 0; k < model_.sizes().size() && stopSignal() == 0; ++k) {
+    const int size = model_.sizes()[k];
     auto o = model_.evalOptions(request_.eval, size, device);
     o.limit = request_.limit;
     o.stopOnSignal = true;
@@ -131,7 +131,7 @@ EvalOutcome EvalJob::run(const RunDevice& device, distributed::Communicator& com
 nlohmann::json EvalJob::document(const EvalOutcome& outcome) const {
   nlohmann::json doc = {{"architecture", model_.spec.architecture},
                         {"weights", model_.spec.weightPath},
-                        {"resize_mode", choiceName(image::resizeModes(), model_.resizeMode)},
+                        {"resize_mode", choiceName(image::resizeModes(), model_.input.resizeMode)},
                         {"test_flip", request_.eval.testFlip},
                         {"results", outcome.results}};
   if (outcome.signal != 0) {

@@ -33,8 +33,7 @@ data::Loader makeEvalLoader(std::shared_ptr<const data::Dataset> dataset, const 
 EvalOptions evalOptions(const EvalSettings& e, int size, const Preprocessing& preprocessing,
                         const RunDevice& run, uint64_t seed) {
   EvalOptions o;
-  o.transform = transformOptions(image::TransformKind::kVal, size, e.resizeMode, preprocessing);
-  o.transform.cropPct = e.cropPct;
+  o.transform = preprocessing.valTransform(size);
   o.batch = e.batch;
   o.workers = e.workers;
   o.skipBadImages = e.skipBadImages;

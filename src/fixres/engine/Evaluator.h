@@ -18,38 +18,13 @@
 
 namespace fixres::engine {
 
-// What eval, extract, sweep and the trainer's evaluations share (--resize-mode, --batch,
-// --workers, --test-flip, --skip-bad-images).
-// FixRes's test crop: S of int(S * 256 / 224).
-inline constexpr double kFixresCropPct = 0.875;
-
-// What --crop-pct is to export (the others: the help of its row).
-inline constexpr CommandHelp kCropPctHelp[] = {
-    {"export",
-     "The test crop fraction recorded with the weights (timm's test_crop_pct; default: a model "
-     "folder's, else 0.875)"},
-    {nullptr, nullptr}};
-
+// What eval, extract, sweep and the trainer's evaluations share (--batch, --workers,
+// --test-flip, --skip-bad-images); the images' preprocessing is the model's (Preprocessing).
 struct EvalSettings {
-  image::ResizeMode resizeMode = image::ResizeMode::kFixres;
   int64_t batch = 64;
   int workers = 4;
   bool testFlip = false;  // average the logits of the image and its mirror
   bool skipBadImages = false;
-  // The centre crop's fraction of the resized side (timm's crop_pct); inference commands take a
-  // model folder's test_crop_pct unless --crop-pct is given (ModelRequest).
-  double cropPct = kFixresCropPct;
-
-  template <typename Self, typename V>
-  static void visitSettings(Self& e, V&& v) {
-    v(Setting{"", "--crop-pct", "Data",
-              "Centre crop as a fraction of the resized side: the image is resized to "
-              "floor(S / crop) and S is cut from it, as timm's crop_pct (default: a model "
-              "folder's test_crop_pct, else 0.875, FixRes's 224 of 256)",
-              kCropFractions, SettingRole::kInvocation, "eval,predict,extract,calibrate,export", "",
-              kCropPctHelp},
-      e.cropPct);
-  }
 };
 
 struct EvalOptions {
@@ -70,7 +45,7 @@ struct EvalOptions {
   std::string modelSource;
 };
 
-// The val transform at `size` with the model's preprocessing, and the settings.
+// The val transform at `size` with the model's preprocessing record, and the settings.
 EvalOptions evalOptions(const EvalSettings& settings, int size, const Preprocessing& preprocessing,
                         const RunDevice& run, uint64_t seed = 0);
 

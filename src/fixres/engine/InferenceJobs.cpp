@@ -14,7 +14,7 @@ PredictJob::PredictJob(const PredictRequest& request, std::istream& standardInpu
   FIXRES_CHECK(!spec.weightPath.empty(), UsageError,
                "predict needs --weight-path (a weight file, run folder or timm hub folder) or "
                "--pretrained");
-  model_ = resolveModel(request.model, {}, request.eval.resizeMode);
+  model_ = resolveModel(request.model, {});
   std::string why;
   classes_ = model_.classCount(&why);
   // A state dict without this architecture's classifier: most likely another architecture's.
@@ -40,7 +40,7 @@ std::vector<PredictRow> PredictJob::run(const RunDevice& device,
 
 ExtractJob::ExtractJob(const ExtractRequest& request) : request_(request) {
   FIXRES_CHECK(!request.model.spec.weightPath.empty(), UsageError, "extract needs --weight-path");
-  model_ = resolveModel(request.model, {224}, request.eval.resizeMode);
+  model_ = resolveModel(request.model, {224});
   dataset_ = data::openDataset(request.datasetPath);
 }
 

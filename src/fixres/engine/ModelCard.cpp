@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "fixres/common/Error.h"
@@ -224,29 +225,37 @@ std::vector<std::string> readClassNames(const std::string& path) {
   return names;
 }
 
-ModelCard exportCard(const ModelSpec& spec, const CardOverrides& o) {
+Preprocessing ModelCard::test() const {
+  Preprocessing p;
+  if (testSize > 0) p.sizes = {testSize};
+  p.cropPct = testCropPct;
+  if (resizeMode) p.resizeMode = *resizeMode;
+  if (filter) p.filter = *filter;
+  if (mean.size() == 3) std::copy(mean.begin(), mean.end(), p.mean.begin());
+  if (std.size() == 3) std::copy(std.begin(), std.end(), p.std.begin());
+  return p;
+}
+
+ModelCard exportCard(const ModelSpec& spec, const Preprocessing& test, const CardOverrides& o) {
   ModelCard card;
   const models::ArchInfo info = spec.info();
   if (isModelFolder(spec.weightPath)) {
     card = readModelFolder(spec.weightPath);
   } else {
     card.trainSize = info.defaultSize;
-    card.testSize = info.testSize;
     card.source = spec.weightPath;
     card.license = derivedLicense(spec.weightPath);
   }
   card.architecture = info.name;
   card.numClasses = spec.numClasses;
-  if (o.testSize > 0) card.testSize = o.testSize;
+  card.testSize = test.size();
+  card.testCropPct = test.cropPct;
+  card.resizeMode = test.resizeMode;
+  card.filter = test.filter;
+  card.mean.assign(test.mean.begin(), test.mean.end());
+  card.std.assign(test.std.begin(), test.std.end());
   if (o.trainSize > 0) card.trainSize = o.trainSize;
   if (card.trainSize == 0) card.trainSize = card.testSize;
-  if (o.resizeMode) card.resizeMode = o.resizeMode;
-  if (!card.resizeMode) card.resizeMode = image::ResizeMode::kFixres;
-  if (o.testCropPct) card.testCropPct = *o.testCropPct;
-  const Preprocessing p = spec.preprocessing();
-  card.mean.assign(p.mean.begin(), p.mean.end());
-  card.std.assign(p.std.begin(), p.std.end());
-  card.filter = p.filter;
   if (!o.license.empty()) card.license = o.license;
   if (!o.classNamesFile.empty()) card.classNames = readClassNames(o.classNamesFile);
   FIXRES_CHECK(
@@ -300,9 +309,7 @@ nlohmann::ordered_json timmHubConfig(const ModelCard& card, models::ModelImpl& m
   if (!card.classNames.empty()) j["label_names"] = card.classNames;
   j["pretrained_cfg"] = p;
   j["fixres"] = {{"resize_mode", choiceName(image::resizeModes(), card.resizeMode.value())},
-                 {"resize_rule", card.resizeMode == image::ResizeMode::kFixres
-                                     ? "height := int(S / crop_pct), width := int(height * w / h)"
-                                     : "shorter side := int(S / crop_pct)"},
+                 {"resize_rule", card.test().resizeRule()},
                  {"test_size", card.testSize},
                  {"source", card.source}};
   return j;

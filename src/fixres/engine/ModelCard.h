@@ -40,6 +40,11 @@ struct ModelCard {
   // config.json): the default of predict, eval and extract. None: not recorded.
   std::optional<RuntimeChoice> runtime;
   std::optional<PrecisionChoice> precision;
+
+  // The test preprocessing the card records (a card exportCard made: the record it was given):
+  // the test size, test crop, resize rule, filter, mean and std (the defaults where it records
+  // none; not dynamic).
+  Preprocessing test() const;
 };
 
 // Whether `path` is a folder (a weight *file* is not).
@@ -73,21 +78,21 @@ void applyModelCard(const ModelCard& card, ModelSpec& spec, Given&& given) {
 // otherwise (unknown).
 std::string derivedLicense(const std::string& weightPath);
 
-// What an export records besides the spec's model: given values win over the model folder's.
+// What an export records besides the model and its test preprocessing: given values win over
+// the model folder's.
 struct CardOverrides {
-  int testSize = 0;                             // 0: the folder's, else the architecture's
-  int trainSize = 0;                            // 0: the folder's, else the architecture's
-  std::optional<image::ResizeMode> resizeMode;  // none: the folder's, else fixres's rule
-  std::optional<double> testCropPct;            // none: the folder's, else 0.875
-  std::string classNamesFile;                   // "": the folder's names
-  std::string license;                          // "": the folder's, else derivedLicense
+  int trainSize = 0;           // 0: the folder's, else the architecture's
+  std::string classNamesFile;  // "": the folder's names
+  std::string license;         // "": the folder's, else derivedLicense
 };
 
-// The card of the model `spec` builds: its model folder's when spec.weightPath is one, else the
-// architecture's sizes, then `overrides`; architecture (timm's name), classifier size, mean, std
-// and filter are the spec's. DataError naming the names file when it cannot be read or its count
-// is not the classifier's.
-ModelCard exportCard(const ModelSpec& spec, const CardOverrides& overrides);
+// The card of the model `spec` builds, recording `test` (its resolved test preprocessing: size,
+// crop, resize rule, filter, mean, std) unchanged: its model folder's other entries when
+// spec.weightPath is one, else the architecture's train size, then `overrides`; architecture
+// (timm's name) and classifier size are the spec's. DataError naming the names file when it
+// cannot be read or its count is not the classifier's.
+ModelCard exportCard(const ModelSpec& spec, const Preprocessing& test,
+                     const CardOverrides& overrides = {});
 
 // One name per line (a trailing newline ends the last); DataError naming the file when it is
 // unreadable, empty or holds a blank line.

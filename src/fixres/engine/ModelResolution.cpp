@@ -85,28 +85,27 @@ int64_t ResolvedModel::classCount(std::string* why) const {
 
 EvalOptions ResolvedModel::evalOptions(const EvalSettings& settings, int size, const RunDevice& run,
                                        uint64_t seed) const {
-  EvalSettings s = settings;
-  s.resizeMode = resizeMode;
-  s.cropPct = cropPct;
-  EvalOptions o = engine::evalOptions(s, size, preprocessing(), run, seed);
+  EvalOptions o = engine::evalOptions(settings, size, input, run, seed);
   o.modelSource = spec.weightPath;
   return o;
 }
 
-ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& defaultSizes,
-                           image::ResizeMode defaultResize) {
+ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& defaultSizes) {
   ResolvedModel m;
   if (isModelFolder(request.spec.weightPath)) m.card = readModelFolder(request.spec.weightPath);
   std::vector<int> sizes = request.sizes;
   if (sizes.empty() && m.card && m.card->testSize > 0) sizes = {m.card->testSize};
   if (sizes.empty()) sizes = defaultSizes;
   if (sizes.empty()) sizes = {request.spec.info().testSize};
-  m.sizes = sizes;
   m.spec = request.spec.forSizes(sizes);
-  m.resizeMode = request.resizeMode             ? *request.resizeMode
-                 : m.card && m.card->resizeMode ? *m.card->resizeMode
-                                                : defaultResize;
-  m.cropPct = request.cropPct ? *request.cropPct : m.card ? m.card->testCropPct : kFixresCropPct;
+  m.input = m.spec.preprocessing();
+  m.input.sizes = sizes;
+  m.input.resizeMode = request.resizeMode             ? *request.resizeMode
+                       : m.card && m.card->resizeMode ? *m.card->resizeMode
+                                                      : image::ResizeMode::kFixres;
+  m.input.cropPct = request.cropPct ? *request.cropPct
+                    : m.card        ? m.card->testCropPct
+                                    : kFixresCropPct;
   if (!request.classNamesFile.empty())
     m.classNames = readClassNames(request.classNamesFile);
   else if (m.card)
@@ -115,11 +114,11 @@ ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& 
   // it comes from is said (by buildModel, once the weights load: a model trained at 24 px would
   // otherwise run at 224 without a word).
   if (!m.card && !request.spec.weightPath.empty() && request.sizes.empty()) {
-    const Preprocessing p = m.spec.preprocessing();
+    const Preprocessing& p = m.input;
     m.assumption = detail::concat(
         request.spec.weightPath,
         " records no preprocessing (a weight file, not a model folder): ", m.spec.architecture,
-        " at ", joinSizes(m.sizes), " px (the default), crop ", m.cropPct,
+        " at ", joinSizes(p.sizes), " px (the default), crop ", p.cropPct,
         request.cropPct ? "" : " (FixRes's)", ", mean ", p.mean[0], ",", p.mean[1], ",", p.mean[2],
         " std ", p.std[0], ",", p.std[1], ",", p.std[2],
         "; --input-size, --crop-pct, --mean and --std choose them");
@@ -127,11 +126,23 @@ ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& 
   return m;
 }
 
-ResolvedModel resolvedForSizes(const ModelSpec& spec, const std::vector<int>& sizes) {
+ResolvedModel resolvedFor(const ModelSpec& spec, const Preprocessing& input) {
   ResolvedModel m;
-  m.sizes = sizes;
-  m.spec = spec.forSizes(sizes);
+  m.spec = spec.forSizes(input.sizes);
+  if (input.dynamicSize) m.spec.dynamicImgSize = true;
+  const Preprocessing own = m.spec.preprocessing();
+  m.input = input;
+  m.input.mean = own.mean;
+  m.input.std = own.std;
+  m.input.filter = own.filter;
+  m.input.dynamicSize = m.spec.dynamicImgSize;
   return m;
+}
+
+ResolvedModel resolvedForSizes(const ModelSpec& spec, const std::vector<int>& sizes) {
+  Preprocessing input = spec.preprocessing();
+  input.sizes = sizes;
+  return resolvedFor(spec, input);
 }
 
 }  // namespace fixres::engine

@@ -20,6 +20,15 @@ namespace fixres::engine {
 // value that is not an integer or one out of range.
 std::vector<int> parseSizeList(const std::string& text, const std::string& flag);
 
+// What --crop-pct is to export (the others: the help of its row).
+inline constexpr CommandHelp kCropPctHelp[] = {
+    {"export",
+     "The test crop fraction recorded with the weights (timm's test_crop_pct; default: a model "
+     "folder's, else 0.875)"},
+    {nullptr, nullptr}};
+// The commands that resolve a model's test preprocessing from their flags.
+inline constexpr const char* kInferenceCommands = "eval,predict,extract,calibrate,export";
+
 // What the command was given. A field left empty was not given: the model folder's value, else
 // the command's default, applies.
 struct ModelRequest {
@@ -28,24 +37,37 @@ struct ModelRequest {
   std::optional<image::ResizeMode> resizeMode;  // --resize-mode as given
   std::optional<double> cropPct;                // --crop-pct as given
   std::string classNamesFile;                   // --class-names
+
+  // The rows of the test preprocessing that the request owns: bound as optionals, so that a
+  // model folder's value applies where the flag was not given. (--input-size is each command's:
+  // a list for eval, one size elsewhere.)
+  template <typename Self, typename V>
+  static void visitSettings(Self& r, V&& v) {
+    v(kResizeModeRow.offeredOnlyTo(kInferenceCommands), r.resizeMode, image::resizeModes());
+    v(Setting{"", "--crop-pct", "Data",
+              "Centre crop as a fraction of the resized side: the image is resized to "
+              "floor(S / crop) and S is cut from it, as timm's crop_pct (default: a model "
+              "folder's test_crop_pct, else 0.875, FixRes's 224 of 256)",
+              kCropFractions, SettingRole::kInvocation, kInferenceCommands, "", kCropPctHelp},
+      r.cropPct);
+  }
 };
 
 struct ResolvedModel {
-  ModelSpec spec;          // built for `sizes` (a dynamic position embedding when they differ)
-  std::vector<int> sizes;  // never empty
-  image::ResizeMode resizeMode = image::ResizeMode::kFixres;
-  double cropPct = kFixresCropPct;      // --crop-pct, else the folder's test_crop_pct
+  ModelSpec spec;  // built for input.sizes (a dynamic position embedding when they differ)
+  // The test preprocessing, resolved once: sizes, crop, resize rule, filter, mean, std.
+  Preprocessing input;
   std::optional<ModelCard> card;        // the model folder's, when --weight-path names one
   std::vector<std::string> classNames;  // --class-names, else the folder's; empty: unknown
   // A bare weight file without --input-size: the preprocessing assumed, in one line (buildModel
   // logs it once the weights are loaded); "" otherwise.
   std::string assumption;
-  int size() const { return sizes.front(); }
-  // The evaluation at `size` with this model's preprocessing and resize rule (the one of
-  // `settings` is the command's default, already weighed by resolveModel).
+  int size() const { return input.size(); }
+  const std::vector<int>& sizes() const { return input.sizes; }
+  // The evaluation at `size` with this model's preprocessing record.
   EvalOptions evalOptions(const EvalSettings& settings, int size, const RunDevice& run,
                           uint64_t seed = 0) const;
-  Preprocessing preprocessing() const { return spec.preprocessing(); }
+  const Preprocessing& preprocessing() const { return input; }
   // The numerics to run the model in: `given`, with the model folder's runtime and precision (a
   // sweep's choice) where --runtime and --precision were not given, said in one line. On CUDA, or
   // where this build or CPU lacks what the folder names, LibTorch runs it (a warning says so).
@@ -57,13 +79,18 @@ struct ResolvedModel {
   int64_t classCount(std::string* why = nullptr) const;
 };
 
-// The sizes: given, else the folder's test size, else `defaultSizes` (empty: the architecture's
-// test size). The resize rule: given, else the folder's, else `defaultResize`. DataError for an
-// unreadable --class-names file; WeightsError for a damaged model folder.
-ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& defaultSizes,
-                           image::ResizeMode defaultResize);
+// The one resolution of a model's test preprocessing. The sizes: given, else the folder's test
+// size, else `defaultSizes` (empty: the architecture's test size). The crop and the resize rule:
+// given, else the folder's, else FixRes's (0.875, the height rule). Filter, mean and std: the
+// spec's (its flags, else the folder's, else the architecture's). DataError for an unreadable
+// --class-names file; WeightsError for a damaged model folder.
+ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& defaultSizes);
 
-// A spec whose sizes are already known (a run's training and evaluation sizes): resolved as given.
+// A model whose preprocessing is already known (a run's, a sweep cell's): `input`, with the
+// spec's normalisation and filter, resolved as given.
+ResolvedModel resolvedFor(const ModelSpec& spec, const Preprocessing& input);
+// A spec whose sizes are already known (a run's training and evaluation sizes), FixRes's crop
+// and resize rule.
 ResolvedModel resolvedForSizes(const ModelSpec& spec, const std::vector<int>& sizes);
 
 struct BuiltModel {

@@ -54,18 +54,6 @@ int fileImageSize(models::ModelImpl& model, const std::string& file, bool useEma
 
 }  // namespace
 
-image::TransformOptions transformOptions(image::TransformKind kind, int size,
-                                         image::ResizeMode resizeMode, const Preprocessing& p) {
-  image::TransformOptions t;
-  t.kind = kind;
-  t.inputSize = size;
-  t.resizeMode = resizeMode;
-  t.mean = p.mean;
-  t.std = p.std;
-  t.filter = p.filter;
-  return t;
-}
-
 std::string ModelSpec::architectureName() const {
   if (architecture == "EfficientNet") {
     FIXRES_CHECK(!efficientNetModel.empty(), UsageError,
@@ -100,6 +88,8 @@ Preprocessing ModelSpec::preprocessing() const {
   if (mean.size() == 3) std::copy(mean.begin(), mean.end(), p.mean.begin());
   if (std.size() == 3) std::copy(std.begin(), std.end(), p.std.begin());
   p.filter = interpolation;
+  p.sizes = {runSize > 0 ? runSize : a.testSize};
+  p.dynamicSize = dynamicImgSize;
   return p;
 }
 

@@ -16,6 +16,7 @@
 #include "fixres/models/Registry.h"
 #include "fixres/models/WeightIO.h"
 #include "fixres/runtime/Numerics.h"
+#include "fixres/runtime/Preprocessing.h"
 
 namespace fixres::engine {
 
@@ -31,15 +32,6 @@ inline constexpr CommandHelp kArchitectureHelp[] = {
 
 // The commands that train a model (flags of training alone: dropout, stochastic depth).
 inline constexpr const char* kTrainingCommands = "train,finetune,sweep";
-// Centre-crop fractions (--crop-pct, a model folder's crop_pct and test_crop_pct).
-inline constexpr Range kCropFractions = Range::reals(0.05, 1);
-
-// The normalisation and resampling filter the weights were trained with.
-struct Preprocessing {
-  std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // ImageNet
-  std::array<float, 3> std{0.229f, 0.224f, 0.225f};
-  image::Filter filter = image::Filter::kBilinear;  // the reference's resize filter
-};
 
 struct ModelSpec {
   std::string architecture = "ResNet50";  // any name of models::knownArchitectures()
@@ -157,17 +149,14 @@ struct ModelSpec {
   // --EfficientNet-models is missing or given with another architecture.
   std::string architectureName() const;
   models::ArchInfo info() const { return models::architectureInfo(architectureName()); }
-  // The normalisation and filter of this model's inputs.
+  // The preprocessing of this model's inputs at runSize (else the architecture's test size):
+  // its normalisation and filter, FixRes's crop and resize rule (resolveModel weighs the flags
+  // and a model folder's against them).
   Preprocessing preprocessing() const;
   // UsageError naming the flag for an unknown architecture, bad overrides or a malformed
   // "#sha256=" part of a weight URL.
   void validate() const;
 };
-
-// The transform `kind` at `size` with the model's preprocessing.
-image::TransformOptions transformOptions(image::TransformKind kind, int size,
-                                         image::ResizeMode resizeMode,
-                                         const Preprocessing& preprocessing);
 
 // The file buildModel loads: spec.weightPath; a model folder's weight file (ModelCard.h: a run's
 // checkpoint.pth, a hub folder's model.safetensors); or for an http(s) URL its copy in the cache,

@@ -370,26 +370,16 @@ onnx::ValueInfo tensorType(const std::string& name, const std::vector<std::strin
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> onnxMetadata(models::ModelImpl& model,
-                                                              const ModelCard& card,
+std::vector<std::pair<std::string, std::string>> onnxMetadata(const ModelCard& card,
                                                               bool dynamicSize) {
   std::vector<std::pair<std::string, std::string>> metadata;
-  const int64_t s = card.testSize;
-  // The preprocessing, as the hub config writes it.
-  const auto hub = timmHubConfig(card, model);
-  metadata.emplace_back("fixres.preprocessing",
-                        jsonText(nlohmann::ordered_json{
-                            {"input_size", s},
-                            {"dynamic_size", dynamicSize},
-                            {"crop_pct", card.testCropPct},
-                            {"crop_mode", "center"},
-                            {"resize_mode", hub["fixres"]["resize_mode"]},
-                            {"resize_rule", hub["fixres"]["resize_rule"]},
-                            {"interpolation", hub["pretrained_cfg"]["interpolation"]},
-                            {"mean", hub["pretrained_cfg"]["mean"]},
-                            {"std", hub["pretrained_cfg"]["std"]},
-                            {"input", "RGB, N x 3 x H x W float32, (pixel / 255 - mean) / std"},
-                            {"output", "logits, N x classes"}}));
+  // The test preprocessing record the card carries, as the hub config writes it.
+  Preprocessing test = card.test();
+  test.dynamicSize = dynamicSize;
+  nlohmann::ordered_json pre = test.toJson();
+  pre["input"] = "RGB, N x 3 x H x W float32, (pixel / 255 - mean) / std";
+  pre["output"] = "logits, N x classes";
+  metadata.emplace_back("fixres.preprocessing", jsonText(pre));
   metadata.emplace_back("fixres.architecture", card.architecture);
   if (!card.classNames.empty())
     metadata.emplace_back("fixres.class_names", jsonText(nlohmann::json(card.classNames)));
@@ -422,8 +412,7 @@ onnx::Model buildOnnx(models::ModelImpl& model, const ModelCard& card, bool dyna
   g.outputs.push_back(tensorType(writer.logits(), {"batch", ""}, {1, classes}));
   if (withEmbedding && !writer.embedding().empty())
     g.outputs.push_back(tensorType(writer.embedding(), {"batch", ""}, {1, model.embeddingDim()}));
-  for (auto& [key, value] : onnxMetadata(model, card, dynamicSize))
-    m.metadata.emplace_back(key, value);
+  for (auto& [key, value] : onnxMetadata(card, dynamicSize)) m.metadata.emplace_back(key, value);
   onnx::checkModel(m);
   return m;
 }

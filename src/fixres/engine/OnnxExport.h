@@ -19,19 +19,19 @@ namespace fixres::engine {
 // Writes `model` (put in eval mode) to `path` (atomic; OutputError on a write failure) at
 // card.testSize x card.testSize, with "batch" as the first input dimension and, with
 // dynamicSize, "height" and "width" as the last two. metadata_props: fixres.preprocessing (the
-// card's test size, crop, resize rule, interpolation, mean and std as JSON), the class names
-// (JSON) and the license. UsageError before anything is written when the family cannot describe
-// its graph. A model whose message would pass protobuf's 2 GiB, or any with externalData, keeps
-// its tensors of 1 KiB or more in `path`.data beside it (ONNX's external data, a location relative
-// to the model, offsets aligned to 4 KiB), written before the model; otherwise a `path`.data an
-// earlier export left is removed. Returns the number of graph nodes.
+// card's test preprocessing record as JSON: size, crop, resize rule, filter, mean, std), the class
+// names (JSON) and the license. UsageError before anything is written when the family cannot
+// describe its graph. A model whose message would pass protobuf's 2 GiB, or any with externalData,
+// keeps its tensors of 1 KiB or more in `path`.data beside it (ONNX's external data, a location
+// relative to the model, offsets aligned to 4 KiB), written before the model; otherwise a
+// `path`.data an earlier export left is removed. Returns the number of graph nodes.
 size_t exportOnnx(models::ModelImpl& model, const ModelCard& card, const std::string& path,
                   bool dynamicSize, bool externalData = false);
 
-// The metadata_props an export carries: fixres.preprocessing (JSON), fixres.architecture,
-// fixres.class_names (JSON, when known), license (when given).
-std::vector<std::pair<std::string, std::string>> onnxMetadata(models::ModelImpl& model,
-                                                              const ModelCard& card,
+// The metadata_props an export carries: fixres.preprocessing (JSON: the card's test
+// preprocessing record, Preprocessing::toJson, with the input and output layouts),
+// fixres.architecture, fixres.class_names (JSON, when known), license (when given).
+std::vector<std::pair<std::string, std::string>> onnxMetadata(const ModelCard& card,
                                                               bool dynamicSize);
 
 // The same model for a reader in this process (OpenVINO: OpenVinoModel.h), with the embedding

@@ -103,7 +103,7 @@ size_t exportOpenVino(models::ModelImpl& model, const ModelCard& card, const std
                       bool dynamicSize) {
   openVinoBinPath(xmlPath);
   std::map<std::string, std::string> info;
-  for (const auto& [key, value] : onnxMetadata(model, card, dynamicSize))
+  for (const auto& [key, value] : onnxMetadata(card, dynamicSize))
     info[key.rfind("fixres.", 0) == 0 ? key.substr(7) : key] = value;
   size_t nodes = 0;  // the ONNX graph's, as export --format onnx counts them
   const ScratchGuard onnx{onnxSource(model, card, dynamicSize, /*withEmbedding=*/false,

@@ -223,12 +223,19 @@ void RunConfig::validate() const {
 
 EvalSettings RunConfig::evalSettings() const {
   EvalSettings e;
-  e.resizeMode = resizeMode;
   e.batch = batch;
   e.workers = workers;
   e.testFlip = testFlip;
   e.skipBadImages = skipBadImages;
   return e;
+}
+
+Preprocessing RunConfig::preprocessing() const {
+  Preprocessing p = model.preprocessing();
+  p.sizes = {inputSize, evaluationSize()};
+  p.resizeMode = resizeMode;
+  p.dynamicSize = p.dynamicSize || progressive.enabled();
+  return p;
 }
 
 nlohmann::json RunConfig::toJson() const {

@@ -120,6 +120,10 @@ struct RunConfig {
   void checkLearningRate(int processes) const;
   // The settings of the evaluations run during training.
   EvalSettings evalSettings() const;
+  // The run's preprocessing record: the training and evaluation sizes, the model's
+  // normalisation and filter, the val resize rule, FixRes's crop; dynamic with progressive
+  // resizing.
+  Preprocessing preprocessing() const;
   int evaluationSize() const { return evalSize > 0 ? evalSize : inputSize; }
 
   nlohmann::json toJson() const;

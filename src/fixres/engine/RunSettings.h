@@ -42,9 +42,7 @@ void RunConfig::visitSettings(Self& c, V&& v) {
   ProgressiveResize::visitSettings(c.progressive, v);
   v(Setting{"train_transform", "--transform", "Data", "Train transform", {}, kDefines},
     c.trainTransform, image::transformKinds());
-  v(Setting{"resize_mode", "--resize-mode", "Data",
-            "Val resize: fixres (height set, the reference) or shorter (torchvision)"},
-    c.resizeMode, image::resizeModes());
+  v(kResizeModeRow, c.resizeMode, image::resizeModes());
   v(Setting{"auto_augment",
             "--auto-augment",
             "Data",

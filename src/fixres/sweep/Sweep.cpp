@@ -56,13 +56,6 @@ void measureSpeed(const SweepOptions& o, SweepRow& row, models::Model& model,
   comm.barrier();
 }
 
-// The evaluation settings of the cell at `cropPct`.
-EvalSettings cellSettings(const SweepOptions& o, double cropPct) {
-  EvalSettings e = o.eval;
-  e.cropPct = cropPct;
-  return e;
-}
-
 // The model in each precision of the sweep, and the run device it runs on.
 struct CellModel {
   RunDevice run;
@@ -99,8 +92,8 @@ std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, std::vector<Ce
                                  const std::vector<SweepSetData>& sets,
                                  distributed::Communicator& comm, const RunDevice& run, int& stop) {
   std::vector<SweepRow> cells;
-  const auto options = [&](double crop, const Preprocessing& p, const RunDevice& r) {
-    EvalOptions e = evalOptions(cellSettings(o, crop), size, p, r);
+  const auto options = [&](double crop, const RunDevice& r) {
+    EvalOptions e = evalOptions(o.eval, size, o.cell(size, crop), r);
     e.stopOnSignal = true;
     return e;
   };
@@ -111,7 +104,7 @@ std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, std::vector<Ce
       row.size = size;
       row.cropPct = crop;
       row.precision = m.run.numerics.precision;
-      const auto e = options(crop, o.model.preprocessing(), m.run);
+      const auto e = options(crop, m.run);
       row.plain = evaluate(m.model, dataset, e, comm);
       row.sets = scoreEvalSets(m.model, sets, e, comm);
       if ((stop = agreedStopSignal(comm)) != 0) return cells;
@@ -141,9 +134,9 @@ std::vector<SweepRow> sweepCells(const SweepOptions& o, int size, std::vector<Ce
       if (own) row.finetuned = tunedOwn;
       if (own && sets.empty()) continue;
       if (!built)
-        built = buildModel(resolvedForSizes(tuned, {size}),
+        built = buildModel(resolvedFor(tuned, o.cell(size, row.cropPct)),
                            static_cast<int64_t>(dataset->classes().size()), r);
-      const auto e = options(row.cropPct, tuned.preprocessing(), r);
+      const auto e = options(row.cropPct, r);
       if (!own) row.finetuned = evaluate(built->model, dataset, e, comm);
       row.setsFinetuned = scoreEvalSets(built->model, sets, e, comm);
       if ((stop = agreedStopSignal(comm)) != 0) return cells;
@@ -161,11 +154,8 @@ nlohmann::ordered_json chosenModelConfig(const SweepOptions& o, const SweepResul
   ModelSpec spec = o.model;
   if (spec.numClasses == 0) spec.numClasses = static_cast<int64_t>(classes.size());
   CardOverrides overrides;
-  overrides.testSize = row.size;
-  overrides.resizeMode = o.eval.resizeMode;
-  overrides.testCropPct = row.cropPct;
   overrides.trainSize = o.trainSize;
-  ModelCard card = exportCard(spec, overrides);
+  ModelCard card = exportCard(spec, o.cell(row.size, row.cropPct), overrides);
   if (card.classNames.empty() && static_cast<int64_t>(classes.size()) == spec.numClasses)
     card.classNames = classes;
   auto j = timmHubConfig(card, *model);
@@ -276,13 +266,21 @@ std::vector<Precision> parsePrecisionList(const std::string& text) {
   });
 }
 
+Preprocessing SweepOptions::cell(int size, double cropPct) const {
+  Preprocessing p = model.preprocessing();
+  p.sizes = {size};
+  p.cropPct = cropPct;
+  p.resizeMode = resizeMode;
+  return p;
+}
+
 RunConfig SweepOptions::finetuneRun(int size) const {
   auto c = RunConfig::forMode(RunMode::kFinetune);
   c.model = model;
   c.trainPath = imnetPath + "/train";
   c.valPath = imnetPath + "/" + split;
   c.inputSize = size;
-  c.resizeMode = eval.resizeMode;
+  c.resizeMode = resizeMode;
   c.batch = static_cast<int>(eval.batch);
   c.workers = eval.workers;
   c.testFlip = eval.testFlip;

@@ -48,6 +48,7 @@ struct SweepOptions {
   // size with the train transform, which no crop fraction enters; its weights are then scored
   // at each crop.
   std::vector<double> cropPcts{kFixresCropPct};
+  image::ResizeMode resizeMode = image::ResizeMode::kFixres;  // every cell's resize rule
   int trainSize = 224;
   bool finetune = false;
   int finetuneEpochs = 1;
@@ -91,6 +92,7 @@ struct SweepOptions {
               kInvocation,
               "sweep"},
       o.split);
+    v(kResizeModeRow.offeredOnlyTo("sweep"), o.resizeMode, image::resizeModes());
     v(Setting{"", "--sizes", "Sweep",
               "Test resolutions, comma-separated (default: the multiples of the network's stride "
               "from 0.6x to 1.8x the train size, and the train size)",
@@ -158,6 +160,10 @@ struct SweepOptions {
       o.minThroughput);
   }
 
+  // The preprocessing record of the cell at `size` and `cropPct`: the model's normalisation and
+  // filter, the sweep's resize rule. The cell's evaluations and, when chosen, its config.json
+  // take it unchanged.
+  Preprocessing cell(int size, double cropPct) const;
   // Images per timed forward pass: latencyBatch, else the evaluation batch.
   int timedBatch() const { return latencyBatch > 0 ? latencyBatch : static_cast<int>(eval.batch); }
   // The fine-tuning run at `size`, in out/finetune_<size>.

@@ -56,8 +56,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   // Same initial weights on every rank (and broadcast by the step anyway).
   // A transformer's position embedding is laid out for the training size; evaluations at another
   // size, or progressive resizing, resample it per input.
-  ResolvedModel resolved = resolvedForSizes(cfg_.model, {cfg_.inputSize, cfg_.evaluationSize()});
-  if (cfg_.progressive.enabled()) resolved.spec.dynamicImgSize = true;
+  const ResolvedModel resolved = resolvedFor(cfg_.model, cfg_.preprocessing());
   auto built = buildModel(resolved, classes, run_, cfg_.seed);
   model_ = built.model;
   const int64_t outputs = cfg_.model.numClasses > 0 ? cfg_.model.numClasses : classes;
@@ -69,7 +68,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
       [this](models::Model& m) {
         return evaluate(m, val_,
                         evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(),
-                                    cfg_.model.preprocessing(), run_, cfg_.seed),
+                                    cfg_.preprocessing(), run_, cfg_.seed),
                         comm_);
       }};
   parts_ = makeRunParts(cfg_, services);
@@ -81,8 +80,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   if (!cfg_.model.weightPath.empty())
     log::info("loaded ", built.weights.loaded, " tensors from ", cfg_.model.weightPath,
               built.weights.skipped.empty() ? "" : " (classifier re-initialised)");
-  trainTransform_ = transformOptions(cfg_.trainTransform, cfg_.inputSize, cfg_.resizeMode,
-                                     cfg_.model.preprocessing());
+  trainTransform_ = cfg_.preprocessing().transform(cfg_.trainTransform, cfg_.inputSize);
   trainTransform_.autoAugment = cfg_.autoAugment;
   trainTransform_.raMagnitude = cfg_.raMagnitude;
   trainTransform_.augmixSeverity = cfg_.augmixSeverity;
@@ -325,8 +323,8 @@ RunSummary Trainer::summarize() {
 
 EvalResult Trainer::evaluateNow() {
   return evaluate(model_, val_,
-                  evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(),
-                              cfg_.model.preprocessing(), run_, cfg_.seed),
+                  evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(), cfg_.preprocessing(),
+                              run_, cfg_.seed),
                   comm_);
 }
 

@@ -15,7 +15,7 @@
 #include "fixres/cli/Flags.h"
 #include "fixres/data/Sampler.h"
 #include "fixres/distributed/Communicator.h"
-#include "fixres/engine/Evaluator.h"
+#include "fixres/engine/ModelResolution.h"
 #include "fixres/image/Transform.h"
 #include "fixres/runtime/Numerics.h"
 #include "fixres/step/Schedule.h"
@@ -46,6 +46,10 @@ struct RowsOf {
   void operator()(const Setting& s, const T&) const {
     out->push_back(s);
   }
+  template <typename T, typename E>
+  void operator()(const Setting& s, const T&, const ChoiceTable<E>&) const {
+    out->push_back(s);
+  }
 };
 
 // The row of `flag` when it carries help per command (shared rows and the inference rows), else
@@ -53,8 +57,8 @@ struct RowsOf {
 const Setting* rowWithHelpPerCommand(const std::string& flag) {
   static const std::vector<Setting> rows = [] {
     std::vector<Setting> all = sharedFlags();
-    const engine::EvalSettings eval{};
-    engine::EvalSettings::visitSettings(eval, RowsOf{&all});
+    const engine::ModelRequest request{};
+    engine::ModelRequest::visitSettings(request, RowsOf{&all});
     const engine::BenchLoop bench{};
     engine::BenchLoop::visitSettings(bench, RowsOf{&all});
     return all;

@@ -45,7 +45,7 @@ void collectRows(std::vector<Setting>& rows) {
 // command's own.
 std::vector<Setting> allCommandRows() {
   std::vector<Setting> rows = sharedFlags();
-  collectRows<engine::EvalSettings>(rows);
+  collectRows<engine::ModelRequest>(rows);
   collectRows<engine::PredictOptions>(rows);
   collectRows<engine::EvalRequest>(rows);
   collectRows<engine::SweepOptions>(rows);
@@ -128,6 +128,7 @@ TEST(CommandRows, EachRowIsBoundWhereItsRowSaysWithItsHelp) {
   GlobalOptions global;
   auto commands = buildCli(app, global);
   std::vector<Setting> own;
+  collectRows<engine::ModelRequest>(own);
   collectRows<engine::PredictOptions>(own);
   collectRows<engine::EvalRequest>(own);
   collectRows<engine::SweepOptions>(own);

@@ -1,7 +1,9 @@
 // Resolution once (engine/ModelResolution.h): a size list is refused outside the one range of
-// image sizes (kImageSizes, the flags' range), and a model's sizes, resize rule and class names
-// come from the flags when given, else from its model folder (a timm hub folder written by
-// exportModel, as `fixres export --format timm-hub` writes it), else from the command's default.
+// image sizes (kImageSizes, the flags' range), and a model's test preprocessing record (sizes,
+// crop, resize rule, filter, mean, std) and class names come from the flags when given, else from
+// its model folder (a timm hub folder written by exportModel, as `fixres export --format
+// timm-hub` writes it), else from the command's and FixRes's defaults; the record then reaches
+// the transform, the card and the ONNX metadata unchanged.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -12,6 +14,7 @@
 #include "fixres/common/Error.h"
 #include "fixres/engine/Export.h"
 #include "fixres/engine/ModelResolution.h"
+#include "fixres/engine/OnnxExport.h"
 
 namespace fixres::engine {
 namespace {
@@ -41,44 +44,109 @@ TEST(ModelResolution, FlagsThenTheModelFolderThenTheDefault) {
   spec.architecture = "resnet_tiny";
   spec.numClasses = 3;
   auto model = models::createModel("resnet_tiny", 3);
+  // The folder records a whole test preprocessing record, none of it the defaults.
+  Preprocessing recorded;
+  recorded.sizes = {40};
+  recorded.cropPct = 0.95;
+  recorded.resizeMode = image::ResizeMode::kShorter;
+  recorded.filter = image::Filter::kBicubic;
+  recorded.mean = {0.5f, 0.25f, 0.125f};
+  recorded.std = {0.5f, 0.5f, 0.25f};
   CardOverrides folder;
-  folder.testSize = 40;
-  folder.resizeMode = image::ResizeMode::kShorter;
   const std::string names = dir + "-names.txt";
   std::ofstream(names) << "cat\ndog\nfox\n";
   folder.classNamesFile = names;
-  exportModel(*model, ExportLayout::kTimmHub, exportCard(spec, folder), dir);
+  exportModel(*model, ExportLayout::kTimmHub, exportCard(spec, recorded, folder), dir);
 
   ModelRequest request;
   request.spec.architecture = "resnet_tiny";
   request.spec.weightPath = dir;
-  ResolvedModel m = resolveModel(request, {224}, image::ResizeMode::kFixres);
+  // What the CLI does with a model folder before resolving: its filter, mean and std apply.
+  applyModelCard(readModelFolder(dir), request.spec, [](const char*) { return false; });
+  ResolvedModel m = resolveModel(request, {224});
   ASSERT_TRUE(m.card.has_value());
-  EXPECT_EQ(m.sizes, std::vector<int>{40});
+  EXPECT_EQ(m.sizes(), std::vector<int>{40});
   EXPECT_EQ(m.spec.runSize, 40);
-  EXPECT_EQ(m.resizeMode, image::ResizeMode::kShorter);
+  EXPECT_EQ(m.input.resizeMode, image::ResizeMode::kShorter);
+  EXPECT_DOUBLE_EQ(m.input.cropPct, 0.95);
+  EXPECT_EQ(m.input.filter, image::Filter::kBicubic);
+  EXPECT_EQ(m.input.mean, recorded.mean);
+  EXPECT_EQ(m.input.std, recorded.std);
   EXPECT_EQ(m.classNames, (std::vector<std::string>{"cat", "dog", "fox"}));
   EXPECT_EQ(m.classCount(), 3);  // the weight file's classifier
 
   request.sizes = {32, 48};
   request.resizeMode = image::ResizeMode::kFixres;
+  request.cropPct = 0.8;
   std::ofstream(names) << "a\nb\nc\n";
   request.classNamesFile = names;
-  m = resolveModel(request, {224}, image::ResizeMode::kShorter);
-  EXPECT_EQ(m.sizes, (std::vector<int>{32, 48}));
+  m = resolveModel(request, {224});
+  EXPECT_EQ(m.sizes(), (std::vector<int>{32, 48}));
   EXPECT_TRUE(m.spec.dynamicImgSize);  // several sizes: one model for all
-  EXPECT_EQ(m.resizeMode, image::ResizeMode::kFixres);
+  EXPECT_TRUE(m.input.dynamicSize);
+  EXPECT_EQ(m.input.resizeMode, image::ResizeMode::kFixres);
+  EXPECT_DOUBLE_EQ(m.input.cropPct, 0.8);
   EXPECT_EQ(m.classNames, (std::vector<std::string>{"a", "b", "c"}));
 
   ModelRequest plain;  // a weight file, or none: the command's default, else the architecture's
   plain.spec.architecture = "resnet50";
-  m = resolveModel(plain, {224}, image::ResizeMode::kShorter);
-  EXPECT_EQ(m.sizes, std::vector<int>{224});
+  m = resolveModel(plain, {224});
+  EXPECT_EQ(m.sizes(), std::vector<int>{224});
   EXPECT_FALSE(m.card.has_value());
-  EXPECT_EQ(m.resizeMode, image::ResizeMode::kShorter);
-  m = resolveModel(plain, {}, image::ResizeMode::kFixres);
-  EXPECT_EQ(m.sizes, std::vector<int>{models::architectureInfo("resnet50").testSize});
+  EXPECT_EQ(m.input.resizeMode, image::ResizeMode::kFixres);  // FixRes's rule and crop
+  EXPECT_DOUBLE_EQ(m.input.cropPct, kFixresCropPct);
+  m = resolveModel(plain, {});
+  EXPECT_EQ(m.sizes(), std::vector<int>{models::architectureInfo("resnet50").testSize});
   EXPECT_EQ(m.classCount(), 0);
+}
+
+// The record reaches each consumer unchanged: the val transform (resize side floor(S / crop),
+// timm's scale_size), the evaluation options, and a card made from it, whose test() and ONNX
+// metadata give the same values back.
+TEST(ModelResolution, TheRecordReachesTransformCardAndMetadataUnchanged) {
+  Preprocessing p;
+  p.sizes = {96};
+  p.cropPct = 0.9;
+  p.resizeMode = image::ResizeMode::kShorter;
+  p.filter = image::Filter::kBicubic;
+  p.mean = {0.5f, 0.5f, 0.5f};
+  p.std = {0.25f, 0.5f, 0.75f};
+  const image::TransformOptions t = p.valTransform(96);
+  EXPECT_EQ(t.kind, image::TransformKind::kVal);
+  EXPECT_EQ(t.inputSize, 96);
+  EXPECT_DOUBLE_EQ(t.cropPct, 0.9);
+  EXPECT_EQ(t.resizeMode, image::ResizeMode::kShorter);
+  EXPECT_EQ(t.filter, image::Filter::kBicubic);
+  EXPECT_EQ(t.mean, p.mean);
+  EXPECT_EQ(t.std, p.std);
+  EXPECT_EQ(image::valResizeSize(96, t.cropPct), 106);  // floor(96 / 0.9) = floor(106.67)
+  const EvalOptions e = evalOptions(EvalSettings{}, 96, p, RunDevice{});
+  EXPECT_DOUBLE_EQ(e.transform.cropPct, 0.9);
+  EXPECT_EQ(e.transform.resizeMode, image::ResizeMode::kShorter);
+
+  ModelSpec spec;
+  spec.architecture = "resnet_tiny";
+  spec.numClasses = 3;
+  const ModelCard card = exportCard(spec, p);
+  const Preprocessing back = card.test();
+  EXPECT_EQ(back.sizes, p.sizes);
+  EXPECT_DOUBLE_EQ(back.cropPct, p.cropPct);
+  EXPECT_EQ(back.resizeMode, p.resizeMode);
+  EXPECT_EQ(back.filter, p.filter);
+  EXPECT_EQ(back.mean, p.mean);
+  EXPECT_EQ(back.std, p.std);
+  const auto metadata = onnxMetadata(card, /*dynamicSize=*/true);
+  ASSERT_FALSE(metadata.empty());
+  ASSERT_EQ(metadata[0].first, "fixres.preprocessing");
+  const auto j = nlohmann::json::parse(metadata[0].second);
+  EXPECT_EQ(j["input_size"], 96);
+  EXPECT_EQ(j["dynamic_size"], true);
+  EXPECT_DOUBLE_EQ(j["crop_pct"].get<double>(), 0.9);
+  EXPECT_EQ(j["resize_mode"], "shorter");
+  EXPECT_EQ(j["resize_rule"], "shorter side := int(S / crop_pct)");
+  EXPECT_EQ(j["interpolation"], "bicubic");
+  EXPECT_EQ(j["mean"], nlohmann::json::array({0.5, 0.5, 0.5}));
+  EXPECT_EQ(j["std"], nlohmann::json::array({0.25, 0.5, 0.75}));
 }
 
 }  // namespace
