@@ -28,7 +28,7 @@ Command addCalibrateCommand(CLI::App& parent) {
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
   addShared(*sub, "--dataset-path", j.datasetPath)->required();
-  addShared(*sub, "--input-size", j.inputSize);
+  addShared(*sub, "--input-size", s->eval.inputSize);
   addEvalFlags(*sub, s->eval);
   addSharedFlag(*sub, "--skip-bad-images", s->eval.settings.skipBadImages);
   addShared(*sub, "--seed", j.seed);
@@ -40,7 +40,7 @@ Command addCalibrateCommand(CLI::App& parent) {
               checkOutputPath("--out", engine::openVinoBinPath(s->job.out),
                               givenInputs(*sub, {"--out"}));
             engine::CalibrationJob job = s->job;
-            job.model = modelRequest(*sub, s->eval, s->model, {s->job.inputSize});
+            job.model = modelRequest(s->eval, s->model);
             job.eval = s->eval.settings;
             job.numerics = s->eval.numerics;
             job.cpu = s->eval.cpu;

@@ -2,6 +2,8 @@
 // over the ranks; results as a table and optionally JSON (main_evaluate_imnet).
 #include <cstdint>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "fixres/cli/Command.h"
@@ -21,7 +23,8 @@ struct EvalState {
   engine::ModelSpec model;
   ClusterOptions cluster;
   EvalFlags eval;
-  std::string sizes = "224", classNamesFile;
+  std::optional<std::string> sizes;  // --input-size's list as given (default: 224)
+  std::string classNamesFile;
 };
 
 // The flags: the shared ones, then eval's own rows with the checks a row cannot state (a file that
@@ -63,11 +66,8 @@ void printRow(const engine::EvalResult& r, bool first) {
 
 int runEval(EvalState& s, CLI::App& sub) {
   engine::EvalRequest request = s.request;
-  const bool sizesGiven = sub.get_option("--input-size")->count() > 0;
-  request.model =
-      modelRequest(sub, s.eval, s.model,
-                   sizesGiven ? engine::parseSizeList(s.sizes, "--input-size") : std::vector<int>{},
-                   s.classNamesFile);
+  request.model = modelRequest(s.eval, s.model, s.classNamesFile);
+  if (s.sizes) request.model.sizes = engine::parseSizeList(*s.sizes, "--input-size");
   request.eval = s.eval.settings;
   checkEvalOutputs(sub, request);
   const engine::EvalJob job(request);

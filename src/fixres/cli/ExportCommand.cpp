@@ -1,6 +1,7 @@
 // `fixres export`: weights in the layout the FixRes reference, torchvision or timm loads, or a
 // timm hub folder carrying the test resolution and the class names.
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "fixres/cli/Command.h"
@@ -23,7 +24,7 @@ namespace {
 struct ExportState {
   engine::ModelSpec model;
   engine::ExportOptions output;
-  int inputSize = 0;  // 0: the model folder's test size, else the architecture's
+  std::optional<int> inputSize;  // none: the model folder's test size, else the architecture's
   std::string out;
   engine::CardOverrides card;
   engine::ModelRequest request;  // its test preprocessing rows (--resize-mode, --crop-pct)
@@ -73,7 +74,7 @@ Command addExportCommand(CLI::App& parent) {
             // OpenVINO metadata record, and the size the model is built for.
             engine::ModelRequest request = s->request;
             request.spec = s->model;
-            if (s->inputSize > 0) request.sizes = {s->inputSize};
+            if (s->inputSize) request.sizes = {*s->inputSize};
             // A dynamic graph resamples a position embedding from the weights' own grid.
             if (s->output.dynamicSize) request.spec.dynamicImgSize = true;
             engine::ResolvedModel resolved = engine::resolveModel(request, {});

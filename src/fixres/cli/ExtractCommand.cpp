@@ -65,7 +65,6 @@ Command addExtractCommand(CLI::App& parent) {
     ClusterOptions cluster;
     EvalFlags eval;
     std::string datasetPath, savePath;
-    int inputSize = 224;
   };
   auto s = std::make_shared<State>();
   addConfigFile(*sub);
@@ -73,12 +72,12 @@ Command addExtractCommand(CLI::App& parent) {
   addSharedFlag(*sub, "--use-ema", s->model.useEma);
   addShared(*sub, "--dataset-path", s->datasetPath)->required();
   addShared(*sub, "--save-path", s->savePath)->required();
-  addShared(*sub, "--input-size", s->inputSize);
+  addShared(*sub, "--input-size", s->eval.inputSize);
   addEvalFlags(*sub, s->eval);
   addClusterOptions(*sub, s->cluster);
   return {sub, [s, sub]() -> int {
             engine::ExtractRequest request;
-            request.model = modelRequest(*sub, s->eval, s->model, {s->inputSize});
+            request.model = modelRequest(s->eval, s->model);
             request.datasetPath = s->datasetPath;
             request.savePath = s->savePath;
             request.eval = s->eval.settings;

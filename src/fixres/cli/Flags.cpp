@@ -197,6 +197,10 @@ constexpr CommandHelp kClassNamesHelp[] = {
      "(default: the model folder's)"},
     {nullptr, nullptr}};
 
+constexpr CommandHelp kTrainSizeHelp[] = {
+    {"sweep",
+     "The resolution the model was trained at (K_train; default: a model folder's, else 224)"},
+    {nullptr, nullptr}};
 constexpr CommandHelp kFinetuneHelp[] = {
     {"sweep", "Also fine-tune (FixRes: classifier + last BN) at each resolution"},
     {"bench train", "Time the FixRes fine-tuning step (classifier + last BN) instead of training"},
@@ -257,7 +261,7 @@ std::vector<Setting> invocationFlags() {
        kInvocation},
       {"", "--cpu", "Device", "Run on the CPU even when CUDA is available", {}, kInvocation},
       {"", "--train-size", "Resolution", "The resolution the model was trained at (K_train)",
-       engine::kImageSizes, kInvocation},
+       engine::kImageSizes, kInvocation, "", "", kTrainSizeHelp},
       {"",
        "--finetune",
        "Options",
@@ -374,15 +378,6 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<std::str
 
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<float>& target) {
   return finish(app.add_option(row.flags, target, row.helpFor(commandName(app)))->expected(3), row);
-}
-
-CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::optional<double>& target) {
-  auto* opt =
-      finish(app.add_option_function<double>(
-                 row.flags, [&target](double v) { target = v; }, row.helpFor(commandName(app))),
-             row);
-  if (row.range.kind != Range::Kind::kAny) opt->check(rangeValidator(row.range));
-  return opt;
 }
 
 CLI::Option* addSharedFlag(CLI::App& app, const std::string& name, bool& target) {

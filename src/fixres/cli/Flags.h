@@ -70,7 +70,23 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, bool& target);
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::string& target);
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<float>& target);
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<std::string>& target);
-CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::optional<double>& target);
+// An optional number or text: set only when given (no default shown), the row's range checked.
+template <typename T>
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::optional<T>& target) {
+  static_assert(std::is_arithmetic_v<T> || std::is_same_v<T, std::string>, "a number or text");
+  auto* opt =
+      app.add_option_function<T>(
+             row.flags, [&target](const T& v) { target = v; }, row.helpFor(commandName(app)))
+          ->group(row.group);
+  if (row.envName[0] != '\0') opt->envname(row.envName);
+  // Text with an integer range is a comma-separated list of them (--input-size "224,288").
+  if constexpr (std::is_arithmetic_v<T>) {
+    if (row.range.kind != Range::Kind::kAny) opt->check(rangeValidator(row.range));
+  } else if (row.range.kind == Range::Kind::kInteger) {
+    opt->check(intListIn(static_cast<int64_t>(row.range.lo), static_cast<int64_t>(row.range.hi)));
+  }
+  return opt;
+}
 template <typename T>
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, T& target) {
   static_assert(std::is_arithmetic_v<T>, "a numeric setting");

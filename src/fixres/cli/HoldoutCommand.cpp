@@ -15,18 +15,9 @@ Command addHoldoutCommand(CLI::App& parent) {
       "holdout",
       "Move a seeded fraction of each class of DATA/train/ to DATA/holdout/: the held-out split "
       "sweep chooses on (before training on DATA/train/)");
-  struct State {
-    std::string imnetPath;
-    double fraction = 0.1;
-    int64_t seed = 0;
-  };
-  auto s = std::make_shared<State>();
+  auto s = std::make_shared<data::HoldoutRequest>();
   addShared(*sub, "--imnet-path", s->imnetPath)->required();
-  sub->add_option("--fraction", s->fraction,
-                  "The share of each class moved (rounded per class; every class keeps at least "
-                  "one training image)")
-      ->check(finiteIn(0, 0.5, /*openLow=*/true))
-      ->capture_default_str();
+  data::HoldoutRequest::visitSettings(*s, SettingsBinder{*sub});
   addShared(*sub, "--seed", s->seed);
   return {sub, [s]() -> int {
             const auto plan = data::planHoldout(s->imnetPath + "/train", s->imnetPath + "/holdout",

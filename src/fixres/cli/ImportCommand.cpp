@@ -14,20 +14,11 @@ Command addImportCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand(
       "import", "Turn IDX files (Fashion-MNIST from the Debian package) into an image folder");
   auto o = std::make_shared<data::ImportOptions>();
-  auto generic = std::make_shared<bool>(false);
-  sub->add_option("--source", o->sourceDir, "Folder with the IDX files (train-*, t10k-*)")
-      ->capture_default_str();
+  data::ImportOptions::visitSettings(*o, SettingsBinder{*sub});
   addShared(*sub, "--out", o->outDir)->required();
-  sub->add_option("--holdout", o->holdout, "Last N training images go to holdout/")
-      ->capture_default_str();
-  sub->add_option("--limit-train", o->limitTrain, "Use only the first N training images");
-  sub->add_option("--limit-val", o->limitVal, "Use only the first N test images");
-  sub->add_flag("--numeric-classes", *generic,
-                "Name class folders by label number (MNIST) instead of "
-                "Fashion-MNIST's names");
-  return {sub, [o, generic]() -> int {
+  return {sub, [o]() -> int {
             checkOutputPath("--out", o->outDir, {{"--source", o->sourceDir}});
-            if (!*generic) o->classNames = data::fashionMnistClassNames();
+            if (!o->numericClasses) o->classNames = data::fashionMnistClassNames();
             installStopHandlers();  // Ctrl-C removes the partly written folder
             auto r = data::importIdx(*o);
             if (r.stopSignal != 0) {

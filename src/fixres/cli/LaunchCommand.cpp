@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
 #include "fixres/cli/Options.h"
 #include "fixres/common/Error.h"
 #include "fixres/distributed/Launcher.h"
@@ -109,61 +110,35 @@ Command addLaunchCommand(CLI::App& parent) {
   const CLI::App* parentApp = &parent;
   sub->footer([parentApp] { return launchRules(*parentApp); });
   struct State {
-    distributed::LaunchOptions launch;
+    distributed::LaunchRequest request;
     ClusterOptions cluster;
-    bool printEnv = false;
-    std::string program;
   };
   auto s = std::make_shared<State>();
-  sub->add_option("--nproc-per-node", s->launch.nprocPerNode, "Ranks to start on this node")
-      ->capture_default_str();
-  sub->add_option("--nnodes", s->launch.nnodes, "Number of nodes")->capture_default_str();
-  sub->add_option("--node-rank", s->launch.nodeRank, "Index of this node")->capture_default_str();
-  sub->add_option("--master-addr", s->launch.masterAddr, "Address of node 0 (rendezvous host)")
-      ->capture_default_str();
-  sub->add_option("--master-port", s->launch.masterPort,
-                  "Rendezvous port (0: a free port, single node only)")
-      ->capture_default_str();
-  sub->add_option("--launch-job-id", s->launch.jobId,
-                  "Job id passed to the ranks (FIXRES_JOB_ID); default: the ranks' own "
-                  "(--job-id, else local), so that the same command again resumes the run");
-  sub->add_option("--grace-seconds", s->launch.graceSeconds,
-                  "Delay between SIGTERM and SIGKILL when stopping ranks")
-      ->capture_default_str();
-  sub->add_option("--max-restarts", s->launch.maxRestarts,
-                  "When a rank fails (any exit but 0 and 2, or a signal), stop every rank and "
-                  "start them all again, up to N times (every node together); in [0, 1000]")
-      ->capture_default_str();
-  sub->add_option("--program", s->program,
-                  "Program to start (a path, or a name looked up on PATH); every word after -- "
-                  "is its argument");
-  sub->add_flag("--print-env", s->printEnv,
-                "Print the world this process detects (flags > torchrun > SLURM > MPI) and exit");
+  distributed::LaunchRequest::visitSettings(s->request, SettingsBinder{*sub});
   addClusterOptions(*sub, s->cluster);
-  sub->add_option("command", s->launch.arguments,
-                  "After --: a fixres subcommand and its flags, or a program and its arguments");
   return {sub, [s, parentApp]() -> int {
-            if (s->printEnv) {
+            if (s->request.printEnv) {
               std::cout << resolveWorld(s->cluster).describe();
               return 0;
             }
-            auto& args = s->launch.arguments;
-            if (!s->program.empty()) {
-              s->launch.executable = resolveProgram(s->program, false);
+            distributed::LaunchOptions& launch = s->request.launch;
+            auto& args = launch.arguments;
+            if (!s->request.program.empty()) {
+              launch.executable = resolveProgram(s->request.program, false);
             } else {
               FIXRES_CHECK(!args.empty(), UsageError,
                            "fixres launch needs a command after '--', e.g. fixres launch "
                            "--nproc-per-node 2 -- train ... (see 'fixres launch --help')");
               const std::string& first = args.front();
               if (first.rfind('-', 0) == 0 || isSubcommand(*parentApp, first)) {
-                s->launch.executable = selfExecutable();
+                launch.executable = selfExecutable();
               } else {
-                s->launch.executable = resolveProgram(first, true);
+                launch.executable = resolveProgram(first, true);
                 args.erase(args.begin());
               }
             }
-            s->launch.timeoutSeconds = s->cluster.flags.timeoutSeconds;
-            return distributed::launchLocalRanks(s->launch);
+            launch.timeoutSeconds = s->cluster.flags.timeoutSeconds;
+            return distributed::launchLocalRanks(launch);
           }};
 }
 

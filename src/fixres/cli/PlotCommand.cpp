@@ -20,7 +20,7 @@ Command addPlotCommand(CLI::App& parent) {
     std::string runDir, out;
   };
   auto s = std::make_shared<State>();
-  sub->add_option("run_dir", s->runDir, "Run folder of fixres train or finetune")->required();
+  bindSetting(*sub, engine::kPlotRunDirRow, s->runDir)->required();
   addShared(*sub, "--out", s->out);
   return {sub, [s]() -> int {
             struct stat st {};

@@ -20,7 +20,6 @@ struct PredictState {
   EvalFlags eval;
   std::vector<std::string> inputs;
   std::string out, classNamesFile;
-  int inputSize = 0;
   engine::PredictOptions output;
 };
 
@@ -33,13 +32,10 @@ Command addPredictCommand(CLI::App& parent) {
       "weights' test resolution, as CSV, JSON or JSON lines");
   auto s = std::make_shared<PredictState>();
   addConfigFile(*sub);
-  sub->add_option("inputs", s->inputs,
-                  "Image files, folders (every image below, sorted), list files (*.txt, *.lst: a "
-                  "path per line) or - (paths on stdin)")
-      ->required();
+  bindSetting(*sub, engine::kPredictInputsRow, s->inputs)->required();
   addModelOptions(*sub, s->model);
   addSharedFlag(*sub, "--use-ema", s->model.useEma);
-  addShared(*sub, "--input-size", s->inputSize);
+  addShared(*sub, "--input-size", s->eval.inputSize);
   engine::PredictOptions::visitSettings(s->output, SettingsBinder{*sub});
   addShared(*sub, "--out", s->out);
   addShared(*sub, "--class-names", s->classNamesFile);
@@ -52,7 +48,7 @@ Command addPredictCommand(CLI::App& parent) {
           checkOutputFolder(s->out, "--out");
         }
         engine::PredictRequest request;
-        request.model = modelRequest(*sub, s->eval, s->model, {s->inputSize}, s->classNamesFile);
+        request.model = modelRequest(s->eval, s->model, s->classNamesFile);
         request.inputs = s->inputs;
         request.output = s->output;
         request.eval = s->eval.settings;

@@ -182,13 +182,11 @@ Rank connectForModel(const CLI::App& app, const ClusterOptions& cluster, const E
       model.numerics(eval.numerics, given("--runtime"), given("--precision"), onCpu));
 }
 
-engine::ModelRequest modelRequest(const CLI::App& app, const EvalFlags& eval,
-                                  const engine::ModelSpec& spec, const std::vector<int>& sizes,
+engine::ModelRequest modelRequest(const EvalFlags& eval, const engine::ModelSpec& spec,
                                   const std::string& classNames) {
-  const CLI::Option* o = app.get_option_no_throw("--input-size");
   engine::ModelRequest r = eval.request;
   r.spec = spec;
-  if (o != nullptr && o->count() > 0) r.sizes = sizes;
+  if (eval.inputSize) r.sizes = {*eval.inputSize};
   r.classNamesFile = classNames;
   return r;
 }

@@ -44,6 +44,7 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& cfg, std::string& imne
 struct EvalFlags {
   engine::EvalSettings settings;
   engine::ModelRequest request;
+  std::optional<int> inputSize;  // --input-size where the command takes one size
   engine::NumericsOptions numerics;
   bool cpu = false;
 };
@@ -70,11 +71,9 @@ Rank connectForModel(const CLI::App& app, const ClusterOptions& cluster, const E
                      const engine::ResolvedModel& model);
 
 // What a command was given about its model (engine/ModelResolution.h): `spec`, the test
-// preprocessing rows of `eval` as given, `sizes` where --input-size was given on `app` (or by
-// --config), and `classNames`; the model folder's values or the command's defaults apply to
-// the others.
-engine::ModelRequest modelRequest(const CLI::App& app, const EvalFlags& eval,
-                                  const engine::ModelSpec& spec, const std::vector<int>& sizes,
+// preprocessing rows of `eval` and its --input-size as given, and `classNames`; the model
+// folder's values or the command's defaults apply to the others.
+engine::ModelRequest modelRequest(const EvalFlags& eval, const engine::ModelSpec& spec,
                                   const std::string& classNames = "");
 
 }  // namespace fixres::cli

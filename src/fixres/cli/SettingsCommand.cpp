@@ -10,10 +10,15 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/data/BenchData.h"
+#include "fixres/data/Holdout.h"
+#include "fixres/data/Import.h"
+#include "fixres/data/ShardWriter.h"
+#include "fixres/distributed/Launcher.h"
 #include "fixres/engine/CalibrationJob.h"
 #include "fixres/engine/EvalJob.h"
 #include "fixres/engine/Export.h"
 #include "fixres/engine/Predict.h"
+#include "fixres/engine/Resolution.h"
 #include "fixres/engine/RunConfig.h"
 #include "fixres/step/StepBench.h"
 #include "fixres/sweep/Sweep.h"
@@ -75,10 +80,10 @@ struct CommandTablePrinter {
   void operator()(const Setting& s, const T& value) {
     row(s, nlohmann::json(value).dump(), s.range.brief());
   }
-  // A request's row set only when given: its default is the model's (folder, else FixRes's).
+  // A request's row set only when given: what applies otherwise, its help says.
   template <typename T>
   void operator()(const Setting& s, const std::optional<T>&) {
-    row(s, "the model's", s.range.brief());
+    row(s, "not given", s.range.brief());
   }
   template <typename E>
   void operator()(const Setting& s, const E& value, const ChoiceTable<E>& table) {
@@ -86,7 +91,7 @@ struct CommandTablePrinter {
   }
   template <typename E>
   void operator()(const Setting& s, const std::optional<E>&, const ChoiceTable<E>& table) {
-    row(s, "the model's", choiceList(table));
+    row(s, "not given", choiceList(table));
   }
   template <typename E>
   static std::string choiceList(const ChoiceTable<E>& table) {
@@ -114,6 +119,11 @@ void printCommandTables(std::ostream& out) {
   printTable<engine::CalibrationJob>(out, "calibrate");
   printTable<engine::BenchLoop>(out, "bench train, eval, allreduce");
   printTable<data::BenchDataOptions>(out, "bench data");
+  printTable<engine::SuggestRequest>(out, "suggest-resolution");
+  printTable<data::ImportOptions>(out, "import");
+  printTable<data::ShardRequest>(out, "shard");
+  printTable<data::HoldoutRequest>(out, "holdout");
+  printTable<distributed::LaunchRequest>(out, "launch");
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
-#include "fixres/common/Error.h"
 #include "fixres/engine/Resolution.h"
 #include "fixres/models/Registry.h"
 
@@ -15,52 +14,25 @@ namespace fixres::cli {
 Command addSuggestResolutionCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand(
       "suggest-resolution", "Test resolution matching apparent object sizes of RRC training");
-  struct State {
-    int trainSize = 224, multiple = 1;
-    double scaleMin = 0.08, scaleMax = 1.0, cropRatio = 224.0 / 256.0;
-    std::string imageSize, architecture = "ResNet50";
-    bool multipleGiven = false;
-  };
-  auto s = std::make_shared<State>();
+  auto s = std::make_shared<engine::SuggestRequest>();
+  engine::SuggestRequest::visitSettings(*s, SettingsBinder{*sub});
   addShared(*sub, "--train-size", s->trainSize);
-  sub->add_option("--scale-min", s->scaleMin, "RandomResizedCrop minimum area fraction")
-      ->check(finiteIn(0, 1, /*openLow=*/true))
-      ->capture_default_str();
-  sub->add_option("--scale-max", s->scaleMax, "RandomResizedCrop maximum area fraction")
-      ->check(finiteIn(0, 1, /*openLow=*/true))
-      ->capture_default_str();
-  sub->add_option("--crop-ratio", s->cropRatio, "Test crop / resize ratio (224/256)")
-      ->check(finiteIn(0, 1, /*openLow=*/true))
-      ->capture_default_str();
-  sub->add_option("--image-size", s->imageSize,
-                  "WxH: also simulate torchvision's RRC sampling on images of this size");
-  sub->add_option("--multiple", s->multiple, "Round the suggestion to a multiple of this")
-      ->check(intIn(1, 4096))
-      ->capture_default_str();
   addShared(*sub, "--architecture", s->architecture);
-  return {sub, [s, sub]() -> int {
-            s->multipleGiven = sub->get_option("--multiple")->count() > 0;
-            const int stride = models::outputStride(s->architecture);
-            FIXRES_CHECK(s->scaleMin <= s->scaleMax, UsageError, "--scale-min (", s->scaleMin,
-                         ") must not exceed --scale-max (", s->scaleMax, ")");
-            int w = 0, h = 0;
-            if (!s->imageSize.empty()) {
-              char rest = 0;
-              FIXRES_CHECK(std::sscanf(s->imageSize.c_str(), "%dx%d%c", &w, &h, &rest) == 2 &&
-                               w >= 1 && w <= 65535 && h >= 1 && h <= 65535,
-                           UsageError, "--image-size must be WxH with W and H in [1, 65535], got '",
-                           s->imageSize, "'");
-            }
-            auto r = engine::suggestResolution(s->trainSize, s->scaleMin, s->scaleMax, s->cropRatio,
-                                               s->multiple);
-            std::printf("train size %d, RRC scale [%.3g, %.3g], crop ratio %.4g\n", s->trainSize,
-                        s->scaleMin, s->scaleMax, s->cropRatio);
+  return {sub, [s]() -> int {
+            const engine::SuggestRequest& q = *s;
+            q.validate();
+            const int stride = models::outputStride(q.architecture);
+            const int multiple = q.multiple.value_or(1);
+            auto r = engine::suggestResolution(q.trainSize, q.scaleMin, q.scaleMax, q.cropRatio,
+                                               multiple);
+            std::printf("train size %d, RRC scale [%.3g, %.3g], crop ratio %.4g\n", q.trainSize,
+                        q.scaleMin, q.scaleMax, q.cropRatio);
             std::printf("closed form: E[s^-1/2] = %.4f -> test size %.1f (suggest %d)\n",
                         r.expectedInvSqrtScale, r.suggested, r.suggestedRounded);
-            if (!s->imageSize.empty()) {
-              auto m = engine::simulateResolution(s->trainSize, w, h, s->scaleMin, s->scaleMax,
-                                                  3.0 / 4.0, 4.0 / 3.0, s->cropRatio, 200000, 0,
-                                                  s->multiple);
+            if (const auto [w, h] = q.imageSides(); w > 0) {
+              auto m =
+                  engine::simulateResolution(q.trainSize, w, h, q.scaleMin, q.scaleMax, 3.0 / 4.0,
+                                             4.0 / 3.0, q.cropRatio, 200000, 0, multiple);
               std::printf("simulated RRC on %dx%d: factor %.4f -> test size %.1f (suggest %d)\n", w,
                           h, m.expectedInvSqrtScale, m.suggested, m.suggestedRounded);
             }
@@ -69,12 +41,12 @@ Command addSuggestResolutionCommand(CLI::App& parent) {
             // --multiple given is the user's own rounding and wins.
             const int onStride =
                 std::max(stride, static_cast<int>(std::floor(r.suggested / stride + 0.5)) * stride);
-            if (s->multipleGiven)
+            if (q.multiple)
               std::printf("suggested test resolution: %d (a multiple of %d; %.1f raw)\n",
-                          r.suggestedRounded, s->multiple, r.suggested);
+                          r.suggestedRounded, multiple, r.suggested);
             else
               std::printf("suggested test resolution: %d (%s's stride is %d px; %.1f raw)\n",
-                          onStride, s->architecture.c_str(), stride, r.suggested);
+                          onStride, q.architecture.c_str(), stride, r.suggested);
             return 0;
           }};
 }

@@ -26,6 +26,7 @@ struct SweepState {
   engine::SweepOptions sweep;  // sizes, eval and numerics are set from the flags below
   ClusterOptions cluster;
   EvalFlags eval;
+  std::optional<int> trainSize;  // --train-size as given
 };
 
 // The table on rank 0, a row as each size is done; the header once the first row is ready (an
@@ -109,8 +110,9 @@ std::string budgetText(const engine::SweepOptions& o) {
 
 // The train size: --train-size, else the one a model folder records (a run's --input-size, a hub
 // folder's input_size), else 224.
-int sweepTrainSize(const engine::SweepOptions& o, bool given) {
-  if (given || !engine::isModelFolder(o.model.weightPath)) return o.trainSize;
+int sweepTrainSize(const engine::SweepOptions& o, const std::optional<int>& given) {
+  if (given) return *given;
+  if (!engine::isModelFolder(o.model.weightPath)) return o.trainSize;
   const engine::ModelCard card = engine::readModelFolder(o.model.weightPath);
   return card.trainSize > 0 ? card.trainSize : o.trainSize;
 }
@@ -127,12 +129,12 @@ std::vector<NamedPath> sweepInputs(const CLI::App& sub, const engine::SweepOptio
 }
 
 // The settings read from the flags, checked before anything is written.
-engine::SweepOptions sweepOptions(const CLI::App& sub, const SweepState& s, bool trainSizeGiven) {
+engine::SweepOptions sweepOptions(const CLI::App& sub, const SweepState& s) {
   engine::SweepOptions o = s.sweep;
   FIXRES_CHECK(!o.model.weightPath.empty(), UsageError, "sweep needs --weight-path");
   o.evalSets = engine::parseEvalSets(o.evalSetList);
   checkOutputPath("--out", o.out, sweepInputs(sub, o));
-  o.trainSize = sweepTrainSize(o, trainSizeGiven);
+  o.trainSize = sweepTrainSize(o, s.trainSize);
   o.sizes = o.sizeList.empty()
                 ? engine::sweepSizes(o.trainSize, models::outputStride(o.model.architectureName()))
                 : engine::parseSizeList(o.sizeList, "--sizes");
@@ -166,7 +168,7 @@ Command addSweepCommand(CLI::App& parent) {
   addConfigFile(*sub);
   addModelOptions(*sub, s->sweep.model);
   addShared(*sub, "--imnet-path", s->sweep.imnetPath)->required();
-  const CLI::Option* trainSize = addShared(*sub, "--train-size", s->sweep.trainSize);
+  addShared(*sub, "--train-size", s->trainSize);
   addSharedFlag(*sub, "--finetune", s->sweep.finetune);
   addSharedFlag(*sub, "--absolute-lr", s->sweep.absoluteLr);
   engine::SweepOptions::visitSettings(s->sweep, SettingsBinder{*sub});
@@ -175,8 +177,8 @@ Command addSweepCommand(CLI::App& parent) {
   addShared(*sub, "--seed", s->sweep.seed);
   addShared(*sub, "--out", s->sweep.out);
   addClusterOptions(*sub, s->cluster);
-  return {sub, [s, sub, trainSize]() -> int {
-            const engine::SweepOptions o = sweepOptions(*sub, *s, trainSize->count() > 0);
+  return {sub, [s, sub]() -> int {
+            const engine::SweepOptions o = sweepOptions(*sub, *s);
             auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
             installStopHandlers();
             const bool printing = rank.comm->rank() == 0;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
 #include "fixres/cli/RunOptions.h"
 #include "fixres/common/Download.h"
 #include "fixres/common/Error.h"
@@ -46,13 +47,8 @@ Command addWeightsFetch(CLI::App& parent) {
     DownloadOptions download;
   };
   auto s = std::make_shared<State>();
-  sub->add_option("what", s->what,
-                  "A name of 'fixres weights list', or an http(s) URL (URL#sha256=HEX: checked "
-                  "against that SHA-256 or its first 8+ digits)")
-      ->required();
-  sub->add_flag("--refresh", s->download.refresh,
-                "Download the file again even when the cache holds it; the cached copy is "
-                "replaced only once the new one is checked");
+  bindSetting(*sub, models::kFetchWhatRow, s->what)->required();
+  bindSetting(*sub, models::kRefreshRow, s->download.refresh);
   addDownloadOptions(*sub, s->download);
   return {sub, [s]() -> int {
             RemoteFile file;

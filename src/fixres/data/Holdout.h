@@ -8,7 +8,25 @@
 #include <string>
 #include <vector>
 
+#include "fixres/common/Setting.h"
+
 namespace fixres::data {
+
+// `fixres holdout`'s request (--imnet-path and --seed are shared rows the command binds).
+struct HoldoutRequest {
+  std::string imnetPath;
+  double fraction = 0.1;
+  int64_t seed = 0;
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& r, V&& v) {
+    v(Setting{"", "--fraction", "Holdout",
+              "The share of each class moved (rounded per class; every class keeps at least "
+              "one training image)",
+              Range::reals(0, 0.5, /*loOpen=*/true), SettingRole::kInvocation, "holdout"},
+      r.fraction);
+  }
+};
 
 struct HoldoutMove {
   std::string from, to;  // DATA/train/c/f, DATA/<split>/c/f

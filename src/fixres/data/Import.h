@@ -8,15 +8,50 @@
 #include <string>
 #include <vector>
 
+#include "fixres/common/Setting.h"
+
 namespace fixres::data {
 
 struct ImportOptions {
   std::string sourceDir = "/usr/share/datasets/fashion-mnist";
-  std::string outDir;
+  std::string outDir;                   // --out (the CLI's shared output row)
   std::vector<std::string> classNames;  // folder names in label order (sorted = label order)
   int64_t holdout = 5000;               // last N training images -> holdout/
   int64_t limitTrain = -1;              // first N training images only (-1: all)
   int64_t limitVal = -1;                // first N test images only (-1: all)
+  bool numericClasses = false;  // class folders named by label number instead of `classNames`
+
+  // `fixres import`'s own flags, one row each.
+  template <typename Self, typename V>
+  static void visitSettings(Self& o, V&& v) {
+    constexpr auto kInvocation = SettingRole::kInvocation;
+    constexpr Range kCount = Range::integers(0).orValue(-1, "all");
+    v(Setting{"",
+              "--source",
+              "Import",
+              "Folder with the IDX files (train-*, t10k-*)",
+              {},
+              kInvocation,
+              "import"},
+      o.sourceDir);
+    v(Setting{"", "--holdout", "Import", "Last N training images go to holdout/",
+              Range::integers(0), kInvocation, "import"},
+      o.holdout);
+    v(Setting{"", "--limit-train", "Import", "Use only the first N training images (-1: all)",
+              kCount, kInvocation, "import"},
+      o.limitTrain);
+    v(Setting{"", "--limit-val", "Import", "Use only the first N test images (-1: all)", kCount,
+              kInvocation, "import"},
+      o.limitVal);
+    v(Setting{"",
+              "--numeric-classes",
+              "Import",
+              "Name class folders by label number (MNIST) instead of Fashion-MNIST's names",
+              {},
+              kInvocation,
+              "import"},
+      o.numericClasses);
+  }
 };
 
 struct ImportReport {

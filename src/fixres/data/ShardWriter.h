@@ -2,10 +2,12 @@
 // with a seed, as tar shards `shard-000000.tar`, ... with their index shards.json.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "fixres/common/Setting.h"
 #include "fixres/data/Dataset.h"
 
 namespace fixres::data {
@@ -14,6 +16,31 @@ struct ShardWriteOptions {
   std::string outDir;                  // created if missing; must be empty if it exists
   uint64_t shardBytes = 256ull << 20;  // a shard is closed once it reaches this size
   uint64_t seed = 0;                   // sample order = torch.randperm(N) seeded with it
+};
+
+// `fixres shard`'s request (--dataset-path, --out and --seed are shared rows the command binds).
+struct ShardRequest {
+  std::string datasetPath;
+  std::string outDir;
+  double shardMb = 256;  // --shard-size, in 10^6 bytes
+  int64_t seed = 0;
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& r, V&& v) {
+    v(Setting{"", "--shard-size", "Shard",
+              "Close a shard once it holds this many MB (10^6 bytes; fractions allowed); each "
+              "holds at least one sample",
+              Range::reals(0, 1e6, /*loOpen=*/true), SettingRole::kInvocation, "shard"},
+      r.shardMb);
+  }
+  // The writer's options: the folder, the shard size in bytes (at least 1), the seed.
+  ShardWriteOptions writeOptions() const {
+    ShardWriteOptions w;
+    w.outDir = outDir;
+    w.shardBytes = std::max<uint64_t>(1, static_cast<uint64_t>(shardMb * 1e6));
+    w.seed = static_cast<uint64_t>(seed);
+    return w;
+  }
 };
 
 struct ShardWriteResult {

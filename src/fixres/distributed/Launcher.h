@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "fixres/common/Setting.h"
+
 namespace fixres::distributed {
 
 struct LaunchOptions {
@@ -25,6 +27,47 @@ struct LaunchOptions {
   std::string executable;              // path of the program to start (argv[0]): fixres itself or
                                        // another program, checked by the caller; no PATH lookup
   std::vector<std::string> arguments;  // its arguments (argv[1...]), may be empty
+};
+
+// `fixres launch`'s request: the launcher's options and what the command adds, one row each
+// (the cluster flags are the shared ones). The ranges are launchLocalRanks's checks.
+struct LaunchRequest {
+  LaunchOptions launch;
+  std::string program;    // --program: every word after -- is its argument
+  bool printEnv = false;  // --print-env: say what a rank would detect, and exit
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& r, V&& v) {
+    constexpr auto kInvocation = SettingRole::kInvocation;
+    const auto row = [](const char* flags, const char* help) {
+      return Setting{"", flags, "Launch", help, {}, kInvocation, "launch"};
+    };
+    v(row("--nproc-per-node", "Ranks to start on this node"), r.launch.nprocPerNode);
+    v(row("--nnodes", "Number of nodes"), r.launch.nnodes);
+    v(row("--node-rank", "Index of this node"), r.launch.nodeRank);
+    v(row("--master-addr", "Address of node 0 (rendezvous host)"), r.launch.masterAddr);
+    v(row("--master-port", "Rendezvous port (0: a free port, single node only)"),
+      r.launch.masterPort);
+    v(row("--launch-job-id",
+          "Job id passed to the ranks (FIXRES_JOB_ID); default: the ranks' own (--job-id, else "
+          "local), so that the same command again resumes the run"),
+      r.launch.jobId);
+    v(row("--grace-seconds", "Delay between SIGTERM and SIGKILL when stopping ranks"),
+      r.launch.graceSeconds);
+    v(row("--max-restarts",
+          "When a rank fails (any exit but 0 and 2, or a signal), stop every rank and start them "
+          "all again, up to N times (every node together); in [0, 1000]"),
+      r.launch.maxRestarts);
+    v(row("--program",
+          "Program to start (a path, or a name looked up on PATH); every word after -- is its "
+          "argument"),
+      r.program);
+    v(row("--print-env",
+          "Print the world this process detects (flags > torchrun > SLURM > MPI) and exit"),
+      r.printEnv);
+    v(row("command", "After --: a fixres subcommand and its flags, or a program and its arguments"),
+      r.launch.arguments);
+  }
 };
 
 // Validates the options (UsageError naming the flag: --nproc-per-node in [1, 1024], --nnodes in

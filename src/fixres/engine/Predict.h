@@ -23,6 +23,17 @@ const ChoiceTable<PredictFormat>& predictFormats();  // csv, json, jsonl
 
 // What predict writes: every field is a setting row of `fixres predict` (common/Setting.h), bound
 // to its flag by the command and listed by `fixres settings`.
+// predict's positional inputs (required).
+inline constexpr Setting kPredictInputsRow{
+    "",
+    "inputs",
+    "Inputs",
+    "Image files, folders (every image below, sorted), list files (*.txt, *.lst: a path per line) "
+    "or - (paths on stdin)",
+    {},
+    SettingRole::kInvocation,
+    "predict"};
+
 struct PredictOptions {
   int topk = 5;
   ScoreKind scores = ScoreKind::kProb;

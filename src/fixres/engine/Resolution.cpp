@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "fixres/common/Error.h"
@@ -30,6 +31,23 @@ void checkArgs(int trainSize, double scaleMin, double scaleMax, double cropRatio
 }
 
 }  // namespace
+
+void SuggestRequest::validate() const {
+  FIXRES_CHECK(scaleMin <= scaleMax, UsageError, "--scale-min (", scaleMin,
+               ") must not exceed --scale-max (", scaleMax, ")");
+  imageSides();
+}
+
+std::array<int, 2> SuggestRequest::imageSides() const {
+  if (imageSize.empty()) return {0, 0};
+  int w = 0, h = 0;
+  char rest = 0;
+  FIXRES_CHECK(std::sscanf(imageSize.c_str(), "%dx%d%c", &w, &h, &rest) == 2 && w >= 1 &&
+                   w <= 65535 && h >= 1 && h <= 65535,
+               UsageError, "--image-size must be WxH with W and H in [1, 65535], got '", imageSize,
+               "'");
+  return {w, h};
+}
 
 ResolutionAnalysis suggestResolution(int trainSize, double scaleMin, double scaleMax,
                                      double cropRatio, int multiple) {

@@ -6,7 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "fixres/common/Setting.h"
+
 namespace fixres::engine {
+
+// plot's positional run folder (required).
+inline constexpr Setting kPlotRunDirRow{"",       "run_dir",
+                                        "Inputs", "Run folder of fixres train or finetune",
+                                        {},       SettingRole::kInvocation,
+                                        "plot"};
 
 struct RunCurves {
   // Progress records (those with "step" and "loss"), by optimizer step. A loss that was not

@@ -10,9 +10,12 @@ namespace fixres::engine {
 inline constexpr CommandHelp kInputSizeHelp[] = {
     {"train", "The training resolution in px (with progressive resizing: the evaluations')"},
     {"finetune", "The test resolution in px, fine-tuned at (default: a model folder's)"},
-    {"eval", "Test resolutions in px, comma-separated (default: a model folder's)"},
-    {"extract,predict,calibrate", "The test resolution in px (default: a model folder's)"},
-    {"export", "The test resolution in px recorded with the weights (default: a model folder's)"},
+    {"eval", "Test resolutions in px, comma-separated (default: a model folder's, else 224)"},
+    {"extract,calibrate", "The test resolution in px (default: a model folder's, else 224)"},
+    {"predict", "The test resolution in px (default: a model folder's, else the architecture's)"},
+    {"export",
+     "The test resolution in px recorded with the weights (default: a model folder's, else the "
+     "architecture's)"},
     {"bench train,bench eval,bench data", "The input resolution in px"},
     {nullptr, nullptr}};
 

@@ -13,10 +13,15 @@
 #include "fixres/cli/Options.h"
 #include "fixres/common/Setting.h"
 #include "fixres/data/BenchData.h"
+#include "fixres/data/Holdout.h"
+#include "fixres/data/Import.h"
+#include "fixres/data/ShardWriter.h"
+#include "fixres/distributed/Launcher.h"
 #include "fixres/engine/CalibrationJob.h"
 #include "fixres/engine/EvalJob.h"
 #include "fixres/engine/Export.h"
 #include "fixres/engine/Predict.h"
+#include "fixres/engine/Resolution.h"
 #include "fixres/step/StepBench.h"
 #include "fixres/sweep/Sweep.h"
 
@@ -53,6 +58,11 @@ std::vector<Setting> allCommandRows() {
   collectRows<engine::CalibrationJob>(rows);
   collectRows<engine::BenchLoop>(rows);
   collectRows<data::BenchDataOptions>(rows);
+  collectRows<engine::SuggestRequest>(rows);
+  collectRows<data::ImportOptions>(rows);
+  collectRows<data::ShardRequest>(rows);
+  collectRows<data::HoldoutRequest>(rows);
+  collectRows<distributed::LaunchRequest>(rows);
   return rows;
 }
 
@@ -92,8 +102,9 @@ TEST(CommandRows, ListsAndPerCommandHelpReadAsDocumented) {
 // The commands whose every option is a row (beyond --help, --config and the cluster options,
 // which are the same for every command that connects ranks).
 const std::vector<std::string> kRowCommands = {
-    "predict",     "eval",       "sweep",           "export",    "calibrate",
-    "bench train", "bench eval", "bench allreduce", "bench data"};
+    "predict",     "eval",       "sweep",           "export",     "calibrate",
+    "bench train", "bench eval", "bench allreduce", "bench data", "suggest-resolution",
+    "import",      "shard",      "holdout",         "launch"};
 
 TEST(CommandRows, EveryOptionOfTheseCommandsIsARow) {
   CLI::App app{"fixres", "fixres"};
@@ -136,6 +147,11 @@ TEST(CommandRows, EachRowIsBoundWhereItsRowSaysWithItsHelp) {
   collectRows<engine::CalibrationJob>(own);
   collectRows<engine::BenchLoop>(own);
   collectRows<data::BenchDataOptions>(own);
+  collectRows<engine::SuggestRequest>(own);
+  collectRows<data::ImportOptions>(own);
+  collectRows<data::ShardRequest>(own);
+  collectRows<data::HoldoutRequest>(own);
+  collectRows<distributed::LaunchRequest>(own);
   int checked = 0;
   for (const Setting& s : own) {
     ASSERT_NE(s.commands[0], '\0') << s.flag() << ": a command's own row names its commands";
