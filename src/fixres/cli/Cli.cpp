@@ -18,13 +18,7 @@ namespace fixres::cli {
 namespace {
 
 void addGlobalOptions(CLI::App& app, GlobalOptions& g) {
-  app.add_option("--threads", g.threads, "Intra-op CPU threads (0 = all hardware threads)")
-      ->envname("FIXRES_THREADS")
-      ->check(intIn(0, 1024))
-      ->capture_default_str();
-  app.add_flag("--log-all-ranks", g.logAllRanks, "Progress lines from every rank, not only rank 0");
-  app.add_flag("-v,--verbose", g.verbose, "Debug log lines");
-  app.add_flag("-q,--quiet", g.quiet, "Warnings and errors only");
+  GlobalOptions::visitSettings(g, SettingsBinder{app});
 }
 
 int fail(ExitCode code, const std::string& message) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "fixres/common/Setting.h"
+
 namespace fixres::cli {
 
 // Options every subcommand accepts.
@@ -16,6 +18,24 @@ struct GlobalOptions {
   bool logAllRanks = false;  // progress lines from every rank, not only rank 0
   bool verbose = false;
   bool quiet = false;
+
+  // The options before the subcommand, one row each.
+  template <typename Self, typename V>
+  static void visitSettings(Self& g, V&& v) {
+    constexpr auto kInvocation = SettingRole::kInvocation;
+    v(Setting{"", "--threads", "Options", "Intra-op CPU threads (0 = all hardware threads)",
+              Range::integers(0, 1024), kInvocation, "", "FIXRES_THREADS"},
+      g.threads);
+    v(Setting{"",
+              "--log-all-ranks",
+              "Options",
+              "Progress lines from every rank, not only rank 0",
+              {},
+              kInvocation},
+      g.logAllRanks);
+    v(Setting{"", "-v,--verbose", "Options", "Debug log lines", {}, kInvocation}, g.verbose);
+    v(Setting{"", "-q,--quiet", "Options", "Warnings and errors only", {}, kInvocation}, g.quiet);
+  }
 };
 
 struct Command {

@@ -161,7 +161,7 @@ Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
   co.backend = cluster.backend;
   co.cuda = !cpuOnly && torch::cuda::is_available();
   co.networkInterface = cluster.networkInterface;
-  co.sharedMemory = !cluster.noSharedMemory;
+  co.sharedMemory = cluster.sharedMemory;
   r.comm = distributed::connect(r.world, co);
   if (r.world.distributed())
     log::info("world: ", r.world.worldSize, " processes (", r.world.source, "), backend ",

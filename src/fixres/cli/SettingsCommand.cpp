@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fixres/cli/Command.h"
+#include "fixres/cli/Options.h"
 #include "fixres/data/BenchData.h"
 #include "fixres/data/Holdout.h"
 #include "fixres/data/Import.h"
@@ -124,6 +125,8 @@ void printCommandTables(std::ostream& out) {
   printTable<data::ShardRequest>(out, "shard");
   printTable<data::HoldoutRequest>(out, "holdout");
   printTable<distributed::LaunchRequest>(out, "launch");
+  printTable<ClusterOptions>(out, "cluster (every command that runs ranks)");
+  printTable<GlobalOptions>(out, "global (before the subcommand)");
 }
 
 }  // namespace
