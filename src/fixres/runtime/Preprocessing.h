@@ -55,17 +55,12 @@ struct Preprocessing {
   bool dynamicSize = false;
 
   int size() const { return sizes.front(); }
-  // This record at one size (a sweep cell, one evaluation of several sizes).
-  Preprocessing at(int size) const;
   // The transform `kind` at `size` with this record's crop, rule, filter and normalisation: the
   // CPU transform (image::Transform) and the GPU's (data::DeviceTransform) take it unchanged.
   image::TransformOptions transform(image::TransformKind kind, int size) const;
   image::TransformOptions valTransform(int size) const {
     return transform(image::TransformKind::kVal, size);
   }
-  // The record in one line: "224 px, crop 0.875, fixres rule, bilinear, mean 0.485,0.456,0.406
-  // std 0.229,0.224,0.225".
-  std::string describe() const;
   // As an ONNX model's and an OpenVINO IR's fixres.preprocessing metadata: input_size S,
   // dynamic_size, crop_pct, crop_mode, resize_mode, resize_rule, interpolation, mean, std.
   nlohmann::ordered_json toJson() const;
