@@ -130,11 +130,7 @@ ResolvedModel resolvedFor(const ModelSpec& spec, const Preprocessing& input) {
   ResolvedModel m;
   m.spec = spec.forSizes(input.sizes);
   if (input.dynamicSize) m.spec.dynamicImgSize = true;
-  const Preprocessing own = m.spec.preprocessing();
   m.input = input;
-  m.input.mean = own.mean;
-  m.input.std = own.std;
-  m.input.filter = own.filter;
   m.input.dynamicSize = m.spec.dynamicImgSize;
   return m;
 }

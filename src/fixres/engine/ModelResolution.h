@@ -86,8 +86,8 @@ struct ResolvedModel {
 // --class-names file; WeightsError for a damaged model folder.
 ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& defaultSizes);
 
-// A model whose preprocessing is already known (a run's, a sweep cell's): `input`, with the
-// spec's normalisation and filter, resolved as given.
+// A model whose preprocessing is already known (a run's, a sweep cell's, made from the spec's
+// own preprocessing()): `input` as given, dynamic where its sizes differ.
 ResolvedModel resolvedFor(const ModelSpec& spec, const Preprocessing& input);
 // A spec whose sizes are already known (a run's training and evaluation sizes), FixRes's crop
 // and resize rule.

@@ -56,7 +56,9 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   // Same initial weights on every rank (and broadcast by the step anyway).
   // A transformer's position embedding is laid out for the training size; evaluations at another
   // size, or progressive resizing, resample it per input.
-  const ResolvedModel resolved = resolvedFor(cfg_.model, cfg_.preprocessing());
+  const Preprocessing input = cfg_.preprocessing();
+  const ResolvedModel resolved = resolvedFor(cfg_.model, input);
+  evalOptions_ = evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(), input, run_, cfg_.seed);
   auto built = buildModel(resolved, classes, run_, cfg_.seed);
   model_ = built.model;
   const int64_t outputs = cfg_.model.numClasses > 0 ? cfg_.model.numClasses : classes;
@@ -65,12 +67,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   RunServices services{
       comm_,
       [this, resolved, classes] { return buildModel(resolved, classes, run_, cfg_.seed).model; },
-      [this](models::Model& m) {
-        return evaluate(m, val_,
-                        evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(),
-                                    cfg_.preprocessing(), run_, cfg_.seed),
-                        comm_);
-      }};
+      [this](models::Model& m) { return evaluate(m, val_, evalOptions_, comm_); }};
   parts_ = makeRunParts(cfg_, services);
   if (cfg_.mix.enabled()) {
     MixOptions mo = cfg_.mix;
@@ -80,7 +77,7 @@ Trainer::Trainer(RunConfig cfg, distributed::Communicator& comm, RunDevice run)
   if (!cfg_.model.weightPath.empty())
     log::info("loaded ", built.weights.loaded, " tensors from ", cfg_.model.weightPath,
               built.weights.skipped.empty() ? "" : " (classifier re-initialised)");
-  trainTransform_ = cfg_.preprocessing().transform(cfg_.trainTransform, cfg_.inputSize);
+  trainTransform_ = input.transform(cfg_.trainTransform, cfg_.inputSize);
   trainTransform_.autoAugment = cfg_.autoAugment;
   trainTransform_.raMagnitude = cfg_.raMagnitude;
   trainTransform_.augmixSeverity = cfg_.augmixSeverity;
@@ -322,10 +319,7 @@ RunSummary Trainer::summarize() {
 }
 
 EvalResult Trainer::evaluateNow() {
-  return evaluate(model_, val_,
-                  evalOptions(cfg_.evalSettings(), cfg_.evaluationSize(), cfg_.preprocessing(),
-                              run_, cfg_.seed),
-                  comm_);
+  return evaluate(model_, val_, evalOptions_, comm_);
 }
 
 void Trainer::evaluateAfter(nlohmann::json* record, std::string* line) {

@@ -119,6 +119,9 @@ class Trainer {
   models::Model model_{nullptr};
   std::shared_ptr<const data::Dataset> train_, val_;
   image::TransformOptions trainTransform_;
+  // The run's evaluations (its own and its parts'): the val transform of its preprocessing record
+  // at the evaluation size, made once.
+  EvalOptions evalOptions_;
   std::unique_ptr<TrainStep> step_;
   std::unique_ptr<BatchMix> mix_;                // --mixup-alpha / --cutmix-alpha
   std::vector<std::unique_ptr<RunPart>> parts_;  // RunPart.h
