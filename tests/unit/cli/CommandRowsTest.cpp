@@ -3,8 +3,11 @@
 // help its row gives that command; and the row helpers read their lists as documented.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <iomanip>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -175,6 +178,64 @@ TEST(CommandRows, EachRowIsBoundWhereItsRowSaysWithItsHelp) {
     }
   }
   EXPECT_GE(checked, 30);
+}
+
+// The rows of the commands that became requests (suggest-resolution, import, shard, holdout):
+// a value just outside each bound of a numeric row is refused while parsing, naming the flag,
+// its range and the value; the bound itself is taken.
+TEST(CommandRows, TheNewRequestsRowsEnforceTheirRanges) {
+  struct Case {
+    const char* command;  // with the flags it requires
+    std::vector<Setting> rows;
+  };
+  std::vector<Case> cases = {{"suggest-resolution", {}},
+                             {"import --out o", {}},
+                             {"shard --dataset-path d --out o", {}},
+                             {"holdout --imnet-path d", {}}};
+  collectRows<engine::SuggestRequest>(cases[0].rows);
+  collectRows<data::ImportOptions>(cases[1].rows);
+  collectRows<data::ShardRequest>(cases[2].rows);
+  collectRows<data::HoldoutRequest>(cases[3].rows);
+  const auto parse = [](const std::string& line) -> std::string {
+    CLI::App app{"fixres", "fixres"};
+    GlobalOptions global;
+    auto commands = buildCli(app, global);
+    try {
+      app.parse(line, false);
+      return "";
+    } catch (const CLI::ParseError& e) {
+      return e.what();
+    }
+  };
+  const auto text = [](double v) {
+    std::ostringstream s;
+    s << std::setprecision(12) << v;  // 1000000.001 stays above --shard-size's bound
+    return s.str();
+  };
+  int checked = 0;
+  for (const Case& c : cases) {
+    for (const Setting& s : c.rows) {
+      if (s.range.kind == Range::Kind::kAny) continue;
+      SCOPED_TRACE(std::string(c.command) + " " + s.flag());
+      const double step = s.range.kind == Range::Kind::kInteger ? 1 : 1e-3;
+      const double below = s.range.loOpen ? s.range.lo : s.range.lo - step;
+      if (!(s.range.hasSpecial && below == s.range.special)) {
+        const std::string e = parse(std::string(c.command) + " " + s.flag() + "=" + text(below));
+        EXPECT_NE(e.find(s.flag() + ": must be " + s.range.describe()), std::string::npos) << e;
+        EXPECT_NE(e.find("got '" + text(below) + "'"), std::string::npos) << e;
+      }
+      if (!std::isinf(s.range.hi)) {
+        const double above = s.range.hiOpen ? s.range.hi : s.range.hi + step;
+        const std::string e = parse(std::string(c.command) + " " + s.flag() + "=" + text(above));
+        EXPECT_NE(e.find(s.flag() + ": must be"), std::string::npos) << e;
+        EXPECT_EQ(parse(std::string(c.command) + " " + s.flag() + "=" + text(s.range.hi)), "");
+      }
+      if (!s.range.loOpen)
+        EXPECT_EQ(parse(std::string(c.command) + " " + s.flag() + "=" + text(s.range.lo)), "");
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 9);  // 4 + 3 + 1 + 1 rows with a range
 }
 
 // A shared row with help per command shows each command its own text.
