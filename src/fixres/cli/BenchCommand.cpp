@@ -107,7 +107,7 @@ Command addBenchTrain(CLI::App& bench) {
               std::printf(
                   "bench train %s size %d batch %d x %d processes, %d threads, %s, %s: %.3f "
                   "s/step\n",
-                  b.model.architecture.c_str(), b.inputSize, b.batch, comm->worldSize(),
+                  b.model.architectureOrDefault().c_str(), b.inputSize, b.batch, comm->worldSize(),
                   torch::get_num_threads(), device.str().c_str(),
                   engine::precisionName(so.precision), dt / b.loop.steps);
               std::printf("%.2f img/s\n", ips);
@@ -132,12 +132,12 @@ Command addBenchEval(CLI::App& bench) {
         auto setup = benchModel(b, run);
         const auto t =
             engine::timeEvalBatches(setup.first, setup.second, b.loop.warmup, b.loop.steps, run);
-        std::printf("bench eval %s size %d batch %d, %d threads, %s, %s, %s, %s: %.4f s/batch\n",
-                    b.model.architecture.c_str(), b.inputSize, b.batch, torch::get_num_threads(),
-                    run.device.str().c_str(), engine::runtimeName(run.numerics.runtime),
-                    engine::precisionName(run.numerics.precision),
-                    run.numerics.channelsLast ? "channels-last" : "contiguous",
-                    t.seconds / b.loop.steps);
+        std::printf(
+            "bench eval %s size %d batch %d, %d threads, %s, %s, %s, %s: %.4f s/batch\n",
+            b.model.architectureOrDefault().c_str(), b.inputSize, b.batch, torch::get_num_threads(),
+            run.device.str().c_str(), engine::runtimeName(run.numerics.runtime),
+            engine::precisionName(run.numerics.precision),
+            run.numerics.channelsLast ? "channels-last" : "contiguous", t.seconds / b.loop.steps);
         FIXRES_CHECK(std::isfinite(t.checksum), InternalError, "non-finite logits in bench eval");
         std::printf("%.2f img/s\n", static_cast<double>(b.loop.steps) * b.batch / t.seconds);
         return 0;

@@ -42,7 +42,7 @@ Command addCalibrateCommand(CLI::App& parent) {
             engine::CalibrationJob job = s->job;
             job.model = modelRequest(s->eval, s->model);
             job.eval = s->eval.settings;
-            job.numerics = s->eval.numerics;
+            job.numerics = s->eval.numerics.options();
             job.cpu = s->eval.cpu;
             int size = 0;
             const auto r = engine::runCalibration(job, &size);

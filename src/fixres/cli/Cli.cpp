@@ -134,22 +134,6 @@ std::string unknownFlagProblem(CLI::App& app, int argc, char** argv) {
   return "";
 }
 
-// In a command that reads a model folder (every command taking --pretrained), the flags a folder
-// completes show no fixed default: --help's "=ResNet50" would say what a folder overrides. Their
-// help says both (their rows: "default: a model folder's, else ResNet50").
-void showFolderDefaults(CLI::App& app) {
-  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    showFolderDefaults(*sub);
-    if (sub->get_option_no_throw("--pretrained") == nullptr) continue;
-    for (const char* flag :
-         {"--architecture", "--num-classes", "--interpolation", "--input-size"}) {
-      CLI::Option* o = sub->get_option_no_throw(flag);
-      if (o != nullptr && o->get_description().find("model folder") != std::string::npos)
-        o->default_str("");
-    }
-  }
-}
-
 }  // namespace
 
 std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global) {
@@ -166,7 +150,6 @@ std::vector<Command> buildCli(CLI::App& app, GlobalOptions& global) {
       addShardCommand(app),   addSettingsCommand(app),    addPredictCommand(app),
       addHoldoutCommand(app),
   };
-  showFolderDefaults(app);
   return commands;
 }
 

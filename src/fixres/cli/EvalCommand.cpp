@@ -22,26 +22,21 @@ struct EvalState {
   engine::EvalRequest request;
   engine::ModelSpec model;
   ClusterOptions cluster;
-  EvalFlags eval;
-  std::optional<std::string> sizes;  // --input-size's list as given (default: 224)
+  EvalFlags eval;  // eval.request.sizes: --input-size's list (default: the folder's, else 224)
   std::string classNamesFile;
 };
 
-// The flags: the shared ones, then eval's own rows with the checks a row cannot state (a file that
-// must exist, a path that must not overwrite an input, a flag that needs another).
+// The flags: the shared ones, then eval's own rows (the rules between them:
+// EvalRequest::validate, run before anything is read or written).
 void addEvalJobFlags(CLI::App& sub, EvalState& s) {
   engine::EvalRequest& r = s.request;
   auto* imnet = addShared(sub, "--imnet-path", r.imnetPath);
-  auto* dataset = addShared(sub, "--dataset-path", r.datasetPath)->excludes(imnet);
+  addShared(sub, "--dataset-path", r.datasetPath)->excludes(imnet);
   addShared(sub, "--class-names", s.classNamesFile);
-  addShared(sub, "--input-size", s.sizes);
+  SettingsBinder{sub}(sharedFlag("--input-size"), s.eval.request.sizes, engine::kSizeListSyntax);
   addSharedFlag(sub, "--skip-bad-images", s.eval.settings.skipBadImages);
   addIndexCacheFlag(sub, r.fileIndex);
   engine::EvalRequest::visitSettings(r, SettingsBinder{sub});
-  sub.get_option("--labels-csv")->check(CLI::ExistingFile)->needs(dataset);
-  sub.get_option("--json")->check(outputPathValidator("--json"));
-  auto* report = sub.get_option("--report")->check(outputPathValidator("--report"));
-  sub.get_option("--fit-temperature")->needs(report);
 }
 
 // The output paths, checked before any work: none may overwrite an input.
@@ -67,11 +62,11 @@ void printRow(const engine::EvalResult& r, bool first) {
 int runEval(EvalState& s, CLI::App& sub) {
   engine::EvalRequest request = s.request;
   request.model = modelRequest(s.eval, s.model, s.classNamesFile);
-  if (s.sizes) request.model.sizes = engine::parseSizeList(*s.sizes, "--input-size");
   request.eval = s.eval.settings;
+  request.validate();
   checkEvalOutputs(sub, request);
   const engine::EvalJob job(request);
-  auto rank = connectForModel(sub, s.cluster, s.eval, job.model());
+  auto rank = connectForModel(s.cluster, s.eval, job.model());
   const bool printing = rank.comm->rank() == 0;
   size_t printed = 0;
   const auto outcome = job.run(rank.run, *rank.comm, [&](const engine::EvalResult& r) {

@@ -83,7 +83,7 @@ Command addExtractCommand(CLI::App& parent) {
             request.eval = s->eval.settings;
             checkOutputPath("--save-path", s->savePath, givenInputs(*sub, {"--save-path"}));
             const engine::ExtractJob job(request);
-            auto rank = connectForModel(*sub, s->cluster, s->eval, job.model());
+            auto rank = connectForModel(s->cluster, s->eval, job.model());
             const auto r = job.run(rank.run, *rank.comm);
             if (rank.comm->rank() == 0)
               std::cout << "extracted " << r.images << " images: logits " << r.classes

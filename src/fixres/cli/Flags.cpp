@@ -271,7 +271,8 @@ std::vector<Setting> invocationFlags() {
        "",
        "",
        kFinetuneHelp},
-      {"", "--out,--output", "Output", "The output path", {}, kInvocation, "", "", kOutHelp},
+      Setting{"", "--out,--output", "Output", "The output path", {}, kInvocation, "", "", kOutHelp}
+          .writtenTo(),
       {"",
        "--class-names",
        "Output",
@@ -288,12 +289,13 @@ std::vector<Setting> invocationFlags() {
        "else none)",
        {},
        kInvocation},
-      {"",
-       "--save-path",
-       "Output",
-       "Folder of the .npy files (written by extract, read by eval-softmax)",
-       {},
-       kInvocation},
+      Setting{"",
+              "--save-path",
+              "Output",
+              "Folder of the .npy files (written by extract, read by eval-softmax)",
+              {},
+              kInvocation}
+          .writtenTo(),
       {"",
        "--config",
        "Config",
@@ -362,8 +364,7 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, bool& target) {
 CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::string& target) {
   auto* opt = finish(
       app.add_option(row.flags, target, row.helpFor(commandName(app)))->capture_default_str(), row);
-  if (row.flag() == "--out" || row.flag() == "--save-path")
-    opt->check(outputPathValidator(row.flag()));
+  if (row.outputPath) opt->check(outputPathValidator(row.flag()));
   if (row.range.kind == Range::Kind::kInteger)
     opt->check(intListIn(static_cast<int64_t>(row.range.lo), static_cast<int64_t>(row.range.hi)));
   return opt;

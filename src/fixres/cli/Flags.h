@@ -162,6 +162,30 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::optional<E>& ta
   return opt;
 }
 
+// A list row bound to its typed values: set only when given (the target keeps its default
+// otherwise), the text parsed by the row's syntax while parsing (a bad entry: exit 2, named).
+template <typename T>
+CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<T>& target,
+                         const ListSyntax<T>& syntax) {
+  auto* opt = app.add_option_function<std::vector<std::string>>(
+      row.flags,
+      [&target, &syntax, flag = row.flag()](const std::vector<std::string>& given) {
+        try {
+          target = syntax.parse(given, flag);
+        } catch (const std::exception& e) {
+          throw CLI::ValidationError(e.what());
+        }
+      },
+      row.helpFor(commandName(app)));
+  opt->group(row.group)->expected(1)->multi_option_policy(
+      syntax.repeatable ? CLI::MultiOptionPolicy::TakeAll : CLI::MultiOptionPolicy::Throw);
+  if (row.envName[0] != '\0') opt->envname(row.envName);
+  // Integers in a range: each entry checked as every ranged flag is ("<flag>: must be ...").
+  if (row.range.kind == Range::Kind::kInteger)
+    opt->check(intListIn(static_cast<int64_t>(row.range.lo), static_cast<int64_t>(row.range.hi)));
+  return opt;
+}
+
 // A shared choice flag.
 template <typename E>
 CLI::Option* addSharedChoice(CLI::App& app, const std::string& name, E& target,
@@ -184,6 +208,10 @@ struct SettingsBinder {
   template <typename E>
   void operator()(const Setting& row, std::optional<E>& target, const ChoiceTable<E>& table) const {
     if (row.offeredTo(commandName(app))) bindSetting(app, row, target, table);
+  }
+  template <typename T>
+  void operator()(const Setting& row, std::vector<T>& target, const ListSyntax<T>& syntax) const {
+    if (row.offeredTo(commandName(app))) bindSetting(app, row, target, syntax);
   }
 };
 

@@ -53,7 +53,7 @@ Command addPredictCommand(CLI::App& parent) {
         request.output = s->output;
         request.eval = s->eval.settings;
         const engine::PredictJob job(request, std::cin);
-        auto rank = connectForModel(*sub, s->cluster, s->eval, job.model());
+        auto rank = connectForModel(s->cluster, s->eval, job.model());
         const auto rows = job.run(rank.run, *rank.comm);
         if (rank.comm->rank() != 0) return 0;
         const std::string text = engine::formatPredictions(rows, job.model().classNames,

@@ -57,9 +57,12 @@ std::string canonicalArchitecture(const std::string& name) {
 
 // The published weights `name` completing `m`, once the command line and --config are both
 // applied: their URL and checksum become the weight path; their architecture, filter and
-// normalisation apply where not given (`app`'s options say which were). An --architecture that
-// was given must be theirs.
-void applyPretrained(CLI::App& app, const std::string& name, engine::ModelSpec& m) {
+// normalisation apply where not given (unset or empty). An --architecture that was given must be
+// theirs.
+void applyPretrained(const std::string& name, engine::ModelSpec& m) {
+  FIXRES_CHECK(m.weightPath.empty(), UsageError,
+               "--pretrained excludes --weight-path: give one (--pretrained ", name,
+               " fetches its weights)");
   const models::PublishedWeights* w = nullptr;
   try {
     w = &models::publishedWeights(name);
@@ -71,10 +74,10 @@ void applyPretrained(CLI::App& app, const std::string& name, engine::ModelSpec& 
                                                    "('fixres weights fetch " +
                                                    name + "' downloads the file)");
   }
-  const auto given = [&app](const char* flag) { return app.get_option(flag)->count() > 0; };
-  if (given("--architecture") || given("--EfficientNet-models")) {
-    const std::string arch =
-        m.architecture == "EfficientNet" ? m.efficientNetModel : m.architecture;
+  if (m.architectureGiven()) {
+    const std::string arch = m.architectureOrDefault() == "EfficientNet"
+                                 ? m.efficientNetModel
+                                 : m.architectureOrDefault();
     if (canonicalArchitecture(arch) != canonicalArchitecture(w->architecture))
       throw CLI::ValidationError(
           "--pretrained", name + " is a " + w->architecture + ", not --architecture " + arch +
@@ -83,27 +86,25 @@ void applyPretrained(CLI::App& app, const std::string& name, engine::ModelSpec& 
     m.architecture = w->architecture;
   }
   m.weightPath = remoteFileSpec({w->url, w->sha256});
-  if (!given("--interpolation"))
+  if (!m.interpolation)
     m.interpolation = w->bicubic ? image::Filter::kBicubic : image::Filter::kBilinear;
-  if (w->halfNormalization && !given("--mean")) m.mean = {0.5f, 0.5f, 0.5f};
-  if (w->halfNormalization && !given("--std")) m.std = {0.5f, 0.5f, 0.5f};
+  if (w->halfNormalization && m.mean.empty()) m.mean = {0.5f, 0.5f, 0.5f};
+  if (w->halfNormalization && m.std.empty()) m.std = {0.5f, 0.5f, 0.5f};
 }
 
 // --pretrained NAME and the download options, after the model's rows are bound on `app`. The
-// returned step applies the name (applyPretrained): the caller runs it on the merged values.
+// returned step completes the spec from the merged values: the published weights named
+// (applyPretrained), else a model folder's values (engine/ModelCard.h), where not given; then the
+// defaults of what is still unset.
 std::function<void()> completeModelOptions(CLI::App& app, engine::ModelSpec& m) {
-  auto* weightPath = app.get_option("--weight-path");
   addDownloadOptions(app, m.download);
-  auto name = std::make_shared<std::string>();
-  const Setting& f = sharedFlag("--pretrained");
-  app.add_option(f.flags, *name, f.help)->group(f.group)->excludes(weightPath);
-  return [&app, &m, name] {
-    if (!name->empty()) applyPretrained(app, *name, m);
-    // A model folder (engine/ModelCard.h) completes what was not given.
+  auto name = std::make_shared<std::optional<std::string>>();
+  bindSetting(app, sharedFlag("--pretrained"), *name);
+  return [&m, name] {
+    if (*name) applyPretrained(**name, m);
     if (engine::isModelFolder(m.weightPath))
-      engine::applyModelCard(engine::readModelFolder(m.weightPath), m, [&app](const char* flag) {
-        return app.get_option(flag)->count() > 0;
-      });
+      engine::applyModelCard(engine::readModelFolder(m.weightPath), m);
+    m = m.withDefaults();
   };
 }
 
@@ -116,14 +117,15 @@ void addModelOptions(CLI::App& app, engine::ModelSpec& m) {
 }
 
 void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n, bool normalizeOn) {
-  addSharedChoice(app, "--precision", n.precision, engine::numericsChoices().precision);
-  addSharedChoice(app, "--memory-format", n.memoryFormat, engine::numericsChoices().memoryFormat);
+  const engine::NumericsChoices& c = engine::numericsChoices();
+  const SettingsBinder bind{app};
+  bind(engine::kPrecisionRow, n.precision, c.precision);
+  bind(engine::kMemoryFormatRow, n.memoryFormat, c.memoryFormat);
   if (normalizeOn) {
-    addSharedChoice(app, "--normalize-on", n.normalizeOn, engine::numericsChoices().normalizeOn);
-    addSharedChoice(app, "--decode-on", n.decodeOn, engine::numericsChoices().decodeOn);
+    bind(engine::kNormalizeOnRow, n.normalizeOn, c.normalizeOn);
+    bind(engine::kDecodeOnRow, n.decodeOn, c.decodeOn);
   }
-  if (sharedFlag("--runtime").offeredTo(commandName(app)))
-    addSharedChoice(app, "--runtime", n.runtime, engine::numericsChoices().runtime);
+  bind(engine::kRuntimeRow, n.runtime, c.runtime);
 }
 
 void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetPath, bool& cpu) {
@@ -149,7 +151,7 @@ void addEvalFlags(CLI::App& app, EvalFlags& f) {
   addShared(app, "--workers", f.settings.workers);
   addSharedFlag(app, "--test-flip", f.settings.testFlip);
   engine::ModelRequest::visitSettings(f.request, SettingsBinder{app});
-  addNumericsOptions(app, f.numerics, true);
+  engine::NumericsRequest::visitSettings(f.numerics, SettingsBinder{app});
   addSharedFlag(app, "--cpu", f.cpu);
 }
 
@@ -170,16 +172,10 @@ Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
   return r;
 }
 
-Rank connectForModel(const CLI::App& app, const ClusterOptions& cluster, const EvalFlags& eval,
+Rank connectForModel(const ClusterOptions& cluster, const EvalFlags& eval,
                      const engine::ResolvedModel& model) {
-  const auto given = [&app](const char* flag) {
-    const CLI::Option* o = app.get_option_no_throw(flag);
-    return o != nullptr && o->count() > 0;
-  };
   const bool onCpu = eval.cpu || !torch::cuda::is_available();
-  return connectRank(
-      cluster, eval.cpu,
-      model.numerics(eval.numerics, given("--runtime"), given("--precision"), onCpu));
+  return connectRank(cluster, eval.cpu, model.numerics(eval.numerics, onCpu));
 }
 
 engine::ModelRequest modelRequest(const EvalFlags& eval, const engine::ModelSpec& spec,

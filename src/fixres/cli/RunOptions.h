@@ -32,7 +32,8 @@ void addModelOptions(CLI::App& app, engine::ModelSpec& spec);
 // --download-timeout; the progress bar when stderr is a terminal.
 void addDownloadOptions(CLI::App& app, DownloadOptions& download);
 
-// --precision, --memory-format and, with `normalizeOn`, --normalize-on.
+// --precision, --memory-format, --runtime where the command offers it and, with `normalizeOn`,
+// --normalize-on and --decode-on (a benchmark's; the inference commands bind NumericsRequest).
 void addNumericsOptions(CLI::App& app, engine::NumericsOptions& numerics, bool normalizeOn);
 
 // Everything train and finetune share (their defaults: RunConfig::forMode), --cpu included.
@@ -45,7 +46,7 @@ struct EvalFlags {
   engine::EvalSettings settings;
   engine::ModelRequest request;
   std::optional<int> inputSize;  // --input-size where the command takes one size
-  engine::NumericsOptions numerics;
+  engine::NumericsRequest numerics;
   bool cpu = false;
 };
 void addEvalFlags(CLI::App& app, EvalFlags& flags);
@@ -67,7 +68,7 @@ Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,
 
 // connectRank for an inference job's model: the evaluation flags' numerics, with the model
 // folder's runtime and precision (a sweep's choice) where --runtime and --precision were not given.
-Rank connectForModel(const CLI::App& app, const ClusterOptions& cluster, const EvalFlags& eval,
+Rank connectForModel(const ClusterOptions& cluster, const EvalFlags& eval,
                      const engine::ResolvedModel& model);
 
 // What a command was given about its model (engine/ModelResolution.h): `spec`, the test

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Options.h"
@@ -93,6 +94,20 @@ struct CommandTablePrinter {
   template <typename E>
   void operator()(const Setting& s, const std::optional<E>&, const ChoiceTable<E>& table) {
     row(s, "not given", choiceList(table));
+  }
+  // A list row: its default entries, as the flag would take them.
+  template <typename T>
+  void operator()(const Setting& s, const std::vector<T>& value, const ListSyntax<T>& syntax) {
+    row(s, value.empty() ? "not given" : listText(value),
+        std::string(syntax.repeatable ? "repeatable" : "comma-separated") +
+            (s.range.kind == Range::Kind::kAny ? "" : ", each " + s.range.brief()));
+  }
+  template <typename T>
+  static std::string listText(const std::vector<T>& value) {
+    std::string text;
+    if constexpr (std::is_arithmetic_v<T>)
+      for (const T& v : value) text += (text.empty() ? "" : ",") + nlohmann::json(v).dump();
+    return text;
   }
   template <typename E>
   static std::string choiceList(const ChoiceTable<E>& table) {

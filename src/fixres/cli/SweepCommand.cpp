@@ -132,28 +132,12 @@ std::vector<NamedPath> sweepInputs(const CLI::App& sub, const engine::SweepOptio
 engine::SweepOptions sweepOptions(const CLI::App& sub, const SweepState& s) {
   engine::SweepOptions o = s.sweep;
   FIXRES_CHECK(!o.model.weightPath.empty(), UsageError, "sweep needs --weight-path");
-  o.evalSets = engine::parseEvalSets(o.evalSetList);
   checkOutputPath("--out", o.out, sweepInputs(sub, o));
   o.trainSize = sweepTrainSize(o, s.trainSize);
-  o.sizes = o.sizeList.empty()
-                ? engine::sweepSizes(o.trainSize, models::outputStride(o.model.architectureName()))
-                : engine::parseSizeList(o.sizeList, "--sizes");
+  if (o.sizes.empty())
+    o.sizes = engine::sweepSizes(o.trainSize, models::outputStride(o.model.architectureName()));
   o.eval = s.eval.settings;
-  if (!o.cropList.empty()) o.cropPcts = engine::parseCropList(o.cropList);
   o.numerics = s.eval.numerics;
-  if (!o.precisionList.empty()) {
-    FIXRES_CHECK(sub.get_option("--precision")->count() == 0, UsageError,
-                 "--precision and --precisions: give one (--precisions fp32,bf16 sweeps both)");
-    o.precisions = engine::parsePrecisionList(o.precisionList);
-  }
-  FIXRES_CHECK(o.maxShiftLoss == 0 || !o.evalSets.empty(), UsageError,
-               "--max-shift-loss needs an --eval-set to measure the loss on");
-  FIXRES_CHECK(o.maxShiftLoss == 0 || std::count(o.sizes.begin(), o.sizes.end(), o.trainSize) > 0,
-               UsageError, "--max-shift-loss compares with the train size (", o.trainSize,
-               " px, --train-size): it must be among --sizes");
-  FIXRES_CHECK(o.latencyBatches > 0 || (o.maxLatencyMs == 0 && o.minThroughput == 0), UsageError,
-               "--max-latency-ms and --min-throughput need the speed measured: "
-               "--latency-batches must be at least 1");
   o.validate();
   return o;
 }
@@ -179,7 +163,7 @@ Command addSweepCommand(CLI::App& parent) {
   addClusterOptions(*sub, s->cluster);
   return {sub, [s, sub]() -> int {
             const engine::SweepOptions o = sweepOptions(*sub, *s);
-            auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics);
+            auto rank = connectRank(s->cluster, s->eval.cpu, s->eval.numerics.options());
             installStopHandlers();
             const bool printing = rank.comm->rank() == 0;
             size_t printed = 0;

@@ -59,6 +59,16 @@ enum class SettingRole {
 };
 
 // Help a shared row gives some of its commands instead of its own (`Setting::perCommand`).
+// How a list row's text becomes its typed values (--sizes 224,288; --eval-set NAME=PATH ...):
+// `parse` takes the text given (one comma-separated value; with `repeatable`, one value per
+// occurrence of the flag) and the flag's name, and throws UsageError naming the flag and the
+// entry for a bad one. The binder refuses such a value while parsing (exit 2).
+template <typename T>
+struct ListSyntax {
+  std::vector<T> (*parse)(const std::vector<std::string>& given, const std::string& flag);
+  bool repeatable = false;
+};
+
 struct CommandHelp {
   const char* commands;  // comma-separated command names ("export,calibrate"; "bench train")
   const char* help;
@@ -78,6 +88,9 @@ struct Setting {
   const char* envName = "";  // environment variable that sets the flag, or ""
   // Help for some commands, ending with {nullptr, nullptr}; nullptr: `help` for all.
   const CommandHelp* perCommand = nullptr;
+  // A path the command writes: never empty, and never one of the command's inputs or inside one
+  // (the binder checks the first while parsing; the command the second, cli/Flags.h).
+  bool outputPath = false;
 
   // The first of `flags` ("--weight-path"), or the key when there is no flag.
   std::string flag() const;
@@ -89,6 +102,11 @@ struct Setting {
   std::string helpFor(const std::string& command) const;
   bool saved() const { return role != SettingRole::kInvocation; }
   // The same row, offered to `commandList` alone (one declaration bound by several requests).
+  constexpr Setting writtenTo() const {
+    Setting s = *this;
+    s.outputPath = true;
+    return s;
+  }
   constexpr Setting offeredOnlyTo(const char* commandList) const {
     Setting s = *this;
     s.commands = commandList;

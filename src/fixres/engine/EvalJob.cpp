@@ -23,11 +23,22 @@ void warnIfTrainingImages(const ResolvedModel& model, const std::string& evaluat
 }
 }  // namespace
 
+void EvalRequest::validate() const {
+  FIXRES_CHECK(!imnetPath.empty() || !datasetPath.empty(), UsageError,
+               "eval needs --imnet-path or --dataset-path");
+  FIXRES_CHECK(!model.spec.weightPath.empty(), UsageError, "eval needs --weight-path");
+  FIXRES_CHECK(labelsCsv.empty() || !datasetPath.empty(), UsageError,
+               "--labels-csv needs --dataset-path (the flat folder it labels)");
+  std::error_code ec;
+  FIXRES_CHECK(labelsCsv.empty() || std::filesystem::is_regular_file(labelsCsv, ec), UsageError,
+               "--labels-csv ", labelsCsv, ": no such file");
+  FIXRES_CHECK(heldOut.empty() || !report.empty(), UsageError,
+               "--fit-temperature needs --report (the folder its calibration is written to)");
+}
+
 EvalJob::EvalJob(const EvalRequest& request) : request_(request) {
   const EvalRequest& r = request;
-  FIXRES_CHECK(!r.imnetPath.empty() || !r.datasetPath.empty(), UsageError,
-               "eval needs --imnet-path or --dataset-path");
-  FIXRES_CHECK(!r.model.spec.weightPath.empty(), UsageError, "eval needs --weight-path");
+  r.validate();
   model_ = resolveModel(r.model, {224});
   const std::string evaluated = r.datasetPath.empty() ? r.imnetPath + "/val" : r.datasetPath;
   dataset_ = !r.labelsCsv.empty() ? data::openLabelsCsv(r.datasetPath, r.labelsCsv,
@@ -77,7 +88,7 @@ EvalResult EvalJob::reportSize(models::Model& model, const EvalOptions& o, int s
   if (comm.rank() == 0) {
     kept = classReport(ex.logits, ex.labels);
     ReportInfo info;
-    info.architecture = model_.spec.architecture;
+    info.architecture = model_.spec.architectureOrDefault();
     info.weights = model_.spec.weightPath;
     info.dataset = dataset_->source();
     info.inputSize = size;
@@ -129,7 +140,7 @@ EvalOutcome EvalJob::run(const RunDevice& device, distributed::Communicator& com
 }
 
 nlohmann::json EvalJob::document(const EvalOutcome& outcome) const {
-  nlohmann::json doc = {{"architecture", model_.spec.architecture},
+  nlohmann::json doc = {{"architecture", model_.spec.architectureOrDefault()},
                         {"weights", model_.spec.weightPath},
                         {"resize_mode", choiceName(image::resizeModes(), model_.input.resizeMode)},
                         {"test_flip", request_.eval.testFlip},

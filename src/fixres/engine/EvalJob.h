@@ -34,8 +34,11 @@ struct EvalRequest {
   EvalSettings eval;
   data::FileIndexOptions fileIndex;
 
-  // eval's own flags, one row each (common/Setting.h; the paths' existence and the flags they
-  // need are checked by the command).
+  // UsageError naming the flags: no images (--imnet-path or --dataset-path) or no weights;
+  // --labels-csv without --dataset-path or naming no file; --fit-temperature without --report.
+  void validate() const;
+
+  // eval's own flags, one row each (common/Setting.h; validate() holds the rules between them).
   template <typename Self, typename V>
   static void visitSettings(Self& r, V&& v) {
     constexpr auto kInvocation = SettingRole::kInvocation;
@@ -57,7 +60,8 @@ struct EvalRequest {
               "Also write the results to this JSON file",
               {},
               kInvocation,
-              "eval"},
+              "eval"}
+          .writtenTo(),
       r.json);
     v(Setting{"",
               "--report",
@@ -67,7 +71,8 @@ struct EvalRequest {
               "sub-folder per size when several)",
               {},
               kInvocation,
-              "eval"},
+              "eval"}
+          .writtenTo(),
       r.report);
     v(Setting{"",
               "--fit-temperature",

@@ -53,7 +53,7 @@ ExtractResult ExtractJob::run(const RunDevice& device, distributed::Communicator
   auto out = extract(model, dataset_, o, comm);
   ExtractResult r;
   if (comm.rank() != 0) return r;
-  const std::string a = model_.spec.architecture;
+  const std::string a = model_.spec.architectureOrDefault();
   data::writeNpy(dir + "/labels.npy", out.labels);
   data::writeNpy(dir + "/" + a + "_logits.npy", out.logits);
   data::writeNpy(dir + "/" + a + "_softmax.npy",

@@ -96,11 +96,11 @@ ModelCard readRunFolder(const std::string& folder, const nlohmann::json& j) {
   } catch (const UsageError& e) {
     FIXRES_FAIL(WeightsError, folder, "/config.json: ", e.what());
   }
-  c.architecture = cfg.model.architecture;
+  c.architecture = cfg.model.architectureOrDefault();
   c.efficientNetModel = cfg.model.efficientNetModel;
   c.mean = cfg.model.mean;
   c.std = cfg.model.std;
-  c.filter = cfg.model.interpolation;
+  c.filter = cfg.model.filter();
   c.resizeMode = cfg.resizeMode;
   const bool finetune = cfg.mode == RunMode::kFinetune;
   c.testSize = finetune ? cfg.inputSize : cfg.evaluationSize();
@@ -192,6 +192,17 @@ ModelCard readHubFolder(const std::string& folder, const nlohmann::json& top) {
 }
 
 }  // namespace
+
+void applyModelCard(const ModelCard& card, ModelSpec& spec) {
+  if (!spec.architectureGiven()) {
+    spec.architecture = card.architecture;
+    spec.efficientNetModel = card.efficientNetModel;
+  }
+  if (spec.numClasses == 0 && card.numClasses > 0) spec.numClasses = card.numClasses;
+  if (!spec.interpolation && card.filter) spec.interpolation = *card.filter;
+  if (spec.mean.empty() && card.mean.size() == 3) spec.mean = card.mean;
+  if (spec.std.empty() && card.std.size() == 3) spec.std = card.std;
+}
 
 bool isModelFolder(const std::string& path) {
   struct stat st {};

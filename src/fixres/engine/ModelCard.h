@@ -60,18 +60,8 @@ bool isModelFolder(const std::string& path);
 ModelCard readModelFolder(const std::string& path);
 
 // The card's values where `spec` was not given them: architecture, classifier size, filter,
-// mean and std (`given(flag)` says whether a flag was given, on the command line or by --config).
-template <typename Given>
-void applyModelCard(const ModelCard& card, ModelSpec& spec, Given&& given) {
-  if (!given("--architecture") && !given("--EfficientNet-models")) {
-    spec.architecture = card.architecture;
-    spec.efficientNetModel = card.efficientNetModel;
-  }
-  if (!given("--num-classes") && card.numClasses > 0) spec.numClasses = card.numClasses;
-  if (!given("--interpolation") && card.filter) spec.interpolation = *card.filter;
-  if (!given("--mean") && card.mean.size() == 3) spec.mean = card.mean;
-  if (!given("--std") && card.std.size() == 3) spec.std = card.std;
-}
+// mean and std (unset, 0 or empty: not given, on the command line or by --config).
+void applyModelCard(const ModelCard& card, ModelSpec& spec);
 
 // The license of weights fine-tuned or trained from `weightPath`: FixRes's published files
 // (dl.fbaipublicfiles.com/FixRes*) are CC BY-NC 4.0, and so is what is derived from them; ""

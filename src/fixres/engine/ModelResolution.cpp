@@ -43,16 +43,15 @@ std::string joinSizes(const std::vector<int>& sizes) {
 }
 }  // namespace
 
-NumericsOptions ResolvedModel::numerics(NumericsOptions given, bool runtimeGiven,
-                                        bool precisionGiven, bool onCpu) const {
-  if (!card || (!card->runtime && !card->precision)) return given;
+NumericsOptions ResolvedModel::numerics(NumericsRequest given, bool onCpu) const {
+  if (!card || (!card->runtime && !card->precision)) return given.options();
   const auto& c = numericsChoices();
   std::string used;
-  if (card->precision && !precisionGiven) {
+  if (card->precision && !given.precision) {
     given.precision = *card->precision;
-    used = "precision " + choiceName(c.precision, given.precision);
+    used = "precision " + choiceName(c.precision, *given.precision);
   }
-  if (card->runtime && !runtimeGiven && *card->runtime != given.runtime) {
+  if (card->runtime && !given.runtime && *card->runtime != given.options().runtime) {
     const Precision p =
         given.precision == PrecisionChoice::kBf16 ? Precision::kBf16 : Precision::kFp32;
     std::string why;
@@ -65,7 +64,7 @@ NumericsOptions ResolvedModel::numerics(NumericsOptions given, bool runtimeGiven
     }
     if (why.empty()) {
       given.runtime = *card->runtime;
-      used = "runtime " + choiceName(c.runtime, given.runtime) + (used.empty() ? "" : ", ") + used;
+      used = "runtime " + choiceName(c.runtime, *given.runtime) + (used.empty() ? "" : ", ") + used;
     } else {
       log::warn(card->folder, " was chosen in ", choiceName(c.runtime, *card->runtime), ", but ",
                 why, ": LibTorch runs it (--runtime to choose)");
@@ -74,7 +73,7 @@ NumericsOptions ResolvedModel::numerics(NumericsOptions given, bool runtimeGiven
   if (!used.empty())
     log::info("running ", card->folder, "'s model in its recorded ", used,
               " (--runtime, --precision to choose another)");
-  return given;
+  return given.options();
 }
 
 int64_t ResolvedModel::classCount(std::string* why) const {
@@ -116,11 +115,10 @@ ResolvedModel resolveModel(const ModelRequest& request, const std::vector<int>& 
   if (!m.card && !request.spec.weightPath.empty() && request.sizes.empty()) {
     const Preprocessing& p = m.input;
     m.assumption = detail::concat(
-        request.spec.weightPath,
-        " records no preprocessing (a weight file, not a model folder): ", m.spec.architecture,
-        " at ", joinSizes(p.sizes), " px (the default), crop ", p.cropPct,
-        request.cropPct ? "" : " (FixRes's)", ", mean ", p.mean[0], ",", p.mean[1], ",", p.mean[2],
-        " std ", p.std[0], ",", p.std[1], ",", p.std[2],
+        request.spec.weightPath, " records no preprocessing (a weight file, not a model folder): ",
+        m.spec.architectureOrDefault(), " at ", joinSizes(p.sizes), " px (the default), crop ",
+        p.cropPct, request.cropPct ? "" : " (FixRes's)", ", mean ", p.mean[0], ",", p.mean[1], ",",
+        p.mean[2], " std ", p.std[0], ",", p.std[1], ",", p.std[2],
         "; --input-size, --crop-pct, --mean and --std choose them");
   }
   return m;

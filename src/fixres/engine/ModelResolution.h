@@ -19,6 +19,11 @@ namespace fixres::engine {
 // "224,288": sizes in kImageSizes (ModelSpec.h); UsageError naming `flag` for an empty list, a
 // value that is not an integer or one out of range.
 std::vector<int> parseSizeList(const std::string& text, const std::string& flag);
+// The syntax of a size list row (eval's --input-size, sweep's --sizes): parseSizeList.
+inline constexpr ListSyntax<int> kSizeListSyntax{
+    [](const std::vector<std::string>& given, const std::string& flag) {
+      return parseSizeList(given.back(), flag);
+    }};
 
 // What --crop-pct is to export (the others: the help of its row).
 inline constexpr CommandHelp kCropPctHelp[] = {
@@ -69,10 +74,10 @@ struct ResolvedModel {
                           uint64_t seed = 0) const;
   const Preprocessing& preprocessing() const { return input; }
   // The numerics to run the model in: `given`, with the model folder's runtime and precision (a
-  // sweep's choice) where --runtime and --precision were not given, said in one line. On CUDA, or
-  // where this build or CPU lacks what the folder names, LibTorch runs it (a warning says so).
-  NumericsOptions numerics(NumericsOptions given, bool runtimeGiven, bool precisionGiven,
-                           bool onCpu) const;
+  // sweep's choice) where --runtime and --precision were not given, said in one line, then the
+  // defaults. On CUDA, or where this build or CPU lacks what the folder names, LibTorch runs it
+  // (a warning says so).
+  NumericsOptions numerics(NumericsRequest given, bool onCpu) const;
   // The classifier's size: --num-classes, else the weight file's classifier, else the number of
   // class names; 0 when none of them tells (then `why`, when given, says what the weight file
   // holds instead of the classifier, if it is a state dict without one).

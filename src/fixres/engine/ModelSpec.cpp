@@ -55,6 +55,7 @@ int fileImageSize(models::ModelImpl& model, const std::string& file, bool useEma
 }  // namespace
 
 std::string ModelSpec::architectureName() const {
+  const std::string architecture = architectureOrDefault();
   if (architecture == "EfficientNet") {
     FIXRES_CHECK(!efficientNetModel.empty(), UsageError,
                  "--architecture EfficientNet needs --EfficientNet-models (e.g. "
@@ -64,6 +65,13 @@ std::string ModelSpec::architectureName() const {
   FIXRES_CHECK(efficientNetModel.empty(), UsageError, "--EfficientNet-models '", efficientNetModel,
                "' is used with --architecture EfficientNet, not '", architecture, "'");
   return architecture;
+}
+
+ModelSpec ModelSpec::withDefaults() const {
+  ModelSpec s = *this;
+  s.architecture = architectureOrDefault();
+  s.interpolation = filter();
+  return s;
 }
 
 ModelSpec ModelSpec::forSizes(const std::vector<int>& sizes, const char* flag) const {
@@ -87,7 +95,7 @@ Preprocessing ModelSpec::preprocessing() const {
   p.std = a.std;
   if (mean.size() == 3) std::copy(mean.begin(), mean.end(), p.mean.begin());
   if (std.size() == 3) std::copy(std.begin(), std.end(), p.std.begin());
-  p.filter = interpolation;
+  p.filter = filter();
   p.sizes = {runSize > 0 ? runSize : a.testSize};
   p.dynamicSize = dynamicImgSize;
   return p;

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,13 @@ inline constexpr CommandHelp kArchitectureHelp[] = {
 // The commands that train a model (flags of training alone: dropout, stochastic depth).
 inline constexpr const char* kTrainingCommands = "train,finetune,sweep";
 
+// The architecture of a model whose flags, --pretrained and model folder name none.
+inline constexpr const char* kDefaultArchitecture = "ResNet50";
+
 struct ModelSpec {
-  std::string architecture = "ResNet50";  // any name of models::knownArchitectures()
+  // Any name of models::knownArchitectures(); unset when not given (--pretrained's or a model
+  // folder's applies, else kDefaultArchitecture: architectureName()).
+  std::optional<std::string> architecture;
   std::string efficientNetModel;  // with architecture "EfficientNet" (the reference's spelling)
   int64_t numClasses = 0;         // 0: the number of classes of the dataset
   // Empty: random initialisation (seeded). A local file, or an http(s) URL (optionally
@@ -45,7 +51,9 @@ struct ModelSpec {
   bool useEma = false;
   // Preprocessing overrides: empty mean/std: the architecture's (ImageNet's; 0.5 for PNASNet).
   std::vector<float> mean, std;
-  image::Filter interpolation = image::Filter::kBilinear;  // the reference's resize filter
+  // The resize filter; unset when not given (a model folder's applies, else bilinear, the
+  // reference's: filter()).
+  std::optional<image::Filter> interpolation;
   // Dropout and drop-path rates in training (< 0: the architecture's default).
   double dropRate = -1, dropPathRate = -1;
   // Vision transformers: the image size the position embedding is laid out for (0: the size the
@@ -145,9 +153,19 @@ struct ModelSpec {
   // dynamic position embedding when they differ. UsageError naming `flag` and the size for one
   // under the architecture's minimum.
   ModelSpec forSizes(const std::vector<int>& sizes, const char* flag = "--input-size") const;
-  // The registry name: efficientNetModel for "EfficientNet", else architecture. UsageError when
-  // --EfficientNet-models is missing or given with another architecture.
+  // The registry name: efficientNetModel for "EfficientNet", else the architecture (its default
+  // when unset). UsageError when --EfficientNet-models is missing or given with another
+  // architecture.
   std::string architectureName() const;
+  // The architecture as given or completed, kDefaultArchitecture when unset ("EfficientNet" for
+  // the reference's spelling).
+  std::string architectureOrDefault() const { return architecture.value_or(kDefaultArchitecture); }
+  image::Filter filter() const { return interpolation.value_or(image::Filter::kBilinear); }
+  // Whether --architecture or --EfficientNet-models named the network.
+  bool architectureGiven() const { return architecture || !efficientNetModel.empty(); }
+  // This spec with the defaults of what was left unset (architecture, filter) written in: what a
+  // run records in config.json.
+  ModelSpec withDefaults() const;
   models::ArchInfo info() const { return models::architectureInfo(architectureName()); }
   // The preprocessing of this model's inputs at runSize (else the architecture's test size):
   // its normalisation and filter, FixRes's crop and resize rule (resolveModel weighs the flags

@@ -28,6 +28,11 @@ struct JsonWriter {
   void operator()(const Setting& s, const E& value, const ChoiceTable<E>& table) {
     if (s.saved()) out[s.key] = choiceName(table, value);
   }
+  template <typename E>
+  void operator()(const Setting& s, const std::optional<E>& value, const ChoiceTable<E>& table) {
+    if (s.saved())
+      out[s.key] = value ? nlohmann::json(choiceName(table, *value)) : nlohmann::json(nullptr);
+  }
 };
 
 // Keys that are absent (or null) leave the field as it is.
@@ -40,6 +45,13 @@ struct JsonReader {
   template <typename E>
   void operator()(const Setting& s, E& out, const ChoiceTable<E>& table) {
     if (s.saved()) read(s.key, out, table);
+  }
+  template <typename E>
+  void operator()(const Setting& s, std::optional<E>& out, const ChoiceTable<E>& table) {
+    if (!s.saved() || !in.contains(s.key) || in.at(s.key).is_null()) return;
+    E value{};
+    read(s.key, value, table);
+    out = value;
   }
   template <typename T>
   void read(const char* key, T& out) {
@@ -100,8 +112,8 @@ struct RangeChecker {
   void operator()(const Setting& s, const std::optional<T>& value) {
     if (value) (*this)(s, *value);
   }
-  template <typename E>
-  void operator()(const Setting&, const E&, const ChoiceTable<E>&) {}
+  template <typename T, typename E>
+  void operator()(const Setting&, const T&, const ChoiceTable<E>&) {}
 };
 
 // The role of each saved key.
@@ -240,7 +252,10 @@ Preprocessing RunConfig::preprocessing() const {
 
 nlohmann::json RunConfig::toJson() const {
   nlohmann::json j = nlohmann::json::object();
-  visitSettings(*this, JsonWriter{j});
+  // The model as it runs: the defaults of what was left unset written in.
+  RunConfig resolved = *this;
+  resolved.model = model.withDefaults();
+  visitSettings(resolved, JsonWriter{j});
   return j;
 }
 

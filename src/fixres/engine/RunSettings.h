@@ -9,7 +9,7 @@ namespace fixres::engine {
 // What --input-size is to each command.
 inline constexpr CommandHelp kInputSizeHelp[] = {
     {"train", "The training resolution in px (with progressive resizing: the evaluations')"},
-    {"finetune", "The test resolution in px, fine-tuned at (default: a model folder's)"},
+    {"finetune", "The test resolution in px, fine-tuned at"},
     {"eval", "Test resolutions in px, comma-separated (default: a model folder's, else 224)"},
     {"extract,calibrate", "The test resolution in px (default: a model folder's, else 224)"},
     {"predict", "The test resolution in px (default: a model folder's, else the architecture's)"},

@@ -5,6 +5,8 @@
 
 #include <torch/types.h>
 
+#include <optional>
+
 #include "fixres/common/Choice.h"
 #include "fixres/common/Setting.h"
 #include "fixres/runtime/Precision.h"
@@ -32,7 +34,38 @@ struct NumericsChoices {
 };
 const NumericsChoices& numericsChoices();
 
-// As given on the command line (--precision, --memory-format, --normalize-on).
+// The numeric rows, shared by the training runs' options and the inference commands' request.
+inline constexpr Setting kPrecisionRow{
+    "precision", "--precision", "Numerics",
+    "auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16 or fp16 (CUDA only; training adds "
+    "dynamic loss scaling); eval, predict, extract: a sweep folder's recorded choice unless "
+    "given, else auto"};
+inline constexpr Setting kMemoryFormatRow{
+    "memory_format", "--memory-format", "Numerics",
+    "auto (channels-last on CUDA), contiguous or channels-last"};
+inline constexpr Setting kNormalizeOnRow{
+    "normalize_on", "--normalize-on", "Numerics",
+    "auto (device on CUDA), cpu or device: where uint8 images become normalised floats (device: 4x "
+    "smaller batches to copy)"};
+inline constexpr Setting kDecodeOnRow{
+    "decode_on", "--decode-on", "Numerics",
+    "auto (gpu on CUDA when the build has nvJPEG), cpu (the loader's worker threads) or gpu: JPEGs "
+    "decoded in batches by nvJPEG and cropped, resized, flipped and normalised on the GPU, for the "
+    "transforms that allow it (torch, val; the others stay on the CPU, an error with gpu)"};
+inline constexpr Setting kRuntimeRow{
+    "",
+    "--runtime",
+    "Numerics",
+    "libtorch, openvino (the model compiled by OpenVINO from fixres's ONNX graph, on the CPU; "
+    "--precision fp32 or bf16) or auto (OpenVINO in fp32 where the build has it and the model runs "
+    "on the CPU, else LibTorch): what runs the model (default: a sweep folder's recorded choice, "
+    "else libtorch)",
+    {},
+    SettingRole::kInvocation,
+    "eval,predict,extract,sweep,bench eval"};
+
+// As given on the command line of a training run or a benchmark (--precision, --memory-format,
+// --normalize-on, --decode-on, --runtime).
 struct NumericsOptions {
   PrecisionChoice precision = PrecisionChoice::kAuto;
   MemoryFormatChoice memoryFormat = MemoryFormatChoice::kAuto;
@@ -42,33 +75,43 @@ struct NumericsOptions {
 
   template <typename Self, typename V>
   static void visitSettings(Self& n, V&& v) {
-    v(Setting{"precision", "--precision", "Numerics",
-              "auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16 or fp16 (CUDA only; training "
-              "adds dynamic loss scaling)"},
-      n.precision, numericsChoices().precision);
-    v(Setting{"memory_format", "--memory-format", "Numerics",
-              "auto (channels-last on CUDA), contiguous or channels-last"},
-      n.memoryFormat, numericsChoices().memoryFormat);
-    v(Setting{"normalize_on", "--normalize-on", "Numerics",
-              "auto (device on CUDA), cpu or device: where uint8 images become normalised floats "
-              "(device: 4x smaller batches to copy)"},
-      n.normalizeOn, numericsChoices().normalizeOn);
-    v(Setting{"decode_on", "--decode-on", "Numerics",
-              "auto (gpu on CUDA when the build has nvJPEG), cpu (the loader's worker threads) or "
-              "gpu: JPEGs decoded in batches by nvJPEG and cropped, resized, flipped and "
-              "normalised on the GPU, for the transforms that allow it (torch, val; the others "
-              "stay on the CPU, an error with gpu)"},
-      n.decodeOn, numericsChoices().decodeOn);
-    v(Setting{"",
-              "--runtime",
-              "Numerics",
-              "libtorch, openvino (the model compiled by OpenVINO from fixres's ONNX graph, on the "
-              "CPU; --precision fp32 or bf16) or auto (OpenVINO in fp32 where the build has it and "
-              "the model runs on the CPU, else LibTorch): what runs the model",
-              {},
-              SettingRole::kInvocation,
-              "eval,predict,extract,sweep,bench eval"},
-      n.runtime, numericsChoices().runtime);
+    const NumericsChoices& c = numericsChoices();
+    v(kPrecisionRow, n.precision, c.precision);
+    v(kMemoryFormatRow, n.memoryFormat, c.memoryFormat);
+    v(kNormalizeOnRow, n.normalizeOn, c.normalizeOn);
+    v(kDecodeOnRow, n.decodeOn, c.decodeOn);
+    v(kRuntimeRow, n.runtime, c.runtime);
+  }
+};
+
+// As an inference command is given them: --precision and --runtime unset when not given (a model
+// folder's recorded choice applies before the defaults: ResolvedModel::numerics).
+struct NumericsRequest {
+  std::optional<PrecisionChoice> precision;
+  MemoryFormatChoice memoryFormat = MemoryFormatChoice::kAuto;
+  NormalizeOnChoice normalizeOn = NormalizeOnChoice::kAuto;
+  DecodeOnChoice decodeOn = DecodeOnChoice::kAuto;
+  std::optional<RuntimeChoice> runtime;
+
+  // The options, with auto precision and LibTorch where not given.
+  NumericsOptions options() const {
+    NumericsOptions o;
+    o.precision = precision.value_or(o.precision);
+    o.memoryFormat = memoryFormat;
+    o.normalizeOn = normalizeOn;
+    o.decodeOn = decodeOn;
+    o.runtime = runtime.value_or(o.runtime);
+    return o;
+  }
+
+  template <typename Self, typename V>
+  static void visitSettings(Self& n, V&& v) {
+    const NumericsChoices& c = numericsChoices();
+    v(kPrecisionRow, n.precision, c.precision);
+    v(kMemoryFormatRow, n.memoryFormat, c.memoryFormat);
+    v(kNormalizeOnRow, n.normalizeOn, c.normalizeOn);
+    v(kDecodeOnRow, n.decodeOn, c.decodeOn);
+    v(kRuntimeRow, n.runtime, c.runtime);
   }
 };
 

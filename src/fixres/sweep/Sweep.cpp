@@ -68,7 +68,7 @@ std::vector<RunDevice> precisionRuns(const SweepOptions& o, const RunDevice& run
   if (o.precisions.empty()) return {run};
   std::vector<RunDevice> runs;
   for (Precision p : o.precisions) {
-    NumericsOptions n = o.numerics;
+    NumericsOptions n = o.numerics.options();
     n.precision = p == Precision::kBf16   ? PrecisionChoice::kBf16
                   : p == Precision::kFp16 ? PrecisionChoice::kFp16
                                           : PrecisionChoice::kFp32;
@@ -285,7 +285,7 @@ RunConfig SweepOptions::finetuneRun(int size) const {
   c.workers = eval.workers;
   c.testFlip = eval.testFlip;
   c.skipBadImages = eval.skipBadImages;
-  c.numerics = numerics;
+  c.numerics = numerics.options();
   c.epochs = finetuneEpochs;
   c.iterationCap = finetuneIterations;
   c.learningRate = finetuneLr;
@@ -298,6 +298,16 @@ RunConfig SweepOptions::finetuneRun(int size) const {
 
 void SweepOptions::validate() const {
   FIXRES_CHECK(!sizes.empty(), UsageError, "--sizes is empty");
+  FIXRES_CHECK(!numerics.precision || precisions.empty(), UsageError,
+               "--precision and --precisions: give one (--precisions fp32,bf16 sweeps both)");
+  FIXRES_CHECK(maxShiftLoss == 0 || !evalSets.empty(), UsageError,
+               "--max-shift-loss needs an --eval-set to measure the loss on");
+  FIXRES_CHECK(maxShiftLoss == 0 || std::count(sizes.begin(), sizes.end(), trainSize) > 0,
+               UsageError, "--max-shift-loss compares with the train size (", trainSize,
+               " px, --train-size): it must be among --sizes");
+  FIXRES_CHECK(latencyBatches > 0 || (maxLatencyMs == 0 && minThroughput == 0), UsageError,
+               "--max-latency-ms and --min-throughput need the speed measured: "
+               "--latency-batches must be at least 1");
   model.forSizes({trainSize}, "--train-size");
   model.forSizes(sizes, "--sizes");
   // A dynamic embedding evaluates any size (its grid truncated, as timm's), but the folder a sweep

@@ -20,6 +20,7 @@
 #include "fixres/common/Setting.h"
 #include "fixres/distributed/Communicator.h"
 #include "fixres/engine/Evaluator.h"
+#include "fixres/engine/ModelResolution.h"
 #include "fixres/engine/ModelSpec.h"
 #include "fixres/engine/RunConfig.h"
 #include "fixres/runtime/Numerics.h"
@@ -35,14 +36,34 @@ struct EvalSetSpec {
 // "NAME=PATH" entries: names of 1-64 letters, digits, '_', '-' or '.', each once; UsageError
 // naming --eval-set and the entry otherwise.
 std::vector<EvalSetSpec> parseEvalSets(const std::vector<std::string>& entries);
+// "0.875,1.0": fractions in kCropFractions; UsageError naming --crop-pcts otherwise.
+std::vector<double> parseCropList(const std::string& text);
+// "fp32,bf16": precisions named once each (fp32, bf16, fp16); UsageError naming --precisions
+// otherwise (whether the device and runtime have them is resolveNumerics's check).
+std::vector<Precision> parsePrecisionList(const std::string& text);
+
+// The syntaxes of sweep's list rows: --eval-set (repeatable), --crop-pcts, --precisions.
+inline constexpr ListSyntax<EvalSetSpec> kEvalSetSyntax{
+    [](const std::vector<std::string>& given, const std::string&) { return parseEvalSets(given); },
+    /*repeatable=*/true};
+inline constexpr ListSyntax<double> kCropListSyntax{
+    [](const std::vector<std::string>& given, const std::string&) {
+      return parseCropList(given.back());
+    }};
+inline constexpr ListSyntax<Precision> kPrecisionListSyntax{
+    [](const std::vector<std::string>& given, const std::string&) {
+      return parsePrecisionList(given.back());
+    }};
 
 struct SweepOptions {
   ModelSpec model;  // with its weights (weightPath)
   EvalSettings eval;
-  NumericsOptions numerics;  // the fine-tuning runs' (the evaluations use the RunDevice's)
-  std::string imnetPath;     // holds `split` and, for fine-tuning, train/
+  // The fine-tuning runs' numerics as given (the evaluations use the RunDevice's).
+  NumericsRequest numerics;
+  std::string imnetPath;  // holds `split` and, for fine-tuning, train/
   std::string split = "holdout";
-  std::vector<int> sizes;  // the test resolutions, in order (at least one)
+  // The test resolutions, in order (--sizes; empty: the default sizes around the train size).
+  std::vector<int> sizes;
   // The test crop fractions, in order (at least one): every size is scored at each (a cell).
   // A size's fine-tuning run is shared by its cells: it fits the classifier and BatchNorm at the
   // size with the train transform, which no crop fraction enters; its weights are then scored
@@ -69,15 +90,11 @@ struct SweepOptions {
   // maxShiftLoss > 0 only cells whose deciding top-1 on every set is at most that many points
   // below the baseline cell's (the train size at the first crop fraction) may be chosen.
   std::vector<EvalSetSpec> evalSets;
-  std::vector<std::string> evalSetList;  // --eval-set as given, parsed into `evalSets`
   double maxShiftLoss = 0;
-  std::string sizeList;  // --sizes as given ("": the default sizes), parsed into `sizes`
-  std::string cropList;  // --crop-pcts as given ("": 0.875), parsed into `cropPcts`
   // The precisions every cell runs in, in order (--precisions; empty: --precision's, resolved for
   // the run's device): a third axis, each in the run's runtime (LibTorch's autocast, OpenVINO's
   // inference precision). Fine-tuning runs are shared by a size's precisions.
   std::vector<Precision> precisions;
-  std::string precisionList;  // --precisions as given, parsed into `precisions`
 
   // sweep's own flags, one row each (common/Setting.h).
   template <typename Self, typename V>
@@ -97,7 +114,7 @@ struct SweepOptions {
               "Test resolutions, comma-separated (default: the multiples of the network's stride "
               "from 0.6x to 1.8x the train size, and the train size)",
               kImageSizes, kInvocation, "sweep"},
-      o.sizeList);
+      o.sizes, kSizeListSyntax);
     v(Setting{"",
               "--crop-pcts",
               "Sweep",
@@ -106,7 +123,7 @@ struct SweepOptions {
               {},
               kInvocation,
               "sweep"},
-      o.cropList);
+      o.cropPcts, kCropListSyntax);
     v(Setting{"",
               "--precisions",
               "Sweep",
@@ -115,7 +132,7 @@ struct SweepOptions {
               {},
               kInvocation,
               "sweep"},
-      o.precisionList);
+      o.precisions, kPrecisionListSyntax);
     v(Setting{"",
               "--eval-set",
               "Sweep",
@@ -124,7 +141,7 @@ struct SweepOptions {
               {},
               kInvocation,
               "sweep"},
-      o.evalSetList);
+      o.evalSets, kEvalSetSyntax);
     v(Setting{"", "--max-shift-loss", "Sweep",
               "Choose only cells whose top-1 on every --eval-set is at most this many points "
               "below the train size's (at the first crop; 0: no such rule)",
@@ -193,12 +210,6 @@ std::string placeChosenWeights(const std::string& out, const std::string& source
 // The stop signal every rank of `comm` agrees on (a collective): SIGTERM when any rank got SIGTERM
 // or SIGHUP, else SIGINT when any got it, else 0.
 int agreedStopSignal(distributed::Communicator& comm);
-
-// "0.875,1.0": fractions in kCropFractions; UsageError naming --crop-pcts otherwise.
-std::vector<double> parseCropList(const std::string& text);
-// "fp32,bf16": precisions named once each (fp32, bf16, fp16); UsageError naming --precisions
-// otherwise (whether the device and runtime have them is resolveNumerics's check).
-std::vector<Precision> parsePrecisionList(const std::string& text);
 
 // A cell's score on one --eval-set.
 struct SetScore {

@@ -41,6 +41,10 @@ struct CommandRowCollector {
   void operator()(const Setting& s, const T&, const ChoiceTable<E>&) {
     rows.push_back(s);
   }
+  template <typename T>
+  void operator()(const Setting& s, const std::vector<T>&, const ListSyntax<T>&) {
+    rows.push_back(s);
+  }
 };
 
 template <typename Options>
@@ -236,6 +240,48 @@ TEST(CommandRows, TheNewRequestsRowsEnforceTheirRanges) {
     }
   }
   EXPECT_EQ(checked, 9);  // 4 + 3 + 1 + 1 rows with a range
+}
+
+// A list row is typed: its text becomes its values once, while parsing (no raw copy is kept), and
+// a bad entry is refused then, naming the flag and the entry; a repeatable row (--eval-set) sees
+// every occurrence at once (a name given twice is refused).
+TEST(CommandRows, ListRowsAreParsedOnceWhileParsing) {
+  const auto parse = [](const std::string& line) -> std::string {
+    CLI::App app{"fixres", "fixres"};
+    GlobalOptions global;
+    auto commands = buildCli(app, global);
+    try {
+      app.parse(line, false);
+      return "";
+    } catch (const CLI::ParseError& e) {
+      return e.what();
+    }
+  };
+  const std::string sweep = "sweep --weight-path w --imnet-path d ";
+  EXPECT_EQ(parse(sweep + "--sizes 224,288 --crop-pcts 0.875,1 --precisions fp32,bf16 "
+                          "--eval-set a=x --eval-set b=y"),
+            "");
+  EXPECT_EQ(parse("eval --weight-path w --dataset-path d --input-size 224,288"), "");
+  const std::vector<std::pair<std::string, std::string>> refusals = {
+      {sweep + "--sizes 224,4", "--sizes: must be"},
+      {sweep + "--crop-pcts 0.9,2", "--crop-pcts values must be"},
+      {sweep + "--precisions fp32,auto", "not auto"},
+      {sweep + "--eval-set noname", "--eval-set 'noname': expected NAME=PATH"},
+      {sweep + "--eval-set a=x --eval-set a=y", "the name 'a' is given twice"},
+      {sweep + "--sizes 224 --sizes 288", "--sizes"},
+      {"eval --weight-path w --dataset-path d --input-size 224,x", "--input-size: must be"}};
+  for (const auto& [line, says] : refusals)
+    EXPECT_NE(parse(line).find(says), std::string::npos) << line << ": " << parse(line);
+  // The values, as the syntaxes make them.
+  EXPECT_EQ(engine::kSizeListSyntax.parse({" 224, 288"}, "--sizes"), (std::vector<int>{224, 288}));
+  EXPECT_EQ(engine::kCropListSyntax.parse({"0.9,1"}, "--crop-pcts"),
+            (std::vector<double>{0.9, 1.0}));
+  EXPECT_EQ(engine::kPrecisionListSyntax.parse({"bf16,fp32"}, "--precisions"),
+            (std::vector<engine::Precision>{engine::Precision::kBf16, engine::Precision::kFp32}));
+  const auto sets = engine::kEvalSetSyntax.parse({"a=x", "b=y=z"}, "--eval-set");
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_EQ(sets[1].name, "b");
+  EXPECT_EQ(sets[1].path, "y=z");
 }
 
 // A shared row with help per command shows each command its own text.

@@ -322,7 +322,8 @@ struct Spoiler {
   }
   template <typename T>
   void operator()(const Setting& s, std::optional<T>& field) {
-    if (s.flag() == flag) field = value;
+    if constexpr (std::is_arithmetic_v<T>)
+      if (s.flag() == flag) field = static_cast<T>(value);
   }
   template <typename T, typename E>
   void operator()(const Setting&, T&, const ChoiceTable<E>&) {}

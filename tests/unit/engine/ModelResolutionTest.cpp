@@ -62,7 +62,7 @@ TEST(ModelResolution, FlagsThenTheModelFolderThenTheDefault) {
   request.spec.architecture = "resnet_tiny";
   request.spec.weightPath = dir;
   // What the CLI does with a model folder before resolving: its filter, mean and std apply.
-  applyModelCard(readModelFolder(dir), request.spec, [](const char*) { return false; });
+  applyModelCard(readModelFolder(dir), request.spec);
   ResolvedModel m = resolveModel(request, {224});
   ASSERT_TRUE(m.card.has_value());
   EXPECT_EQ(m.sizes(), std::vector<int>{40});
@@ -147,6 +147,73 @@ TEST(ModelResolution, TheRecordReachesTransformCardAndMetadataUnchanged) {
   EXPECT_EQ(j["interpolation"], "bicubic");
   EXPECT_EQ(j["mean"], nlohmann::json::array({0.5, 0.5, 0.5}));
   EXPECT_EQ(j["std"], nlohmann::json::array({0.25, 0.5, 0.75}));
+}
+
+// What a command was given is what it set: a model folder completes only the fields left unset
+// (architecture, filter), empty (mean, std) or 0 (classifier size), whatever gave the others (a
+// flag or --config); and the defaults apply to what neither gave.
+TEST(ModelResolution, AFolderCompletesOnlyWhatWasLeftUnset) {
+  const std::string dir = fixres::testing::makeTempDir("fixres_completion_") + "/hub";
+  ModelSpec recordedSpec;
+  recordedSpec.architecture = "resnet_tiny";
+  recordedSpec.numClasses = 3;
+  Preprocessing recorded;
+  recorded.sizes = {40};
+  recorded.filter = image::Filter::kBicubic;
+  recorded.mean = {0.5f, 0.25f, 0.125f};
+  recorded.std = {0.5f, 0.5f, 0.25f};
+  auto model = models::createModel("resnet_tiny", 3);
+  exportModel(*model, ExportLayout::kTimmHub, exportCard(recordedSpec, recorded), dir);
+  const ModelCard card = readModelFolder(dir);
+
+  ModelSpec unset;  // nothing given: the folder's values
+  unset.weightPath = dir;
+  applyModelCard(card, unset);
+  EXPECT_EQ(unset.architecture, std::optional<std::string>("resnet_tiny"));
+  EXPECT_EQ(unset.interpolation, std::optional<image::Filter>(image::Filter::kBicubic));
+  EXPECT_EQ(unset.mean, std::vector<float>(recorded.mean.begin(), recorded.mean.end()));
+  EXPECT_EQ(unset.std, std::vector<float>(recorded.std.begin(), recorded.std.end()));
+
+  ModelSpec given;  // each given, none the folder's: each kept
+  given.weightPath = dir;
+  given.architecture = "resnet18";
+  given.numClasses = 7;
+  given.interpolation = image::Filter::kBilinear;
+  given.mean = {0.1f, 0.2f, 0.3f};
+  given.std = {0.4f, 0.5f, 0.6f};
+  const ModelSpec before = given;
+  applyModelCard(card, given);
+  EXPECT_EQ(given.architecture, before.architecture);
+  EXPECT_EQ(given.numClasses, 7);
+  EXPECT_EQ(given.interpolation, before.interpolation);
+  EXPECT_EQ(given.mean, before.mean);
+  EXPECT_EQ(given.std, before.std);
+
+  const ModelSpec bare = ModelSpec{}.withDefaults();  // no folder either: the defaults
+  EXPECT_EQ(bare.architecture, std::optional<std::string>(kDefaultArchitecture));
+  EXPECT_EQ(bare.interpolation, std::optional<image::Filter>(image::Filter::kBilinear));
+  EXPECT_EQ(bare.architectureName(), "ResNet50");
+}
+
+// A sweep folder's recorded runtime and precision apply where --runtime and --precision were not
+// given; a given one wins; the defaults (LibTorch, auto) apply where neither says.
+TEST(ModelResolution, RecordedNumericsApplyWhereNotGiven) {
+  ResolvedModel m;
+  EXPECT_EQ(m.numerics(NumericsRequest{}, true).precision, PrecisionChoice::kAuto);
+  EXPECT_EQ(m.numerics(NumericsRequest{}, true).runtime, RuntimeChoice::kLibTorch);
+  m.card = ModelCard{};
+  m.card->folder = "sweep-folder";
+  m.card->precision = PrecisionChoice::kBf16;
+  m.card->runtime = RuntimeChoice::kLibTorch;
+  EXPECT_EQ(m.numerics(NumericsRequest{}, true).precision, PrecisionChoice::kBf16);
+  NumericsRequest given;
+  given.precision = PrecisionChoice::kFp32;
+  EXPECT_EQ(m.numerics(given, true).precision, PrecisionChoice::kFp32);
+  // OpenVINO recorded, the model on CUDA: LibTorch runs it, unless --runtime says otherwise.
+  m.card->runtime = RuntimeChoice::kOpenVino;
+  EXPECT_EQ(m.numerics(NumericsRequest{}, /*onCpu=*/false).runtime, RuntimeChoice::kLibTorch);
+  given.runtime = RuntimeChoice::kAuto;
+  EXPECT_EQ(m.numerics(given, /*onCpu=*/false).runtime, RuntimeChoice::kAuto);
 }
 
 }  // namespace
