@@ -10,6 +10,7 @@
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Options.h"
 #include "fixres/cli/RunOptions.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Log.h"
 #include "fixres/distributed/GradReducer.h"
 #include "fixres/engine/ModelResolution.h"
@@ -40,13 +41,13 @@ struct BenchShape {
 
 void addBenchShapeOptions(CLI::App& sub, BenchShape& b) {
   addConfigFile(sub);
-  addShared(sub, "--architecture", b.model.architecture);
-  addShared(sub, "--input-size", b.inputSize);
-  addShared(sub, "--batch", b.batch);
+  bindSetting(sub, engine::kArchitectureRow, b.model.architecture);
+  bindSetting(sub, engine::kInputSizeRow, b.inputSize);
+  bindSetting(sub, engine::kBatchRow, b.batch);
   engine::BenchLoop::visitSettings(b.loop, SettingsBinder{sub});
-  addShared(sub, "--num-classes", b.model.numClasses);
+  bindSetting(sub, engine::kNumClassesRow, b.model.numClasses);
   addNumericsOptions(sub, b.numerics, false);
-  addSharedFlag(sub, "--cpu", b.cpu);
+  bindSetting(sub, kCpuRow, b.cpu);
 }
 
 // The model (seeded, built as every subcommand builds it) and a random input batch.
@@ -72,12 +73,12 @@ Command addBenchTrain(CLI::App& bench) {
   };
   auto s = std::make_shared<State>();
   addBenchShapeOptions(*sub, s->shape);
-  addSharedFlag(*sub, "--finetune", s->step.finetune);
-  addSharedFlag(*sub, "--sync-bn", s->step.syncBatchNorm);
-  addSharedChoice(*sub, "--opt", s->step.optimizer, optim::optimizerKinds());
-  addSharedChoice(*sub, "--optimizer-impl", s->step.optimizerImpl, optim::optimizerImpls());
-  addSharedChoice(*sub, "--skip-on", s->step.skipOn, engine::skipOnChoices());
-  addSharedChoice(*sub, "--cuda-graph", s->step.cudaGraph, engine::graphModes());
+  bindSetting(*sub, kFinetuneRow, s->step.finetune);
+  bindSetting(*sub, engine::kSyncBnRow, s->step.syncBatchNorm);
+  bindSetting(*sub, engine::kOptRow, s->step.optimizer, optim::optimizerKinds());
+  bindSetting(*sub, engine::kOptimizerImplRow, s->step.optimizerImpl, optim::optimizerImpls());
+  bindSetting(*sub, engine::kSkipOnRow, s->step.skipOn, engine::skipOnChoices());
+  bindSetting(*sub, engine::kCudaGraphRow, s->step.cudaGraph, engine::graphModes());
   distributed::ReducerOptions::visitSettings(s->step.reducer, SettingsBinder{*sub});
   addClusterOptions(*sub, s->cluster);
   return {sub, [s]() -> int {
@@ -155,9 +156,9 @@ Command addBenchAllreduce(CLI::App& bench) {
   };
   auto s = std::make_shared<State>();
   addConfigFile(*sub);
-  addShared(*sub, "--architecture", s->architecture);
+  bindSetting(*sub, engine::kArchitectureRow, s->architecture);
   engine::BenchLoop::visitSettings(s->loop, SettingsBinder{*sub});
-  addShared(*sub, "--bucket-mb", s->reducer.bucketMb);
+  bindSetting(*sub, distributed::kBucketMbRow, s->reducer.bucketMb);
   addClusterOptions(*sub, s->cluster);
   return {
       sub, [s]() -> int {

@@ -5,6 +5,7 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/data/BenchData.h"
 #include "fixres/data/DeviceTransform.h"
 #include "fixres/data/GpuJpeg.h"
@@ -18,17 +19,17 @@ void addBenchDataSubcommand(CLI::App& bench, std::function<int()>& action) {
   auto o = std::make_shared<data::BenchDataOptions>();
   o->kind = image::TransformKind::kFull;
   addConfigFile(*sub);
-  addShared(*sub, "--dataset-path", o->datasetPath)->required();
-  addShared(*sub, "--input-size", o->inputSize);
-  addSharedChoice(*sub, "--auto-augment", o->autoAugment, image::autoAugmentKinds());
-  addShared(*sub, "--ra-magnitude", o->raMagnitude);
-  addShared(*sub, "--augmix-severity", o->augmixSeverity);
-  addShared(*sub, "--random-erase", o->randomErase);
-  addShared(*sub, "--workers", o->threads);
-  addShared(*sub, "--batch", o->batchSize);
+  bindSetting(*sub, kDatasetPathRow, o->datasetPath)->required();
+  bindSetting(*sub, engine::kInputSizeRow, o->inputSize);
+  bindSetting(*sub, engine::kAutoAugmentRow, o->autoAugment, image::autoAugmentKinds());
+  bindSetting(*sub, engine::kRaMagnitudeRow, o->raMagnitude);
+  bindSetting(*sub, engine::kAugmixSeverityRow, o->augmixSeverity);
+  bindSetting(*sub, engine::kRandomEraseRow, o->randomErase);
+  bindSetting(*sub, engine::kWorkersRow, o->threads);
+  bindSetting(*sub, engine::kBatchRow, o->batchSize);
   data::BenchDataOptions::visitSettings(*o, SettingsBinder{*sub});
   auto decodeOn = std::make_shared<engine::DecodeOnChoice>(engine::DecodeOnChoice::kAuto);
-  addSharedChoice(*sub, "--decode-on", *decodeOn, engine::numericsChoices().decodeOn);
+  bindSetting(*sub, engine::kDecodeOnRow, *decodeOn, engine::numericsChoices().decodeOn);
   sub->callback([o, decodeOn, &action]() {
     action = [o, decodeOn]() {
       // auto: the GPU path when there is one for this kind, as a run's loader decides.

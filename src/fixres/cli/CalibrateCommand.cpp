@@ -6,6 +6,7 @@
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
 #include "fixres/cli/RunOptions.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Log.h"
 #include "fixres/engine/CalibrationJob.h"
 #include "fixres/engine/OnnxExport.h"
@@ -27,13 +28,13 @@ Command addCalibrateCommand(CLI::App& parent) {
   engine::CalibrationJob& j = s->job;
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
-  addShared(*sub, "--dataset-path", j.datasetPath)->required();
-  addShared(*sub, "--input-size", s->eval.inputSize);
+  bindSetting(*sub, kDatasetPathRow, j.datasetPath)->required();
+  bindSetting(*sub, engine::kInputSizeRow, s->eval.inputSize);
   addEvalFlags(*sub, s->eval);
-  addSharedFlag(*sub, "--skip-bad-images", s->eval.settings.skipBadImages);
-  addShared(*sub, "--seed", j.seed);
+  bindSetting(*sub, engine::kSkipBadImagesRow, s->eval.settings.skipBadImages);
+  bindSetting(*sub, engine::kSeedRow, j.seed);
   engine::CalibrationJob::visitSettings(j, SettingsBinder{*sub});
-  addShared(*sub, "--out", j.out)->required();
+  bindSetting(*sub, kOutRow, j.out)->required();
   return {sub, [s, sub]() -> int {
             checkOutputPath("--out", s->job.out, givenInputs(*sub, {"--out"}));
             if (s->job.layout == engine::ExportLayout::kOpenVino)  // OUT.xml and OUT.bin

@@ -8,6 +8,7 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunOptions.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
@@ -30,11 +31,11 @@ struct EvalState {
 // EvalRequest::validate, run before anything is read or written).
 void addEvalJobFlags(CLI::App& sub, EvalState& s) {
   engine::EvalRequest& r = s.request;
-  auto* imnet = addShared(sub, "--imnet-path", r.imnetPath);
-  addShared(sub, "--dataset-path", r.datasetPath)->excludes(imnet);
-  addShared(sub, "--class-names", s.classNamesFile);
-  SettingsBinder{sub}(sharedFlag("--input-size"), s.eval.request.sizes, engine::kSizeListSyntax);
-  addSharedFlag(sub, "--skip-bad-images", s.eval.settings.skipBadImages);
+  auto* imnet = bindSetting(sub, kImnetPathRow, r.imnetPath);
+  bindSetting(sub, kDatasetPathRow, r.datasetPath)->excludes(imnet);
+  bindSetting(sub, kClassNamesRow, s.classNamesFile);
+  SettingsBinder{sub}(engine::kInputSizeRow, s.eval.request.sizes, engine::kSizeListSyntax);
+  bindSetting(sub, engine::kSkipBadImagesRow, s.eval.settings.skipBadImages);
   addIndexCacheFlag(sub, r.fileIndex);
   engine::EvalRequest::visitSettings(r, SettingsBinder{sub});
 }
@@ -92,7 +93,7 @@ Command addEvalCommand(CLI::App& parent) {
   auto s = std::make_shared<EvalState>();
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
-  addSharedFlag(*sub, "--use-ema", s->model.useEma);
+  bindSetting(*sub, engine::kUseEmaRow, s->model.useEma);
   addEvalJobFlags(*sub, *s);
   addEvalFlags(*sub, s->eval);
   addClusterOptions(*sub, s->cluster);

@@ -7,6 +7,7 @@
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
 #include "fixres/cli/RunOptions.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Files.h"
 #include "fixres/common/JsonInput.h"
 #include "fixres/common/Log.h"
@@ -42,12 +43,12 @@ Command addExportCommand(CLI::App& parent) {
   auto s = std::make_shared<ExportState>();
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
-  addSharedFlag(*sub, "--use-ema", s->model.useEma);
+  bindSetting(*sub, engine::kUseEmaRow, s->model.useEma);
   engine::ExportOptions::visitSettings(s->output, SettingsBinder{*sub});
-  addShared(*sub, "--out", s->out)->required();
-  addShared(*sub, "--input-size", s->inputSize);
-  addShared(*sub, "--class-names", s->card.classNamesFile);
-  addShared(*sub, "--license", s->card.license);
+  bindSetting(*sub, kOutRow, s->out)->required();
+  bindSetting(*sub, engine::kInputSizeRow, s->inputSize);
+  bindSetting(*sub, kClassNamesRow, s->card.classNamesFile);
+  bindSetting(*sub, kLicenseRow, s->card.license);
   engine::ModelRequest::visitSettings(s->request, SettingsBinder{*sub});
   return {sub, [s, sub]() -> int {
             const bool onnx = s->output.format == engine::ExportLayout::kOnnx;

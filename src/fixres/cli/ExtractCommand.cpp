@@ -6,6 +6,7 @@
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
 #include "fixres/cli/RunOptions.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/data/Dataset.h"
@@ -69,10 +70,10 @@ Command addExtractCommand(CLI::App& parent) {
   auto s = std::make_shared<State>();
   addConfigFile(*sub);
   addModelOptions(*sub, s->model);
-  addSharedFlag(*sub, "--use-ema", s->model.useEma);
-  addShared(*sub, "--dataset-path", s->datasetPath)->required();
-  addShared(*sub, "--save-path", s->savePath)->required();
-  addShared(*sub, "--input-size", s->eval.inputSize);
+  bindSetting(*sub, engine::kUseEmaRow, s->model.useEma);
+  bindSetting(*sub, kDatasetPathRow, s->datasetPath)->required();
+  bindSetting(*sub, kSavePathRow, s->savePath)->required();
+  bindSetting(*sub, engine::kInputSizeRow, s->eval.inputSize);
   addEvalFlags(*sub, s->eval);
   addClusterOptions(*sub, s->cluster);
   return {sub, [s, sub]() -> int {
@@ -92,6 +93,16 @@ Command addExtractCommand(CLI::App& parent) {
           }};
 }
 
+// Which of the reference's two file names eval-softmax reads.
+constexpr Setting kSoftmaxVersionRow{
+    "",
+    "--version",
+    "Data",
+    "v1: <arch>_softmax.npy; v2: <arch>_softmax_v2.npy (the reference's two releases)",
+    {},
+    SettingRole::kInvocation,
+    "eval-softmax"};
+
 Command addEvalSoftmaxCommand(CLI::App& parent) {
   auto* sub =
       parent.add_subcommand("eval-softmax", "Top-1/top-5 from saved softmax and labels (.npy)");
@@ -100,10 +111,9 @@ Command addEvalSoftmaxCommand(CLI::App& parent) {
     SoftmaxVersion version = SoftmaxVersion::kV1;
   };
   auto s = std::make_shared<State>();
-  addShared(*sub, "--save-path", s->savePath)->required();
-  addShared(*sub, "--architecture", s->architecture);
-  addChoice(*sub, "--version", s->version, softmaxVersions(),
-            "v1: <arch>_softmax.npy; v2: <arch>_softmax_v2.npy (the reference's two releases)");
+  bindSetting(*sub, kSavePathRow, s->savePath)->required();
+  bindSetting(*sub, engine::kArchitectureRow, s->architecture);
+  bindSetting(*sub, kSoftmaxVersionRow, s->version, softmaxVersions());
   return {sub, [s]() -> int {
             const std::string labelsPath = s->savePath + "/labels.npy";
             const std::string softmaxPath =

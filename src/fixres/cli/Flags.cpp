@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "fixres/cli/ConfigFile.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Error.h"
 #include "fixres/engine/RunConfig.h"
 
@@ -173,137 +174,13 @@ CLI::Validator outputPathValidator(const std::string& flag) {
 
 namespace {
 
-// What --out is to each command that writes one.
-constexpr CommandHelp kOutHelp[] = {
-    {"import", "The image folder written"},
-    {"sweep", "The sweep folder: sweep.json, sweep.svg and the fine-tuning runs (a model folder)"},
-    {"export",
-     "The weight file, replaced atomically (--format timm-hub: the folder, new or empty)"},
-    {"calibrate", "The weight file, replaced atomically"},
-    {"predict", "The results file, replaced atomically (default: stdout)"},
-    {"plot", "The SVG (default: RUN_DIR/curves.svg)"},
-    {"shard", "The shard folder, new or empty"},
-    {nullptr, nullptr}};
-
-constexpr CommandHelp kClassNamesHelp[] = {
-    {"predict",
-     "File of class names, one per line in class order, naming the outputs (default: the model "
-     "folder's)"},
-    {"eval",
-     "File of class names, one per line in class order, naming the report's classes (default: "
-     "the model folder's)"},
-    {"export",
-     "File of class names, one per line in class order, recorded as the hub folder's label_names "
-     "(default: the model folder's)"},
-    {nullptr, nullptr}};
-
-constexpr CommandHelp kTrainSizeHelp[] = {
-    {"sweep",
-     "The resolution the model was trained at (K_train; default: a model folder's, else 224)"},
-    {nullptr, nullptr}};
-constexpr CommandHelp kFinetuneHelp[] = {
-    {"sweep", "Also fine-tune (FixRes: classifier + last BN) at each resolution"},
-    {"bench train", "Time the FixRes fine-tuning step (classifier + last BN) instead of training"},
-    {nullptr, nullptr}};
-
-// The flags of one invocation: where the data and outputs are, how files are fetched, the
-// device. Not saved in config.json.
+// The flags of one invocation (cli/SharedRows.h), in the order `fixres settings` lists them.
 std::vector<Setting> invocationFlags() {
-  constexpr auto kInvocation = SettingRole::kInvocation;
-  return {
-      {"",
-       "--pretrained",
-       "Model",
-       "Published weights by name (see 'fixres weights list'): fetched into the cache; sets "
-       "--architecture (and timm's preprocessing) unless given",
-       {},
-       kInvocation},
-      {"",
-       "--cache-dir",
-       "Download",
-       "Folder of fetched weight files (default: $XDG_CACHE_HOME/fixres, else ~/.cache/fixres)",
-       {},
-       kInvocation,
-       "",
-       "FIXRES_CACHE"},
-      {"", "--download-timeout", "Download",
-       "Seconds a download may stay below 1 KiB/s (or connecting may take, up to 30) before it "
-       "fails",
-       Range::integers(1, 86400), kInvocation},
-      {"",
-       "--imnet-path",
-       "Data",
-       "Dataset root holding train/ and val/ (and holdout/ when imported), each read by the first "
-       "dataset reader that takes it: an image folder, a folder of tar shards (fixres shard), ... "
-       "(docs/data.md, Readers)",
-       {},
-       kInvocation},
-      {"",
-       "--dataset-path",
-       "Data",
-       "Dataset to read, by the first dataset reader that takes it: an image folder (one "
-       "sub-folder "
-       "per class), a folder of tar shards (fixres shard), ... (docs/data.md, Readers)",
-       {},
-       kInvocation},
-      {"",
-       "--no-index-cache",
-       "Data",
-       "List image folders by a full scan, without reading or writing their file index "
-       "(.fixres-index in the folder, else in the cache folder's index/)",
-       {},
-       kInvocation},
-      {"",
-       "--no-tensorboard",
-       "Output",
-       "Write no TensorBoard event file (events.out.tfevents.*) in the run folder",
-       {},
-       kInvocation},
-      {"", "--cpu", "Device", "Run on the CPU even when CUDA is available", {}, kInvocation},
-      {"", "--train-size", "Resolution", "The resolution the model was trained at (K_train)",
-       engine::kImageSizes, kInvocation, "", "", kTrainSizeHelp},
-      {"",
-       "--finetune",
-       "Options",
-       "FixRes fine-tuning (classifier + last BN)",
-       {},
-       kInvocation,
-       "",
-       "",
-       kFinetuneHelp},
-      Setting{"", "--out,--output", "Output", "The output path", {}, kInvocation, "", "", kOutHelp}
-          .writtenTo(),
-      {"",
-       "--class-names",
-       "Output",
-       "File of class names, one per line in class order (default: the model folder's)",
-       {},
-       kInvocation,
-       "",
-       "",
-       kClassNamesHelp},
-      {"",
-       "--license",
-       "Output",
-       "timm-hub: the license recorded (default: cc-by-nc-4.0 for weights derived from FixRes's, "
-       "else none)",
-       {},
-       kInvocation},
-      Setting{"",
-              "--save-path",
-              "Output",
-              "Folder of the .npy files (written by extract, read by eval-softmax)",
-              {},
-              kInvocation}
-          .writtenTo(),
-      {"",
-       "--config",
-       "Config",
-       "TOML file (INI when named *.ini) of this subcommand's options: `key = value`, keys are "
-       "flag names without '--'; flags on the command line win",
-       {},
-       kInvocation},
-  };
+  return {kPretrainedRow,    kCacheDirRow,    kDownloadTimeoutRow,
+          kImnetPathRow,     kDatasetPathRow, kNoIndexCacheRow,
+          kNoTensorboardRow, kCpuRow,         kTrainSizeRow,
+          kFinetuneRow,      kOutRow,         kClassNamesRow,
+          kLicenseRow,       kSavePathRow,    kConfigRow};
 }
 
 struct RowCollector {
@@ -329,13 +206,6 @@ const std::vector<Setting>& sharedFlags() {
     return rows;
   }();
   return kFlags;
-}
-
-const Setting& sharedFlag(const std::string& name) {
-  for (const auto& f : sharedFlags()) {
-    if (f.flag() == name) return f;
-  }
-  FIXRES_FAIL(InternalError, "no shared flag ", name);
 }
 
 std::string commandName(const CLI::App& app) {
@@ -381,12 +251,8 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<float>& 
   return finish(app.add_option(row.flags, target, row.helpFor(commandName(app)))->expected(3), row);
 }
 
-CLI::Option* addSharedFlag(CLI::App& app, const std::string& name, bool& target) {
-  return bindSetting(app, sharedFlag(name), target);
-}
-
 CLI::Option* addConfigFile(CLI::App& app) {
-  const Setting& f = sharedFlag("--config");
+  const Setting& f = kConfigRow;
   CLI::App* root = &app;
   while (root->get_parent() != nullptr) root = root->get_parent();
   // CLI11 reads config files for the top-level app only, after the whole command line and

@@ -1,9 +1,9 @@
-// The flags several subcommands share, each declared exactly once as a setting row
-// (common/Setting.h): the rows of a run's settings (RunConfig::visitSettings) and those of the
-// flags of one invocation (paths, outputs, downloads), and the helpers that bind a row to a
-// subcommand. The row's range becomes the flag's check (a bad value is refused while parsing,
-// exit 2, the value named; the range shows in --help); a choice flag is bound to its enum
-// through the enum's name table, its valid values listed in --help.
+// The one binder of flags: a setting row (common/Setting.h) bound to its typed field on a
+// subcommand. The rows several subcommands share are named constants (cli/SharedRows.h for the
+// flags of one invocation; the run settings' beside their components, engine::kBatchRow, ...).
+// The row's range becomes the flag's check (a bad value is refused while parsing, exit 2, the
+// value named; the range shows in --help); a choice flag is bound to its enum through the enum's
+// name table, its valid values listed in --help; a list row through its ListSyntax.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -56,8 +56,6 @@ CLI::Validator outputPathValidator(const std::string& flag);
 // Every shared row, each flag name once: the run settings' rows in RunConfig order, then the
 // invocation flags.
 const std::vector<Setting>& sharedFlags();
-// The shared row whose first flag name is `name` (InternalError for an unknown one).
-const Setting& sharedFlag(const std::string& name);
 
 // The command `app` is, as its rows name it: its name below the top-level app, a nested one
 // after its parent's ("predict", "bench train").
@@ -97,13 +95,6 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, T& target) {
   if (row.range.kind != Range::Kind::kAny) opt->check(rangeValidator(row.range));
   return opt;
 }
-
-// Adds shared flag `name` bound to `target`.
-template <typename T>
-CLI::Option* addShared(CLI::App& app, const std::string& name, T& target) {
-  return bindSetting(app, sharedFlag(name), target);
-}
-CLI::Option* addSharedFlag(CLI::App& app, const std::string& name, bool& target);
 
 // --config FILE on subcommand `app`: its options read from a TOML file (an INI file when the
 // name ends in .ini): `key = value` lines whose keys are the subcommand's flag names without
@@ -184,13 +175,6 @@ CLI::Option* bindSetting(CLI::App& app, const Setting& row, std::vector<T>& targ
   if (row.range.kind == Range::Kind::kInteger)
     opt->check(intListIn(static_cast<int64_t>(row.range.lo), static_cast<int64_t>(row.range.hi)));
   return opt;
-}
-
-// A shared choice flag.
-template <typename E>
-CLI::Option* addSharedChoice(CLI::App& app, const std::string& name, E& target,
-                             const ChoiceTable<E>& table) {
-  return bindSetting(app, sharedFlag(name), target, table);
 }
 
 // Binds every row of a settings visit that the command `app` offers (Setting::offeredTo), with

@@ -4,6 +4,7 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/Holdout.h"
@@ -16,9 +17,9 @@ Command addHoldoutCommand(CLI::App& parent) {
       "Move a seeded fraction of each class of DATA/train/ to DATA/holdout/: the held-out split "
       "sweep chooses on (before training on DATA/train/)");
   auto s = std::make_shared<data::HoldoutRequest>();
-  addShared(*sub, "--imnet-path", s->imnetPath)->required();
+  bindSetting(*sub, kImnetPathRow, s->imnetPath)->required();
   data::HoldoutRequest::visitSettings(*s, SettingsBinder{*sub});
-  addShared(*sub, "--seed", s->seed);
+  bindSetting(*sub, engine::kSeedRow, s->seed);
   return {sub, [s]() -> int {
             const auto plan = data::planHoldout(s->imnetPath + "/train", s->imnetPath + "/holdout",
                                                 s->fraction, static_cast<uint64_t>(s->seed));

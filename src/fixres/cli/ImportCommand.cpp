@@ -4,6 +4,7 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/Import.h"
@@ -15,7 +16,7 @@ Command addImportCommand(CLI::App& parent) {
       "import", "Turn IDX files (Fashion-MNIST from the Debian package) into an image folder");
   auto o = std::make_shared<data::ImportOptions>();
   data::ImportOptions::visitSettings(*o, SettingsBinder{*sub});
-  addShared(*sub, "--out", o->outDir)->required();
+  bindSetting(*sub, kOutRow, o->outDir)->required();
   return {sub, [o]() -> int {
             checkOutputPath("--out", o->outDir, {{"--source", o->sourceDir}});
             if (!o->numericClasses) o->classNames = data::fashionMnistClassNames();

@@ -7,6 +7,7 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/engine/RunCurves.h"
@@ -21,7 +22,7 @@ Command addPlotCommand(CLI::App& parent) {
   };
   auto s = std::make_shared<State>();
   bindSetting(*sub, engine::kPlotRunDirRow, s->runDir)->required();
-  addShared(*sub, "--out", s->out);
+  bindSetting(*sub, kOutRow, s->out);
   return {sub, [s]() -> int {
             struct stat st {};
             FIXRES_CHECK(::stat(s->runDir.c_str(), &st) == 0, DataError, "run folder ", s->runDir,

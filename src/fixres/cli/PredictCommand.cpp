@@ -7,6 +7,7 @@
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
 #include "fixres/cli/RunOptions.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Files.h"
 #include "fixres/engine/InferenceJobs.h"
@@ -34,11 +35,11 @@ Command addPredictCommand(CLI::App& parent) {
   addConfigFile(*sub);
   bindSetting(*sub, engine::kPredictInputsRow, s->inputs)->required();
   addModelOptions(*sub, s->model);
-  addSharedFlag(*sub, "--use-ema", s->model.useEma);
-  addShared(*sub, "--input-size", s->eval.inputSize);
+  bindSetting(*sub, engine::kUseEmaRow, s->model.useEma);
+  bindSetting(*sub, engine::kInputSizeRow, s->eval.inputSize);
   engine::PredictOptions::visitSettings(s->output, SettingsBinder{*sub});
-  addShared(*sub, "--out", s->out);
-  addShared(*sub, "--class-names", s->classNamesFile);
+  bindSetting(*sub, kOutRow, s->out);
+  bindSetting(*sub, kClassNamesRow, s->classNamesFile);
   addEvalFlags(*sub, s->eval);
   addClusterOptions(*sub, s->cluster);
   return {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Error.h"
 #include "fixres/common/Log.h"
 #include "fixres/data/Sampler.h"
@@ -33,14 +34,14 @@ void addIndexCacheFlag(CLI::App& app, data::FileIndexOptions& index) {
   index.enabled = true;
   const std::string cache = defaultCacheDir();
   index.cacheDir = cache.empty() ? "" : cache + "/index";
-  bindSetting(app, sharedFlag("--no-index-cache"), index.enabled);
+  bindSetting(app, kNoIndexCacheRow, index.enabled);
 }
 
 void addDownloadOptions(CLI::App& app, DownloadOptions& d) {
   // The default is resolved here, not shown in --help: it is this machine's home folder.
-  addShared(app, "--cache-dir", d.cacheDir);
+  bindSetting(app, kCacheDirRow, d.cacheDir);
   d.cacheDir = defaultCacheDir();
-  addShared(app, "--download-timeout", d.stallTimeoutS);
+  bindSetting(app, kDownloadTimeoutRow, d.stallTimeoutS);
   d.progressBar = ::isatty(STDERR_FILENO) == 1;
 }
 
@@ -99,7 +100,7 @@ void applyPretrained(const std::string& name, engine::ModelSpec& m) {
 std::function<void()> completeModelOptions(CLI::App& app, engine::ModelSpec& m) {
   addDownloadOptions(app, m.download);
   auto name = std::make_shared<std::optional<std::string>>();
-  bindSetting(app, sharedFlag("--pretrained"), *name);
+  bindSetting(app, kPretrainedRow, *name);
   return [&m, name] {
     if (*name) applyPretrained(**name, m);
     if (engine::isModelFolder(m.weightPath))
@@ -132,10 +133,10 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
   // Every row of the run's settings (its model's included) that this subcommand offers.
   engine::RunConfig::visitSettings(c, SettingsBinder{app});
   auto pretrained = completeModelOptions(app, c.model);
-  addShared(app, "--imnet-path", imnetPath)->required();
+  bindSetting(app, kImnetPathRow, imnetPath)->required();
   addIndexCacheFlag(app, c.fileIndex);
-  addSharedFlag(app, "--no-tensorboard", c.tensorboard);
-  addSharedFlag(app, "--cpu", cpu);
+  bindSetting(app, kNoTensorboardRow, c.tensorboard);
+  bindSetting(app, kCpuRow, cpu);
   // Once the command line and --config are both applied, before any file is opened: --pretrained,
   // then every value and what the values imply, with the engine's checks and messages.
   app.callback([&app, &c, pretrained] {
@@ -147,12 +148,12 @@ void addTrainingOptions(CLI::App& app, engine::RunConfig& c, std::string& imnetP
 }
 
 void addEvalFlags(CLI::App& app, EvalFlags& f) {
-  addShared(app, "--batch", f.settings.batch);
-  addShared(app, "--workers", f.settings.workers);
-  addSharedFlag(app, "--test-flip", f.settings.testFlip);
+  bindSetting(app, engine::kBatchRow, f.settings.batch);
+  bindSetting(app, engine::kWorkersRow, f.settings.workers);
+  bindSetting(app, engine::kTestFlipRow, f.settings.testFlip);
   engine::ModelRequest::visitSettings(f.request, SettingsBinder{app});
   engine::NumericsRequest::visitSettings(f.numerics, SettingsBinder{app});
-  addSharedFlag(app, "--cpu", f.cpu);
+  bindSetting(app, kCpuRow, f.cpu);
 }
 
 Rank connectRank(const ClusterOptions& cluster, bool cpuOnly,

@@ -5,6 +5,7 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/Log.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/data/Dataset.h"
@@ -16,10 +17,10 @@ Command addShardCommand(CLI::App& parent) {
   auto* sub = parent.add_subcommand(
       "shard", "Write an image folder as shuffled tar shards (WebDataset layout) with an index");
   auto s = std::make_shared<data::ShardRequest>();
-  addShared(*sub, "--dataset-path", s->datasetPath)->required();
-  addShared(*sub, "--out", s->outDir)->required();
+  bindSetting(*sub, kDatasetPathRow, s->datasetPath)->required();
+  bindSetting(*sub, kOutRow, s->outDir)->required();
   data::ShardRequest::visitSettings(*s, SettingsBinder{*sub});
-  addShared(*sub, "--seed", s->seed);
+  bindSetting(*sub, engine::kSeedRow, s->seed);
   return {sub, [s]() -> int {
             checkOutputPath("--out", s->outDir, {{"--dataset-path", s->datasetPath}});
             auto dataset = data::openDataset(s->datasetPath);

@@ -6,6 +6,7 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/Flags.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/engine/Resolution.h"
 #include "fixres/models/Registry.h"
 
@@ -16,8 +17,8 @@ Command addSuggestResolutionCommand(CLI::App& parent) {
       "suggest-resolution", "Test resolution matching apparent object sizes of RRC training");
   auto s = std::make_shared<engine::SuggestRequest>();
   engine::SuggestRequest::visitSettings(*s, SettingsBinder{*sub});
-  addShared(*sub, "--train-size", s->trainSize);
-  addShared(*sub, "--architecture", s->architecture);
+  bindSetting(*sub, kTrainSizeRow, s->trainSize);
+  bindSetting(*sub, engine::kArchitectureRow, s->architecture);
   return {sub, [s]() -> int {
             const engine::SuggestRequest& q = *s;
             q.validate();

@@ -13,6 +13,7 @@
 
 #include "fixres/cli/Command.h"
 #include "fixres/cli/RunOptions.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/common/StopSignal.h"
 #include "fixres/engine/ModelCard.h"
 #include "fixres/engine/Resolution.h"
@@ -151,15 +152,15 @@ Command addSweepCommand(CLI::App& parent) {
   auto s = std::make_shared<SweepState>();
   addConfigFile(*sub);
   addModelOptions(*sub, s->sweep.model);
-  addShared(*sub, "--imnet-path", s->sweep.imnetPath)->required();
-  addShared(*sub, "--train-size", s->trainSize);
-  addSharedFlag(*sub, "--finetune", s->sweep.finetune);
-  addSharedFlag(*sub, "--absolute-lr", s->sweep.absoluteLr);
+  bindSetting(*sub, kImnetPathRow, s->sweep.imnetPath)->required();
+  bindSetting(*sub, kTrainSizeRow, s->trainSize);
+  bindSetting(*sub, kFinetuneRow, s->sweep.finetune);
+  bindSetting(*sub, engine::kAbsoluteLrRow, s->sweep.absoluteLr);
   engine::SweepOptions::visitSettings(s->sweep, SettingsBinder{*sub});
   addEvalFlags(*sub, s->eval);
-  addSharedFlag(*sub, "--skip-bad-images", s->eval.settings.skipBadImages);
-  addShared(*sub, "--seed", s->sweep.seed);
-  addShared(*sub, "--out", s->sweep.out);
+  bindSetting(*sub, engine::kSkipBadImagesRow, s->eval.settings.skipBadImages);
+  bindSetting(*sub, engine::kSeedRow, s->sweep.seed);
+  bindSetting(*sub, kOutRow, s->sweep.out);
   addClusterOptions(*sub, s->cluster);
   return {sub, [s, sub]() -> int {
             const engine::SweepOptions o = sweepOptions(*sub, *s);

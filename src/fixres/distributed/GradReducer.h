@@ -34,6 +34,13 @@ namespace fixres::distributed {
 enum class GradCompression { kNone, kFp16, kBf16 };
 const ChoiceTable<GradCompression>& gradCompressionNames();  // none, fp16, bf16
 
+// Rows other commands bind too, by these names (cli/Flags.h: bindSetting).
+inline constexpr Setting kBucketMbRow{
+    "bucket_mb", "--bucket-mb", "Cluster",
+    "Size of the gradient all-reduce buckets in MB (DDP's bucket_cap_mb; at least one "
+    "byte, 2^-20 MB)",
+    Range::reals(1.0 / (1 << 20), 1024)};
+
 struct ReducerOptions {
   double bucketMb = 25;                // DDP's bucket_cap_mb (25); MB of 2^20 bytes
   size_t firstBucketBytes = 1u << 20;  // the first bucket is small so that sending starts early
@@ -47,11 +54,7 @@ struct ReducerOptions {
               "Precision of the gradient all-reduce: none (fp32), fp16 or bf16 (DDP's compression "
               "hooks: half the bytes on the wire, gradients rounded to 16 bits)"},
       o.compression, gradCompressionNames());
-    v(Setting{"bucket_mb", "--bucket-mb", "Cluster",
-              "Size of the gradient all-reduce buckets in MB (DDP's bucket_cap_mb; at least one "
-              "byte, 2^-20 MB)",
-              Range::reals(1.0 / (1 << 20), 1024)},
-      o.bucketMb);
+    v(kBucketMbRow, o.bucketMb);
   }
 };
 

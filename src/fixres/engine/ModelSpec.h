@@ -34,6 +34,36 @@ inline constexpr CommandHelp kArchitectureHelp[] = {
 // The commands that train a model (flags of training alone: dropout, stochastic depth).
 inline constexpr const char* kTrainingCommands = "train,finetune,sweep";
 
+// Rows other commands bind too, by these names (cli/Flags.h: bindSetting).
+inline constexpr Setting kUseEmaRow{
+    "use_ema",
+    "--use-ema",
+    "Model",
+    "Load the checkpoint's EMA weights (model_ema, saved by runs with --model-ema) "
+    "instead of its model",
+    {},
+    SettingRole::kCompared,
+    "finetune"};
+inline constexpr Setting kArchitectureRow{
+    "architecture",
+    "--architecture,--model",
+    "Model",
+    "Model name, in FixRes's, torchvision's or timm's spelling (docs/models.md; an "
+    "unknown name is refused with the list of known ones; default: a model folder's "
+    "when --weight-path names one, else ResNet50)",
+    {},
+    SettingRole::kDefinesRun,
+    "",
+    "",
+    kArchitectureHelp};
+inline constexpr Setting kNumClassesRow{
+    "num_classes",
+    "--num-classes",
+    "Model",
+    "Classifier size (0: a model folder's, else the number of dataset classes)",
+    Range::integers(0, 1000000),
+    SettingRole::kDefinesRun};
+
 // The architecture of a model whose flags, --pretrained and model folder name none.
 inline constexpr const char* kDefaultArchitecture = "ResNet50";
 
@@ -70,18 +100,7 @@ struct ModelSpec {
   // CLI's (RunOptions.h).
   template <typename Self, typename V>
   static void visitSettings(Self& m, V&& v) {
-    v(Setting{"architecture",
-              "--architecture,--model",
-              "Model",
-              "Model name, in FixRes's, torchvision's or timm's spelling (docs/models.md; an "
-              "unknown name is refused with the list of known ones; default: a model folder's "
-              "when --weight-path names one, else ResNet50)",
-              {},
-              SettingRole::kDefinesRun,
-              "",
-              "",
-              kArchitectureHelp},
-      m.architecture);
+    v(kArchitectureRow, m.architecture);
     v(Setting{"efficientnet_model",
               "--EfficientNet-models",
               "Model",
@@ -124,10 +143,7 @@ struct ModelSpec {
               "takes images of any size (timm's dynamic_img_size; sweep and several --input-size "
               "values turn it on)"},
       m.dynamicImgSize);
-    v(Setting{"num_classes", "--num-classes", "Model",
-              "Classifier size (0: a model folder's, else the number of dataset classes)",
-              Range::integers(0, 1000000), SettingRole::kDefinesRun},
-      m.numClasses);
+    v(kNumClassesRow, m.numClasses);
     v(Setting{"weight_path", "--weight-path,--resnet-weight-path", "Model",
               "Weights: torch.save file (zip or pre-1.6: state dict, FixRes {'model': ...}, or a "
               "fixres checkpoint), safetensors state dict, an http(s) URL fetched into the "
@@ -138,15 +154,7 @@ struct ModelSpec {
     v(Setting{"skip_classifier", "--skip-classifier", "Model",
               "Load every weight but the classifier (for another number of classes)"},
       m.skipClassifier);
-    v(Setting{"use_ema",
-              "--use-ema",
-              "Model",
-              "Load the checkpoint's EMA weights (model_ema, saved by runs with --model-ema) "
-              "instead of its model",
-              {},
-              SettingRole::kCompared,
-              "finetune"},
-      m.useEma);
+    v(kUseEmaRow, m.useEma);
   }
 
   // This spec for a command that feeds the model images of `sizes`: runSize the first, and a

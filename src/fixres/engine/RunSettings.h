@@ -25,6 +25,67 @@ inline constexpr CommandHelp kSeedHelp[] = {
     {"holdout", "Seed of the choice: the same folder, fraction and seed move the same images"},
     {nullptr, nullptr}};
 
+// Rows other commands bind too, by these names (cli/Flags.h: bindSetting).
+inline constexpr Setting kInputSizeRow{
+    "input_size",  "--input-size",           "Data", "Resolution in px",
+    kImageSizes,   SettingRole::kDefinesRun, "",     "",
+    kInputSizeHelp};
+inline constexpr Setting kSeedRow{"seed",
+                                  "--seed",
+                                  "Optimisation",
+                                  "Seed of initialisation, sampling and augmentation",
+                                  Range::integers(0),
+                                  SettingRole::kDefinesRun,
+                                  "",
+                                  "",
+                                  kSeedHelp};
+inline constexpr Setting kSkipBadImagesRow{"skip_bad_images", "--skip-bad-images", "Data",
+                                           "Skip unreadable images (counted) instead of failing"};
+inline constexpr Setting kBatchRow{"batch",
+                                   "--batch,--batch-size,-b",
+                                   "Data",
+                                   "Images per process and step",
+                                   Range::integers(1, 1 << 20),
+                                   SettingRole::kDefinesRun};
+inline constexpr Setting kWorkersRow{"workers", "--workers", "Data", "Loader threads per process",
+                                     Range::integers(1, 1024)};
+inline constexpr Setting kRandomEraseRow{
+    "random_erase",
+    "--random-erase",
+    "Data",
+    "RandomErasing probability on the normalised train images (torchvision's: scale 0.02 "
+    "to 0.33, ratio 0.3 to 3.3, value 0); 0: off",
+    Range::reals(0, 1),
+    SettingRole::kDefinesRun};
+inline constexpr Setting kRaMagnitudeRow{
+    "ra_magnitude",
+    "--ra-magnitude",
+    "Data",
+    "RandAugment magnitude bin (of 31), with --auto-augment ra",
+    Range::integers(0, 30),
+    SettingRole::kDefinesRun};
+inline constexpr Setting kAutoAugmentRow{
+    "auto_augment",
+    "--auto-augment",
+    "Data",
+    "Automatic augmentation of the train transform (torch, full, v2-train), after the "
+    "crop, flip and colour jitter, as torchvision's references: none, ra (RandAugment), "
+    "ta_wide (TrivialAugmentWide), augmix (AugMix) or imagenet (the AutoAugment ImageNet "
+    "policy)",
+    {},
+    SettingRole::kDefinesRun};
+inline constexpr Setting kAugmixSeverityRow{"augmix_severity",
+                                            "--augmix-severity",
+                                            "Data",
+                                            "AugMix severity, with --auto-augment augmix",
+                                            Range::integers(1, 10),
+                                            SettingRole::kDefinesRun};
+inline constexpr Setting kTestFlipRow{"test_flip", "--test-flip", "Data",
+                                      "Average logits with the horizontally flipped image"};
+inline constexpr Setting kAbsoluteLrRow{
+    "absolute_lr", "--absolute-lr", "Optimisation",
+    "Use the learning rate as given (no linear scaling 8 x lr x batch x processes / 512)"};
+
 template <typename Self, typename V>
 void RunConfig::visitSettings(Self& c, V&& v) {
   constexpr auto kDefines = SettingRole::kDefinesRun;
@@ -36,9 +97,7 @@ void RunConfig::visitSettings(Self& c, V&& v) {
   ModelSpec::visitSettings(c.model, v);
   v(Setting{"train_path", "", "", "The training image folder", {}, kDefines}, c.trainPath);
   v(Setting{"val_path", "", "", "The evaluation image folder"}, c.valPath);
-  v(Setting{"input_size", "--input-size", "Data", "Resolution in px", size, kDefines, "", "",
-            kInputSizeHelp},
-    c.inputSize);
+  v(kInputSizeRow, c.inputSize);
   v(Setting{"eval_size", "--eval-size", "Data", "Evaluation resolution (0: --input-size)",
             size.orValue(0, "--input-size"), kCompared, "finetune"},
     c.evalSize);
@@ -46,40 +105,17 @@ void RunConfig::visitSettings(Self& c, V&& v) {
   v(Setting{"train_transform", "--transform", "Data", "Train transform", {}, kDefines},
     c.trainTransform, image::transformKinds());
   v(kResizeModeRow, c.resizeMode, image::resizeModes());
-  v(Setting{"auto_augment",
-            "--auto-augment",
-            "Data",
-            "Automatic augmentation of the train transform (torch, full, v2-train), after the "
-            "crop, flip and colour jitter, as torchvision's references: none, ra (RandAugment), "
-            "ta_wide (TrivialAugmentWide), augmix (AugMix) or imagenet (the AutoAugment ImageNet "
-            "policy)",
-            {},
-            kDefines},
-    c.autoAugment, image::autoAugmentKinds());
-  v(Setting{"ra_magnitude", "--ra-magnitude", "Data",
-            "RandAugment magnitude bin (of 31), with --auto-augment ra", Range::integers(0, 30),
-            kDefines},
-    c.raMagnitude);
-  v(Setting{"augmix_severity", "--augmix-severity", "Data",
-            "AugMix severity, with --auto-augment augmix", Range::integers(1, 10), kDefines},
-    c.augmixSeverity);
-  v(Setting{"random_erase", "--random-erase", "Data",
-            "RandomErasing probability on the normalised train images (torchvision's: scale 0.02 "
-            "to 0.33, ratio 0.3 to 3.3, value 0); 0: off",
-            Range::reals(0, 1), kDefines},
-    c.randomErase);
-  v(Setting{"batch", "--batch,--batch-size,-b", "Data", "Images per process and step",
-            Range::integers(1, 1 << 20), kDefines},
-    c.batch);
+  v(kAutoAugmentRow, c.autoAugment, image::autoAugmentKinds());
+  v(kRaMagnitudeRow, c.raMagnitude);
+  v(kAugmixSeverityRow, c.augmixSeverity);
+  v(kRandomEraseRow, c.randomErase);
+  v(kBatchRow, c.batch);
   v(Setting{"accumulation_steps", "--accumulation-steps", "Optimisation",
             "Micro-batches of --batch whose gradients add up to one optimizer step",
             Range::integers(1), kDefines},
     c.accumulationSteps);
-  v(Setting{"workers", "--workers", "Data", "Loader threads per process", Range::integers(1, 1024)},
-    c.workers);
-  v(Setting{"skip_bad_images", "--skip-bad-images", "Data",
-            "Skip unreadable images (counted) instead of failing"},
-    c.skipBadImages);
+  v(kWorkersRow, c.workers);
+  v(kSkipBadImagesRow, c.skipBadImages);
   v(Setting{"sampler",
             "--sampler",
             "Data",
@@ -101,9 +137,7 @@ void RunConfig::visitSettings(Self& c, V&& v) {
             "Base learning rate, scaled 8 x lr x batch x processes / 512 unless --absolute-lr",
             Range::reals(0, INFINITY, /*loOpen=*/true)},
     c.learningRate);
-  v(Setting{"absolute_lr", "--absolute-lr", "Optimisation",
-            "Use the learning rate as given (no linear scaling 8 x lr x batch x processes / 512)"},
-    c.absoluteLr);
+  v(kAbsoluteLrRow, c.absoluteLr);
   StepOptions::visitSettings(c.step, v);
   ScheduleOptions::visitSettings(c.schedule, v);
   EmaOptions::visitSettings(c.ema, v);
@@ -111,13 +145,9 @@ void RunConfig::visitSettings(Self& c, V&& v) {
   v(Setting{"eval_every", "--eval-every", "Optimisation",
             "Evaluate every K epochs (and after the last)", Range::integers(1)},
     c.evalEvery);
-  v(Setting{"test_flip", "--test-flip", "Data",
-            "Average logits with the horizontally flipped image"},
-    c.testFlip);
+  v(kTestFlipRow, c.testFlip);
   NumericsOptions::visitSettings(c.numerics, v);
-  v(Setting{"seed", "--seed", "Optimisation", "Seed of initialisation, sampling and augmentation",
-            Range::integers(0), kDefines, "", "", kSeedHelp},
-    c.seed);
+  v(kSeedRow, c.seed);
   v(Setting{"stop_after_steps", "--stop-after-steps", "Optimisation",
             "Stop (with a checkpoint) once this many steps are done in total (-1: never); rerun "
             "to resume. A run already there stops at once",

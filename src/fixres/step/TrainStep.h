@@ -41,6 +41,42 @@ enum class SkipOn {
 
 const ChoiceTable<SkipOn>& skipOnChoices();  // auto, host, device
 
+// Rows other commands bind too, by these names (cli/Flags.h: bindSetting).
+inline constexpr Setting kSyncBnRow{
+    "sync_bn", "--sync-bn", "Cluster",
+    "BatchNorm statistics over the global batch (every rank's images), as PyTorch's "
+    "SyncBatchNorm; without it each rank normalises with its own batch and rank 0's "
+    "running statistics are kept"};
+inline constexpr Setting kSkipOnRow{
+    "skip_on",
+    "--skip-on",
+    "Optimisation",
+    "Where a step whose loss or gradient is not finite is dropped: host (the check is "
+    "read back every step), device (the fused optimizer kernel skips it, as "
+    "torch.optim's found_inf; the checks are read every --log-every steps), auto "
+    "(device on a GPU with a fused optimizer and no fp16 loss scaling, else host)",
+    {}};
+inline constexpr Setting kOptimizerImplRow{
+    "optimizer_impl",
+    "--optimizer-impl",
+    "Optimisation",
+    "How the optimizer updates the weights: auto (fused where the build has the "
+    "kernel: LibTorch 2.x's SGD and AdamW; else foreach where the optimizer has it: sgd, "
+    "adamw, rmsprop; else loop), fused, foreach (multi-tensor kernels, torch.optim's "
+    "foreach=True), loop (parameter by parameter)",
+    {}};
+inline const Setting kOptRow{
+    "opt", "--opt", "Optimisation", optim::optimizersHelp(), {}, SettingRole::kDefinesRun};
+inline constexpr Setting kCudaGraphRow{
+    "cuda_graph",
+    "--cuda-graph",
+    "Optimisation",
+    "Capture the training step as a CUDA graph per input size and replay it: auto (on "
+    "a GPU when the step allows it: one rank, SGD's fused kernel, the check on the "
+    "device, no fp16 scaling, --sync-bn or accumulation; else eager, the reason "
+    "logged), on (or fail naming the reason), off",
+    {}};
+
 struct StepOptions {
   double learningRate = 0.1;  // the rate applied (a run's is --learning-rate scaled)
   double momentum = 0.9;
@@ -74,35 +110,10 @@ struct StepOptions {
   template <typename Self, typename V>
   static void visitSettings(Self& o, V&& v) {
     const char* const g = "Optimisation";
-    v(Setting{"opt", "--opt", g, optim::optimizersHelp(), {}, SettingRole::kDefinesRun},
-      o.optimizer, optim::optimizerKinds());
-    v(Setting{"optimizer_impl",
-              "--optimizer-impl",
-              g,
-              "How the optimizer updates the weights: auto (fused where the build has the "
-              "kernel: LibTorch 2.x's SGD and AdamW; else foreach where the optimizer has it: sgd, "
-              "adamw, rmsprop; else loop), fused, foreach (multi-tensor kernels, torch.optim's "
-              "foreach=True), loop (parameter by parameter)",
-              {}},
-      o.optimizerImpl, optim::optimizerImpls());
-    v(Setting{"skip_on",
-              "--skip-on",
-              g,
-              "Where a step whose loss or gradient is not finite is dropped: host (the check is "
-              "read back every step), device (the fused optimizer kernel skips it, as "
-              "torch.optim's found_inf; the checks are read every --log-every steps), auto "
-              "(device on a GPU with a fused optimizer and no fp16 loss scaling, else host)",
-              {}},
-      o.skipOn, skipOnChoices());
-    v(Setting{"cuda_graph",
-              "--cuda-graph",
-              g,
-              "Capture the training step as a CUDA graph per input size and replay it: auto (on "
-              "a GPU when the step allows it: one rank, SGD's fused kernel, the check on the "
-              "device, no fp16 scaling, --sync-bn or accumulation; else eager, the reason "
-              "logged), on (or fail naming the reason), off",
-              {}},
-      o.cudaGraph, graphModes());
+    v(kOptRow, o.optimizer, optim::optimizerKinds());
+    v(kOptimizerImplRow, o.optimizerImpl, optim::optimizerImpls());
+    v(kSkipOnRow, o.skipOn, skipOnChoices());
+    v(kCudaGraphRow, o.cudaGraph, graphModes());
     v(Setting{"momentum", "--momentum", g, "Momentum of sgd and rmsprop",
               Range::reals(0, 1, false, /*hiOpen=*/true)},
       o.momentum);
@@ -150,11 +161,7 @@ struct StepOptions {
               "rate of the layer above it",
               Range::reals(0, 1, /*loOpen=*/true), SettingRole::kCompared, "finetune"},
       o.layerDecay);
-    v(Setting{"sync_bn", "--sync-bn", "Cluster",
-              "BatchNorm statistics over the global batch (every rank's images), as PyTorch's "
-              "SyncBatchNorm; without it each rank normalises with its own batch and rank 0's "
-              "running statistics are kept"},
-      o.syncBatchNorm);
+    v(kSyncBnRow, o.syncBatchNorm);
     distributed::ReducerOptions::visitSettings(o.reducer, v);
   }
 };
