@@ -23,11 +23,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from optim_reference import make_inputs, train, weight_decay_groups  # noqa: E402
 
 STEPS = 20
-# name: (optimizer, lr, momentum, weight_decay, nesterov)
+# name: (optimizer, lr, momentum, weight_decay, nesterov, the optimizer's own settings)
 CASES = {
-    "lars": ("lars", 2.0, 0.9, 1e-2, False),
-    "lars_nesterov": ("lars", 1.0, 0.9, 5e-2, True),
-    "lamb": ("lamb", 2e-2, 0.0, 1e-2, False),
+    "lars": ("lars", 2.0, 0.9, 1e-2, False, {}),
+    "lars_nesterov": ("lars", 1.0, 0.9, 5e-2, True, {}),
+    "lamb": ("lamb", 2e-2, 0.0, 1e-2, False, {}),
+    # Their own settings away from timm's defaults (--lars-trust-coeff, --lamb-beta1/2).
+    "lars_trust": ("lars", 0.5, 0.9, 1e-2, False, {"trust_coeff": 0.01}),
+    "lamb_betas": ("lamb", 2e-2, 0.0, 1e-2, False, {"betas": (0.8, 0.99)}),
 }
 
 
@@ -51,14 +54,14 @@ def make(out, oracles):
     import timm
     from timm.optim import Lamb, Lars
     model, init, data = make_inputs(out)
-    for name, (opt, lr, momentum, wd, nesterov) in CASES.items():
+    for name, (opt, lr, momentum, wd, nesterov, own) in CASES.items():
         model.load_state_dict(init)
         model.train()
         groups = weight_decay_groups(model, wd, 0.0, 0.0)
         if opt == "lars":
-            optimizer = Lars(groups, lr=lr, momentum=momentum, nesterov=nesterov)
+            optimizer = Lars(groups, lr=lr, momentum=momentum, nesterov=nesterov, **own)
         else:
-            optimizer = Lamb(groups, lr=lr)
+            optimizer = Lamb(groups, lr=lr, **own)
         train(model, optimizer, data, STEPS, 0.0)
         torch.save(model.state_dict(), f"{out}/{name}{STEPS}.pth")
     with open(f"{out}/timm.json", "w") as f:

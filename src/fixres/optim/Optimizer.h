@@ -45,7 +45,20 @@ struct OptimizerOptions {
   std::optional<double> biasWeightDecay;
   // A parameter's learning-rate multiplier (layer-wise decay); empty: 1 for every parameter.
   std::function<double(const torch::Tensor&)> lrScale;
+  // The values of the optimizers' own settings (OptimizerParam) by key; a key left out: the
+  // descriptor's default.
+  std::map<std::string, double> params;
 };
+
+// Every optimizer's own settings at their defaults, by key (what a run starts from).
+std::map<std::string, double> optimizerParamDefaults();
+// Visits the row of every optimizer's own setting with its value in `values` (which holds every
+// key: optimizerParamDefaults), in the registry's order: `v(row, value)`.
+template <typename Map, typename V>
+void visitOptimizerParams(Map& values, V&& v) {
+  for (OptimizerKind k : optimizers())
+    for (const OptimizerParam& p : k->params) v(p.row, values.at(p.row.key));
+}
 
 // One parameter group: its parameters (with their names in the model) and weight decay.
 struct ParameterGroup {

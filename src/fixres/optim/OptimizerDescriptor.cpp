@@ -88,6 +88,10 @@ std::unique_ptr<torch::optim::OptimizerOptions> ownGroupOptions(const OptimizerO
   out->momentum = o.kind->readsMomentum ? o.momentum : 0;
   out->weightDecay = weightDecay;
   out->nesterov = o.nesterov;
+  for (const OptimizerParam& p : o.kind->params) {
+    const auto given = o.params.find(p.row.key);
+    out->params[p.row.key] = given == o.params.end() ? p.value : given->second;
+  }
   return out;
 }
 

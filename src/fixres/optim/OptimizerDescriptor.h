@@ -8,9 +8,12 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "fixres/common/Setting.h"
 
 namespace fixres::optim {
 
@@ -37,6 +40,14 @@ using StatePut = std::function<void(const std::string& key, const torch::Tensor&
 struct StateGet {
   std::function<torch::Tensor(const std::string& key, bool likeParameter)> get;
   std::function<void(const std::string& what)> fail;
+};
+
+// A setting of one optimizer alone (LARS's trust coefficient, LAMB's betas): its row (a flag of
+// train and finetune, a key of config.json, its range) and its default. The run's value is
+// OptimizerOptions::params[row.key]; a group's step reads it from OwnOptions::params.
+struct OptimizerParam {
+  Setting row;
+  double value;
 };
 
 struct OptimizerDescriptor {
@@ -66,6 +77,8 @@ struct OptimizerDescriptor {
                     const DeviceSkip* skip, double lrScale) = nullptr;
   // The fused step reads its learning rate from DeviceSkip::lr, so a CUDA graph can replay it.
   bool capturable = false;
+  // Its own settings (none for sgd, adamw, rmsprop: they read the shared ones).
+  std::vector<OptimizerParam> params;
 };
 
 // --- For the optimizers' own files ---
@@ -91,10 +104,12 @@ State& stateOf(torch::optim::Optimizer& opt, const torch::Tensor& p) {
   return static_cast<State&>(setParameterState(opt, p, std::make_unique<State>()));
 }
 
-// The options of the optimizers LibTorch lacks (LARS, LAMB): the run's rate, momentum, decay.
+// The options of the optimizers LibTorch lacks (LARS, LAMB): the run's rate, momentum, decay,
+// and the values of the descriptor's own settings by key (every one of them, defaults included).
 struct OwnOptions : torch::optim::OptimizerCloneableOptions<OwnOptions> {
   double lr = 0, momentum = 0, weightDecay = 0;
   bool nesterov = false;
+  std::map<std::string, double> params;
   double get_lr() const override { return lr; }
   void set_lr(const double v) override { lr = v; }
 };

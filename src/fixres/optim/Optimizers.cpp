@@ -32,6 +32,13 @@ OptimizerKind optimizerNamed(const std::string& name) {
   FIXRES_FAIL(InternalError, "no optimizer is named ", name);
 }
 
+std::map<std::string, double> optimizerParamDefaults() {
+  std::map<std::string, double> out;
+  for (OptimizerKind k : optimizers())
+    for (const OptimizerParam& p : k->params) out[p.row.key] = p.value;
+  return out;
+}
+
 const char* optimizersHelp() {
   static const std::string kHelp = [] {
     std::string s = "Optimizer: ";

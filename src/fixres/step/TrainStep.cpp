@@ -89,6 +89,7 @@ TrainStep::TrainStep(models::Model model, StepOptions o, distributed::Communicat
   oo.nesterov = o_.nesterov;
   oo.normWeightDecay = o_.normWeightDecay;
   oo.biasWeightDecay = o_.biasWeightDecay;
+  oo.params = o_.optimizerParams;
   if (!recipe_.lrScale.empty()) {
     auto scales = std::make_shared<std::map<const void*, double>>();
     for (size_t k = 0; k < recipe_.trainable.size() && k < recipe_.lrScale.size(); ++k)

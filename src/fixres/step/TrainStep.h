@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,6 +102,9 @@ struct StepOptions {
   bool syncBatchNorm = false;
   SkipOn skipOn = SkipOn::kAuto;
   GraphMode cudaGraph = GraphMode::kAuto;
+  // The optimizers' own settings by key (LARS's trust coefficient, LAMB's betas: their
+  // descriptors' rows, optim/OptimizerDescriptor.h), every key present.
+  std::map<std::string, double> optimizerParams = optim::optimizerParamDefaults();
   // Not settings: StepTally's halting rule (--nan-policy stop: 0; skip: 10), and the run's
   // micro-batches per step (--accumulation-steps: a captured step holds one).
   int64_t maxSkippedInARow = 0;
@@ -112,6 +116,7 @@ struct StepOptions {
     const char* const g = "Optimisation";
     v(kOptRow, o.optimizer, optim::optimizerKinds());
     v(kOptimizerImplRow, o.optimizerImpl, optim::optimizerImpls());
+    optim::visitOptimizerParams(o.optimizerParams, v);
     v(kSkipOnRow, o.skipOn, skipOnChoices());
     v(kCudaGraphRow, o.cudaGraph, graphModes());
     v(Setting{"momentum", "--momentum", g, "Momentum of sgd and rmsprop",

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "../Reference.h"
@@ -60,11 +61,15 @@ struct Case {
   const char* opt;
   double lr, momentum, weightDecay;
   bool nesterov;
+  std::map<std::string, double> own;  // the optimizer's own settings given (else defaults)
 };
 const Case kCases[] = {
-    {"lars", "lars", 2.0, 0.9, 1e-2, false},
-    {"lars_nesterov", "lars", 1.0, 0.9, 5e-2, true},
-    {"lamb", "lamb", 2e-2, 0.0, 1e-2, false},
+    {"lars", "lars", 2.0, 0.9, 1e-2, false, {}},
+    {"lars_nesterov", "lars", 1.0, 0.9, 5e-2, true, {}},
+    {"lamb", "lamb", 2e-2, 0.0, 1e-2, false, {}},
+    // The descriptors' own rows away from timm's defaults: trust_coeff=0.01, betas=(0.8, 0.99).
+    {"lars_trust", "lars", 0.5, 0.9, 1e-2, false, {{"lars_trust_coeff", 0.01}}},
+    {"lamb_betas", "lamb", 2e-2, 0.0, 1e-2, false, {{"lamb_beta1", 0.8}, {"lamb_beta2", 0.99}}},
 };
 
 StepOptions stepOptions(const Case& c) {
@@ -74,6 +79,7 @@ StepOptions stepOptions(const Case& c) {
   so.momentum = c.momentum;
   so.weightDecay = c.weightDecay;
   so.nesterov = c.nesterov;
+  for (const auto& [key, value] : c.own) so.optimizerParams.at(key) = value;
   return so;  // norm layers and biases: the optimizer's own default (no decay)
 }
 
