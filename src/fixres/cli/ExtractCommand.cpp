@@ -93,16 +93,6 @@ Command addExtractCommand(CLI::App& parent) {
           }};
 }
 
-// Which of the reference's two file names eval-softmax reads.
-constexpr Setting kSoftmaxVersionRow{
-    "",
-    "--version",
-    "Data",
-    "v1: <arch>_softmax.npy; v2: <arch>_softmax_v2.npy (the reference's two releases)",
-    {},
-    SettingRole::kInvocation,
-    "eval-softmax"};
-
 Command addEvalSoftmaxCommand(CLI::App& parent) {
   auto* sub =
       parent.add_subcommand("eval-softmax", "Top-1/top-5 from saved softmax and labels (.npy)");

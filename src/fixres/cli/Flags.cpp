@@ -174,15 +174,6 @@ CLI::Validator outputPathValidator(const std::string& flag) {
 
 namespace {
 
-// The flags of one invocation (cli/SharedRows.h), in the order `fixres settings` lists them.
-std::vector<Setting> invocationFlags() {
-  return {kPretrainedRow,    kCacheDirRow,    kDownloadTimeoutRow,
-          kImnetPathRow,     kDatasetPathRow, kNoIndexCacheRow,
-          kNoTensorboardRow, kCpuRow,         kTrainSizeRow,
-          kFinetuneRow,      kOutRow,         kClassNamesRow,
-          kLicenseRow,       kSavePathRow,    kConfigRow};
-}
-
 struct RowCollector {
   std::vector<Setting>& rows;
   template <typename T>
@@ -197,12 +188,23 @@ struct RowCollector {
 
 }  // namespace
 
+// The flags of one invocation (cli/SharedRows.h), in the order `fixres settings` lists them.
+const std::vector<Setting>& invocationRows() {
+  static const std::vector<Setting> kRows = {
+      kPretrainedRow,    kCacheDirRow,    kDownloadTimeoutRow,
+      kImnetPathRow,     kDatasetPathRow, kNoIndexCacheRow,
+      kNoTensorboardRow, kCpuRow,         kTrainSizeRow,
+      kFinetuneRow,      kOutRow,         kClassNamesRow,
+      kLicenseRow,       kSavePathRow,    kConfigRow};
+  return kRows;
+}
+
 const std::vector<Setting>& sharedFlags() {
   static const std::vector<Setting> kFlags = [] {
     std::vector<Setting> rows;
     const auto run = engine::RunConfig::forMode(engine::RunMode::kTrain);
     engine::RunConfig::visitSettings(run, RowCollector{rows});
-    for (const Setting& row : invocationFlags()) rows.push_back(row);
+    for (const Setting& row : invocationRows()) rows.push_back(row);
     return rows;
   }();
   return kFlags;

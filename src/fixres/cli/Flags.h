@@ -53,6 +53,8 @@ std::vector<NamedPath> givenInputs(const CLI::App& app, const std::vector<std::s
 // checkOutputPath(flag, value) as a validator: "must not be empty".
 CLI::Validator outputPathValidator(const std::string& flag);
 
+// The rows of cli/SharedRows.h: the flags of one invocation several commands share.
+const std::vector<Setting>& invocationRows();
 // Every shared row, each flag name once: the run settings' rows in RunConfig order, then the
 // invocation flags.
 const std::vector<Setting>& sharedFlags();

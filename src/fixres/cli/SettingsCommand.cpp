@@ -10,7 +10,9 @@
 #include <type_traits>
 
 #include "fixres/cli/Command.h"
+#include "fixres/cli/Flags.h"
 #include "fixres/cli/Options.h"
+#include "fixres/cli/SharedRows.h"
 #include "fixres/data/BenchData.h"
 #include "fixres/data/Holdout.h"
 #include "fixres/data/Import.h"
@@ -22,8 +24,10 @@
 #include "fixres/engine/Predict.h"
 #include "fixres/engine/Resolution.h"
 #include "fixres/engine/RunConfig.h"
+#include "fixres/engine/RunCurves.h"
 #include "fixres/step/StepBench.h"
 #include "fixres/sweep/Sweep.h"
+#include "fixres/weights/WeightCache.h"
 
 namespace fixres::cli {
 namespace {
@@ -75,8 +79,8 @@ struct TablePrinter {
 struct CommandTablePrinter {
   std::ostream& out;
   void row(const Setting& s, const std::string& value, const std::string& valid) {
-    out << "| " << flagWithAliases(s) << " | " << s.commands << " | `" << value << "` | " << valid
-        << " | " << s.help << " |\n";
+    out << "| " << flagWithAliases(s) << " | " << (s.commands[0] == '\0' ? "several" : s.commands)
+        << " | `" << value << "` | " << valid << " | " << s.help << " |\n";
   }
   template <typename T>
   void operator()(const Setting& s, const T& value) {
@@ -125,8 +129,18 @@ void printTable(std::ostream& out, const char* title, const Options& defaults = 
   Options::visitSettings(defaults, CommandTablePrinter{out});
 }
 
+// A table of rows that belong to no options struct: the flags of one invocation several
+// commands share, the small commands' inputs and flags (their defaults: --help's).
+void printRows(std::ostream& out, const char* title, const std::vector<Setting>& rows) {
+  out << "\n### " << title
+      << "\n\n| flag | commands | default | valid values | meaning |\n|---|---|---|---|---|\n";
+  CommandTablePrinter printer{out};
+  for (const Setting& s : rows) printer.row(s, "", s.range.brief());
+}
+
 // The options of the commands that are not runs, each a settings visit of its own.
 void printCommandTables(std::ostream& out) {
+  printRows(out, "paths, outputs, downloads, device (several commands)", invocationRows());
   printTable<engine::ModelRequest>(out, "inference (eval, predict, extract, calibrate, export)");
   printTable<engine::PredictOptions>(out, "predict");
   printTable<engine::EvalRequest>(out, "eval");
@@ -142,6 +156,9 @@ void printCommandTables(std::ostream& out) {
   printTable<distributed::LaunchRequest>(out, "launch");
   printTable<ClusterOptions>(out, "cluster (every command that runs ranks)");
   printTable<GlobalOptions>(out, "global (before the subcommand)");
+  printRows(out, "inputs and flags of predict, plot, weights fetch, eval-softmax",
+            {engine::kPredictInputsRow, engine::kPlotRunDirRow, models::kFetchWhatRow,
+             models::kRefreshRow, kSoftmaxVersionRow});
 }
 
 }  // namespace

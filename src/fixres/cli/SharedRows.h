@@ -149,4 +149,14 @@ inline constexpr Setting kConfigRow{
     {},
     SettingRole::kInvocation};
 
+// Which of the reference's two file names eval-softmax reads.
+inline constexpr Setting kSoftmaxVersionRow{
+    "",
+    "--version",
+    "Data",
+    "v1: <arch>_softmax.npy; v2: <arch>_softmax_v2.npy (the reference's two releases)",
+    {},
+    SettingRole::kInvocation,
+    "eval-softmax"};
+
 }  // namespace fixres::cli

@@ -64,6 +64,17 @@ inline constexpr Setting kRuntimeRow{
     SettingRole::kInvocation,
     "eval,predict,extract,sweep,bench eval"};
 
+// The numeric rows over the fields of NumericsOptions or NumericsRequest (the same names).
+template <typename N, typename V>
+void visitNumericsRows(N& n, V&& v) {
+  const NumericsChoices& c = numericsChoices();
+  v(kPrecisionRow, n.precision, c.precision);
+  v(kMemoryFormatRow, n.memoryFormat, c.memoryFormat);
+  v(kNormalizeOnRow, n.normalizeOn, c.normalizeOn);
+  v(kDecodeOnRow, n.decodeOn, c.decodeOn);
+  v(kRuntimeRow, n.runtime, c.runtime);
+}
+
 // As given on the command line of a training run or a benchmark (--precision, --memory-format,
 // --normalize-on, --decode-on, --runtime).
 struct NumericsOptions {
@@ -75,12 +86,7 @@ struct NumericsOptions {
 
   template <typename Self, typename V>
   static void visitSettings(Self& n, V&& v) {
-    const NumericsChoices& c = numericsChoices();
-    v(kPrecisionRow, n.precision, c.precision);
-    v(kMemoryFormatRow, n.memoryFormat, c.memoryFormat);
-    v(kNormalizeOnRow, n.normalizeOn, c.normalizeOn);
-    v(kDecodeOnRow, n.decodeOn, c.decodeOn);
-    v(kRuntimeRow, n.runtime, c.runtime);
+    visitNumericsRows(n, v);
   }
 };
 
@@ -106,12 +112,7 @@ struct NumericsRequest {
 
   template <typename Self, typename V>
   static void visitSettings(Self& n, V&& v) {
-    const NumericsChoices& c = numericsChoices();
-    v(kPrecisionRow, n.precision, c.precision);
-    v(kMemoryFormatRow, n.memoryFormat, c.memoryFormat);
-    v(kNormalizeOnRow, n.normalizeOn, c.normalizeOn);
-    v(kDecodeOnRow, n.decodeOn, c.decodeOn);
-    v(kRuntimeRow, n.runtime, c.runtime);
+    visitNumericsRows(n, v);
   }
 };
 

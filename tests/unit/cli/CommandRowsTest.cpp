@@ -47,6 +47,19 @@ struct CommandRowCollector {
   }
 };
 
+// The refusal of `fixres <line>` while parsing ("" when it parses).
+std::string parse(const std::string& line) {
+  CLI::App app{"fixres", "fixres"};
+  GlobalOptions global;
+  auto commands = buildCli(app, global);
+  try {
+    app.parse(line, false);
+    return "";
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+}
+
 template <typename Options>
 void collectRows(std::vector<Setting>& rows) {
   const Options defaults{};
@@ -200,17 +213,6 @@ TEST(CommandRows, TheNewRequestsRowsEnforceTheirRanges) {
   collectRows<data::ImportOptions>(cases[1].rows);
   collectRows<data::ShardRequest>(cases[2].rows);
   collectRows<data::HoldoutRequest>(cases[3].rows);
-  const auto parse = [](const std::string& line) -> std::string {
-    CLI::App app{"fixres", "fixres"};
-    GlobalOptions global;
-    auto commands = buildCli(app, global);
-    try {
-      app.parse(line, false);
-      return "";
-    } catch (const CLI::ParseError& e) {
-      return e.what();
-    }
-  };
   const auto text = [](double v) {
     std::ostringstream s;
     s << std::setprecision(12) << v;  // 1000000.001 stays above --shard-size's bound
@@ -246,17 +248,6 @@ TEST(CommandRows, TheNewRequestsRowsEnforceTheirRanges) {
 // a bad entry is refused then, naming the flag and the entry; a repeatable row (--eval-set) sees
 // every occurrence at once (a name given twice is refused).
 TEST(CommandRows, ListRowsAreParsedOnceWhileParsing) {
-  const auto parse = [](const std::string& line) -> std::string {
-    CLI::App app{"fixres", "fixres"};
-    GlobalOptions global;
-    auto commands = buildCli(app, global);
-    try {
-      app.parse(line, false);
-      return "";
-    } catch (const CLI::ParseError& e) {
-      return e.what();
-    }
-  };
   const std::string sweep = "sweep --weight-path w --imnet-path d ";
   EXPECT_EQ(parse(sweep + "--sizes 224,288 --crop-pcts 0.875,1 --precisions fp32,bf16 "
                           "--eval-set a=x --eval-set b=y"),
@@ -282,6 +273,38 @@ TEST(CommandRows, ListRowsAreParsedOnceWhileParsing) {
   ASSERT_EQ(sets.size(), 2u);
   EXPECT_EQ(sets[1].name, "b");
   EXPECT_EQ(sets[1].path, "y=z");
+}
+
+// `fixres settings` lists every option of every command: its flag (or a positional input's name)
+// appears in one of its tables, with the command's help, default, range and meaning.
+TEST(CommandRows, FixresSettingsListsEveryOptionOfEveryCommand) {
+  CLI::App app{"fixres", "fixres"};
+  GlobalOptions global;
+  auto commands = buildCli(app, global);
+  std::string listed;
+  for (const Command& c : commands) {
+    if (c.app->get_name() != "settings") continue;
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(c.run(), 0);
+    listed = ::testing::internal::GetCapturedStdout();
+  }
+  ASSERT_FALSE(listed.empty());
+  int checked = 0;
+  std::vector<CLI::App*> todo = app.get_subcommands([](const CLI::App*) { return true; });
+  while (!todo.empty()) {
+    CLI::App* sub = todo.back();
+    todo.pop_back();
+    for (CLI::App* nested : sub->get_subcommands([](const CLI::App*) { return true; }))
+      todo.push_back(nested);
+    for (const CLI::Option* o : sub->get_options()) {
+      const std::string name = o->get_positional() ? o->get_name(true) : o->get_name();
+      if (name == "--help") continue;
+      EXPECT_NE(listed.find("`" + name + "`"), std::string::npos)
+          << "fixres " << commandName(*sub) << " " << name << " is not in fixres settings";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 300);
 }
 
 // A shared row with help per command shows each command its own text.
