@@ -46,7 +46,7 @@ void addBenchShapeOptions(CLI::App& sub, BenchShape& b) {
   bindSetting(sub, engine::kBatchRow, b.batch);
   engine::BenchLoop::visitSettings(b.loop, SettingsBinder{sub});
   bindSetting(sub, engine::kNumClassesRow, b.model.numClasses);
-  addNumericsOptions(sub, b.numerics, false);
+  addNumericsOptions(sub, b.numerics);
   bindSetting(sub, kCpuRow, b.cpu);
 }
 

@@ -117,15 +117,11 @@ void addModelOptions(CLI::App& app, engine::ModelSpec& m) {
   app.callback([&app, pretrained] { checkMerged(app, pretrained); });
 }
 
-void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n, bool normalizeOn) {
+void addNumericsOptions(CLI::App& app, engine::NumericsOptions& n) {
   const engine::NumericsChoices& c = engine::numericsChoices();
   const SettingsBinder bind{app};
   bind(engine::kPrecisionRow, n.precision, c.precision);
   bind(engine::kMemoryFormatRow, n.memoryFormat, c.memoryFormat);
-  if (normalizeOn) {
-    bind(engine::kNormalizeOnRow, n.normalizeOn, c.normalizeOn);
-    bind(engine::kDecodeOnRow, n.decodeOn, c.decodeOn);
-  }
   bind(engine::kRuntimeRow, n.runtime, c.runtime);
 }
 

@@ -32,9 +32,9 @@ void addModelOptions(CLI::App& app, engine::ModelSpec& spec);
 // --download-timeout; the progress bar when stderr is a terminal.
 void addDownloadOptions(CLI::App& app, DownloadOptions& download);
 
-// --precision, --memory-format, --runtime where the command offers it and, with `normalizeOn`,
-// --normalize-on and --decode-on (a benchmark's; the inference commands bind NumericsRequest).
-void addNumericsOptions(CLI::App& app, engine::NumericsOptions& numerics, bool normalizeOn);
+// A benchmark's numerics: --precision, --memory-format and, where the command offers it,
+// --runtime (the inference commands bind NumericsRequest, the training runs RunConfig's rows).
+void addNumericsOptions(CLI::App& app, engine::NumericsOptions& numerics);
 
 // Everything train and finetune share (their defaults: RunConfig::forMode), --cpu included.
 void addTrainingOptions(CLI::App& app, engine::RunConfig& cfg, std::string& imnetPath, bool& cpu);
