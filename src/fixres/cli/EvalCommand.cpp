@@ -31,8 +31,8 @@ struct EvalState {
 // EvalRequest::validate, run before anything is read or written).
 void addEvalJobFlags(CLI::App& sub, EvalState& s) {
   engine::EvalRequest& r = s.request;
-  auto* imnet = bindSetting(sub, kImnetPathRow, r.imnetPath);
-  bindSetting(sub, kDatasetPathRow, r.datasetPath)->excludes(imnet);
+  bindSetting(sub, kImnetPathRow, r.imnetPath);
+  bindSetting(sub, kDatasetPathRow, r.datasetPath);
   bindSetting(sub, kClassNamesRow, s.classNamesFile);
   SettingsBinder{sub}(engine::kInputSizeRow, s.eval.request.sizes, engine::kSizeListSyntax);
   bindSetting(sub, engine::kSkipBadImagesRow, s.eval.settings.skipBadImages);

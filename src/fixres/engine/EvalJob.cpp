@@ -26,6 +26,10 @@ void warnIfTrainingImages(const ResolvedModel& model, const std::string& evaluat
 void EvalRequest::validate() const {
   FIXRES_CHECK(!imnetPath.empty() || !datasetPath.empty(), UsageError,
                "eval needs --imnet-path or --dataset-path");
+  FIXRES_CHECK(
+      imnetPath.empty() || datasetPath.empty(), UsageError,
+      "--imnet-path excludes --dataset-path: give one (the folder of train/ and val/, or the "
+      "folder evaluated)");
   FIXRES_CHECK(!model.spec.weightPath.empty(), UsageError, "eval needs --weight-path");
   FIXRES_CHECK(labelsCsv.empty() || !datasetPath.empty(), UsageError,
                "--labels-csv needs --dataset-path (the flat folder it labels)");
