@@ -1,9 +1,9 @@
 // Optimizers, parameter groups, gradient clipping and loss scaling through the training step:
 // 5 steps of SGD (Nesterov), AdamW and RMSprop over the torchvision references' parameter groups
 // equal torch.optim's (tests/reference/optim_reference.py, same initial weights and batches);
-// clipping equals torch.nn.utils.clip_grad_norm_; the loss scaler follows GradScaler's update rule
-// and defaults and skips exactly the steps whose gradients overflow, leaving the state bitwise as
-// it was; a checkpoint in the middle of a run resumes bitwise.
+// clipping equals torch.nn.utils.clip_grad_norm_; the loss scaler has GradScaler's defaults (its
+// update rule: LossScalerRuleTest.cpp) and skips exactly the steps whose gradients overflow,
+// leaving the state bitwise as it was; a checkpoint in the middle of a run resumes bitwise.
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
@@ -319,41 +319,6 @@ TEST(LossScalerTest, DefaultsAreGradScalers) {
   EXPECT_EQ(o.backoffFactor, ref.at("backoff_factor").get<double>());
   EXPECT_EQ(o.growthInterval, ref.at("growth_interval").get<int64_t>());
   EXPECT_EQ(LossScaler().scale(), 65536.0f);
-}
-
-// GradScaler's update rule (torch._amp_update_scale_, CUDA only, so written out here): an
-// overflow multiplies the scale by the backoff factor and restarts the count; growthInterval
-// applied steps in a row multiply it by the growth factor; a grown scale that is not a finite
-// float is not taken.
-TEST(LossScalerTest, ScaleFollowsGradScalersUpdateRule) {
-  LossScalerOptions o;
-  o.initScale = 8;
-  o.growthInterval = 3;
-  LossScaler scaler(o);
-  const bool overflow[] = {false, false, false, true, false, false, false, false, true, true};
-  float scale = 8;
-  int64_t tracker = 0;
-  for (bool inf : overflow) {
-    scaler.update(inf);
-    if (inf) {
-      scale *= 0.5f;
-      tracker = 0;
-    } else if (++tracker == 3) {
-      scale *= 2;
-      tracker = 0;
-    }
-    EXPECT_EQ(scaler.scale(), scale);
-    EXPECT_EQ(scaler.growthTracker(), tracker);
-  }
-  EXPECT_EQ(scale, 4.0f);  // 8 -> 16 -> 8 -> 16 -> 8 -> 4
-  LossScalerOptions top;
-  top.initScale = std::ldexp(1.0, 127);
-  top.growthInterval = 1;
-  LossScaler high(top);
-  high.update(false);  // 2^128 is not a finite float
-  EXPECT_EQ(high.scale(), static_cast<float>(std::ldexp(1.0, 127)));
-  EXPECT_EQ(high.growthTracker(), 0);
-  EXPECT_THROW(LossScaler(LossScalerOptions{0, 2, 0.5, 1}), UsageError);
 }
 
 // The model's parameters, buffers and optimizer state.
