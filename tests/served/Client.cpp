@@ -138,21 +138,15 @@ std::string request(int argc, char** argv) {
 }
 
 bool sendRequest(int fd, const std::string& body) {
-  uint32_t size = static_cast<uint32_t>(body.size());
-  iovec part{&size, sizeof(size)};
-  char control[CMSG_SPACE(3 * sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  served::Envelope e;
+  e.size = static_cast<uint32_t>(body.size());
+  cmsghdr* header = CMSG_FIRSTHDR(&e.message);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
   header->cmsg_len = CMSG_LEN(3 * sizeof(int));
   const int fds[3] = {0, 1, 2};
   std::memcpy(CMSG_DATA(header), fds, sizeof(fds));
-  if (::sendmsg(fd, &message, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(size))) return false;
+  if (::sendmsg(fd, &e.message, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(e.size))) return false;
   return served::sendAll(fd, body.data(), body.size());
 }
 

@@ -27,23 +27,16 @@ struct Request {
 };
 
 bool receive(int conn, Request& r) {
-  uint32_t size = 0;
-  iovec part{&size, sizeof(size)};
-  char control[CMSG_SPACE(3 * sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
-  if (::recvmsg(conn, &message, MSG_CMSG_CLOEXEC) != static_cast<ssize_t>(sizeof(size)))
+  served::Envelope e;
+  if (::recvmsg(conn, &e.message, MSG_CMSG_CLOEXEC) != static_cast<ssize_t>(sizeof(e.size)))
     return false;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  cmsghdr* header = CMSG_FIRSTHDR(&e.message);
   if (!header || header->cmsg_type != SCM_RIGHTS || header->cmsg_len != CMSG_LEN(3 * sizeof(int)))
     return false;
   std::memcpy(r.fds, CMSG_DATA(header), sizeof(r.fds));
-  if (size == 0 || size > served::kMaxRequest) return false;
-  r.data.resize(size);
-  return served::readAll(conn, r.data.data(), size);
+  if (e.size == 0 || e.size > served::kMaxRequest) return false;
+  r.data.resize(e.size);
+  return served::readAll(conn, r.data.data(), e.size);
 }
 
 std::vector<char*> fields(Request& r) {

@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -52,6 +53,23 @@ inline std::string limitsText() {
   }
   return text;
 }
+
+// The message that carries a request's length, with descriptors 0, 1 and 2 beside it.
+struct Envelope {
+  uint32_t size = 0;
+  iovec part{&size, sizeof(size)};
+  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))] = {};
+  msghdr message{};
+
+  Envelope() {
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+  }
+  Envelope(const Envelope&) = delete;
+  Envelope& operator=(const Envelope&) = delete;
+};
 
 inline bool sendAll(int fd, const char* data, size_t size) {
   while (size > 0) {
