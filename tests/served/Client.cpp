@@ -79,7 +79,8 @@ pid_t startServer(const std::string& server, const std::string& path) {
   ::setsid();
   int null = ::open("/dev/null", O_RDWR);
   for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
-  ::close_range(3, ~0u, 0);
+  if (::close_range(3, ~0u, 0) != 0)
+    for (int fd = 3; fd < 4096; ++fd) ::close(fd);
   ::execl(server.c_str(), server.c_str(), served::kServeFlag, path.c_str(), nullptr);
   std::_Exit(127);
 }
