@@ -5,8 +5,8 @@
 # variable writes the same numbers into a file with the same mode. Beyond that: the command runs
 # in a process forked from the server (not the client's child), a command ended by a signal ends
 # the client with 128 + the signal, the command of a client killed with SIGKILL is ended too (its
-# rank with it), and the server holds none of the client's descriptors (a command substitution
-# returns while the server lives on).
+# rank with it), the server holds none of the client's descriptors (a command substitution
+# returns while the server lives on), and two clients that start servers at once are both served.
 set -u
 source "$(dirname "$0")/lib.sh" "$@"
 CLIENT=$FIXRES_CLIENT
@@ -110,4 +110,21 @@ pgrep -f -- "--serve-requests-at $WORK/tmp/" >/dev/null ||
   bad "no server lives on after the substitution returned (or none was started)"
 pkill -f -- "--serve-requests-at $WORK/tmp/"
 echo "a new server: the substitution returned with the command, the server still running"
+
+# Two clients at once and no server yet: each may start one, the second replacing the first at
+# the socket's path; the replaced one still serves the client that reached it. Both get the
+# command's output and status.
+for i in 1 2 3; do
+  mkdir -p "$WORK/two$i"
+  TMPDIR="$WORK/two$i" "$CLIENT" "$FIXRES" version >"$WORK/two$i/a" 2>&1 &
+  a=$!
+  TMPDIR="$WORK/two$i" "$CLIENT" "$FIXRES" version >"$WORK/two$i/b" 2>&1 &
+  b=$!
+  wait "$a"; ca=$?; wait "$b"; cb=$?
+  [ "$ca $cb" = "0 0" ] || bad "two clients at once: exit $ca and $cb"
+  cmp -s "$WORK/two$i/a" "$WORK/version.direct.out" && cmp -s "$WORK/two$i/b" "$WORK/version.direct.out" ||
+    bad "two clients at once: another output ($(head -c 200 "$WORK/two$i/a" "$WORK/two$i/b"))"
+  pkill -f -- "--serve-requests-at $WORK/two$i/"
+done
+echo "two clients at once with no server, 3 times: both served"
 finish

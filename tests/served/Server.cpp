@@ -142,9 +142,10 @@ int serve(const char* path) {
   for (;;) {
     pollfd p{listener, POLLIN, 0};
     const int n = ::poll(&p, 1, kIdleMs);
-    if (identity(path) != mine) return 0;
-    if (n == 0)
-      ::unlink(path);  // no new client from here on; one that connected just now is served
+    // Replaced by another server (two clients started one each), or idle: no new client can
+    // connect from here on; those that connected just now are served before the end.
+    const bool replaced = identity(path) != mine;
+    if (n == 0 && !replaced) ::unlink(path);
     while (::poll(&p, 1, 0) > 0) {
       int conn = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (conn < 0) break;
@@ -155,7 +156,7 @@ int serve(const char* path) {
       }
       ::close(conn);
     }
-    if (n == 0) return 0;
+    if (n == 0 || replaced) return 0;
   }
 }
 
