@@ -5,23 +5,63 @@
 //
 // The command gets this process's arguments, working folder, environment, umask, ignored and
 // blocked signals and standard streams; its exit status (128 + the signal that ended it) is this
-// process's. One server per build and per start-time environment (served/Wire.h), started on first
-// use, ends after 2 idle minutes. If this process is ended, so is the command. FIXRES_SERVED=0,
-// no server beside this program, or a server that cannot start: FIXRES itself is run.
+// process's. One server per build and per start-time environment (keyedVariable below), started on
+// first use, ends after 2 idle minutes. If this process is ended, so is the command.
+// FIXRES_SERVED=0, no server beside this program, or a server that cannot start: FIXRES itself is
+// run.
 #include "Wire.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 
 extern char** environ;
 
 namespace {
+
+// Stable across processes (std::hash is not promised to be): FNV-1a, 64 bits.
+uint64_t fnv1a(const std::string& text, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Read when the program loads (the C library, OpenMP, OpenBLAS, the loader): a server started
+// with other values would not stand for a fresh start, so they are part of its address. The
+// variables fixres reads itself (FIXRES_*) are read in main, after the fork: not keyed.
+bool keyedVariable(const std::string& entry) {
+  const std::string name = entry.substr(0, entry.find('='));
+  if (name.rfind("FIXRES_", 0) == 0) return false;
+  return name != "PWD" && name != "OLDPWD" && name != "SHLVL" && name != "_";
+}
+
+// The limits a shell's ulimit sets: a child cannot raise a hard limit above its server's.
+std::string limitsText() {
+  const int kinds[] = {RLIMIT_AS,    RLIMIT_CORE,   RLIMIT_CPU,   RLIMIT_DATA,
+                       RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_STACK, RLIMIT_NPROC};
+  std::string text;
+  for (int kind : kinds) {
+    rlimit r{};
+    ::getrlimit(kind, &r);
+    text += std::to_string(r.rlim_cur) + "/" + std::to_string(r.rlim_max) + " ";
+  }
+  return text;
+}
+
+uint64_t signalBits(const sigset_t& set) {
+  uint64_t bits = 0;
+  for (int s = 1; s < 64; ++s)
+    if (sigismember(&set, s) == 1) bits |= uint64_t{1} << s;
+  return bits;
+}
 
 [[noreturn]] void direct(char** argv) {
   ::execv(argv[1], argv + 1);
@@ -42,11 +82,11 @@ std::string socketPath(const std::string& server) {
   if (::stat(server.c_str(), &st) != 0) return "";
   std::vector<std::string> keyed;
   for (char** e = environ; *e; ++e)
-    if (served::keyedVariable(*e)) keyed.emplace_back(*e);
+    if (keyedVariable(*e)) keyed.emplace_back(*e);
   std::sort(keyed.begin(), keyed.end());
   std::string key = server + " " + std::to_string(st.st_mtim.tv_sec) + "." +
                     std::to_string(st.st_mtim.tv_nsec) + " " + std::to_string(st.st_size) + " " +
-                    served::limitsText();
+                    limitsText();
   for (const auto& e : keyed) key += "\n" + e;
   const char* tmp = std::getenv("TMPDIR");
   std::string folder =
@@ -56,8 +96,8 @@ std::string socketPath(const std::string& server) {
   if (::stat(folder.c_str(), &fs) != 0 || fs.st_uid != ::getuid()) return "";
   char name[40];
   std::snprintf(name, sizeof(name), "/%016llx%08llx.sock",
-                static_cast<unsigned long long>(served::fnv1a(key)),
-                static_cast<unsigned long long>(served::fnv1a(key, 7) & 0xffffffffu));
+                static_cast<unsigned long long>(fnv1a(key)),
+                static_cast<unsigned long long>(fnv1a(key, 7) & 0xffffffffu));
   std::string path = folder + name;
   return path.size() < sizeof(sockaddr_un::sun_path) ? path : "";
 }
@@ -130,8 +170,8 @@ std::string request(int argc, char** argv) {
   auto add = [&body](const std::string& field) { body.append(field).push_back('\0'); };
   add(cwd);
   add(std::to_string(mask));
-  add(std::to_string(served::signalBits(ignored)));
-  add(std::to_string(served::signalBits(blocked)));
+  add(std::to_string(signalBits(ignored)));
+  add(std::to_string(signalBits(blocked)));
   add(std::to_string(argc - 1));
   for (int i = 1; i < argc; ++i) add(argv[i]);
   for (char** e = environ; *e; ++e) add(*e);

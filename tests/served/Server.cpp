@@ -9,10 +9,13 @@
 
 #include <dirent.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 
 #include "fixres/cli/Command.h"
